@@ -1,0 +1,111 @@
+// Backend: the compute interface the model and engine call — memory, an ordering handle, and the
+// GPT-2 ops (forward and backward) — implemented by kernels/cpu (fp32) and kernels/cuda (bf16).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace zt {
+
+// Element type of a buffer. The CPU backend computes in F32; the CUDA backend in BF16 with fp32
+// accumulation (its act_dtype). Master weights and optimizer state are always F32.
+enum class DType { F32, BF16, F16 };
+inline size_t dtype_size(DType t) { return t == DType::F32 ? 4 : 2; }
+inline const char* dtype_name(DType t) { return t == DType::F32 ? "fp32" : t == DType::BF16 ? "bf16" : "fp16"; }
+
+struct AdamWHyper {
+  float lr = 1e-3f;
+  float beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f;
+  float weight_decay = 0.0f;
+  bool decoupled = true;     // true: AdamW (decay applied to the param); false: L2 added to the grad
+  int step = 1;              // 1-based step for bias correction
+  bool bias_correction = true;
+  float grad_scale = 1.0f;   // multiplied into every grad before use (unscale and clip, folded)
+};
+
+// Conventions shared by every implementation (tests pin them):
+// * Pointers named d_* or dw/db/dinp are gradient buffers. Parameter gradients (dw, db, dwte, ...)
+//   ACCUMULATE (+=) so that micro-batches add up; activation gradients (dinp) also accumulate, and
+//   the caller zeroes them before a backward pass (the residual stream needs +=).
+// * Matrices are row-major. A linear layer stores W as [OC, IC] (PyTorch's nn.Linear layout):
+//   out[N, OC] = inp[N, IC] · Wᵀ + bias.
+// * "N" counts rows (B·T), "C" channels. Buffers of activations and weights are act_dtype();
+//   statistics (mean, rstd), losses and AdamW state are F32.
+// * Every op is ordered on the backend's stream; call synchronize() before reading results on
+//   the host. All memory passed to ops comes from alloc().
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string name() const = 0;  // "cpu" or "cuda"
+  virtual DType act_dtype() const = 0;
+
+  // --- memory ------------------------------------------------------------------------------
+  virtual void* alloc(size_t bytes) = 0;                 // device memory (host memory on CPU)
+  virtual void free(void* p) = 0;
+  virtual void copy_to_device(void* dst, const void* host_src, size_t bytes) = 0;
+  virtual void copy_to_host(void* host_dst, const void* src, size_t bytes) = 0;
+  virtual void copy(void* dst, const void* src, size_t bytes) = 0;  // device to device
+  virtual void zero(void* p, size_t bytes) = 0;
+  // Conversions between fp32 host/master values and act_dtype buffers (round to nearest even).
+  virtual void f32_to_act(void* dst, const float* src_f32, size_t n) = 0;
+  virtual void act_to_f32(float* dst_f32, const void* src, size_t n) = 0;
+
+  // --- ordering ------------------------------------------------------------------------------
+  virtual void synchronize() = 0;
+  virtual void* native_stream() { return nullptr; }  // cudaStream_t on CUDA, nullptr on CPU
+
+  // --- ops -------------------------------------------------------------------------------------
+  // out[b,t,:] = wte[tokens[b,t],:] + wpe[t,:]
+  virtual void embedding_forward(void* out, const int32_t* tokens, const void* wte, const void* wpe,
+                                 int B, int T, int C) = 0;
+  virtual void embedding_backward(void* dwte, void* dwpe, const void* dout, const int32_t* tokens,
+                                  int B, int T, int C) = 0;
+
+  // LayerNorm over the last dim, eps 1e-5; mean and rstd [N] saved for backward.
+  virtual void layernorm_forward(void* out, float* mean, float* rstd, const void* inp, const void* w,
+                                 const void* b, int N, int C) = 0;
+  virtual void layernorm_backward(void* dinp, void* dw, void* db, const void* dout, const void* inp,
+                                  const void* w, const float* mean, const float* rstd, int N, int C) = 0;
+
+  // out = inp · Wᵀ + bias (bias may be null).
+  virtual void matmul_forward(void* out, const void* inp, const void* w, const void* bias, int N, int IC,
+                              int OC) = 0;
+  // dinp += dout · W;  dw += doutᵀ · inp;  dbias += Σ_rows dout (dbias may be null).
+  virtual void matmul_backward(void* dinp, void* dw, void* dbias, const void* dout, const void* inp,
+                               const void* w, int N, int IC, int OC) = 0;
+
+  // Causal multi-head self-attention. qkv [B,T,3C] packs q, k, v (each [B,T,NH,C/NH]);
+  // out [B,T,C]. `saved` holds what backward needs (attention probabilities or statistics),
+  // attention_saved_bytes() long; forward writes it, backward reads it.
+  virtual size_t attention_saved_bytes(int B, int T, int C, int NH) const = 0;
+  virtual void attention_forward(void* out, void* saved, const void* qkv, int B, int T, int C, int NH) = 0;
+  virtual void attention_backward(void* dqkv, const void* dout, const void* qkv, const void* saved, int B,
+                                  int T, int C, int NH) = 0;
+
+  // GELU, tanh approximation (GPT-2's).
+  virtual void gelu_forward(void* out, const void* inp, size_t n) = 0;
+  virtual void gelu_backward(void* dinp, const void* inp, const void* dout, size_t n) = 0;  // dinp +=
+
+  // out = a + b (out may alias a or b).
+  virtual void residual_forward(void* out, const void* a, const void* b, size_t n) = 0;
+  // acc += x
+  virtual void accumulate(void* acc, const void* x, size_t n) = 0;
+
+  // Softmax cross-entropy over V classes for N rows of logits. Writes the per-row loss (F32, [N])
+  // and OVERWRITES dlogits with d(mean loss)/d(logits) · dloss, i.e. (softmax - onehot) · dloss / N.
+  // Targets < 0 are ignored (no loss, zero gradient, not counted in N).
+  virtual void crossentropy_forward_backward(float* losses, void* dlogits, const void* logits,
+                                             const int32_t* targets, int N, int V, float dloss) = 0;
+
+  // The simple AdamW on a flat fp32 span (master weights p, grads g, moments m and v, all F32).
+  virtual void adamw_step(float* p, const float* g, float* m, float* v, size_t n, const AdamWHyper& h) = 0;
+};
+
+// Factories. make_cuda_backend() throws std::runtime_error when no GPU is usable, with the reason.
+std::unique_ptr<Backend> make_cpu_backend();
+std::unique_ptr<Backend> make_cuda_backend(int device = 0);
+bool cuda_backend_compiled();
+
+}  // namespace zt

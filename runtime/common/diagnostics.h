@@ -1,0 +1,56 @@
+// Diagnostics: the user-facing problems (config, data, checkpoint, command line, resources)
+// collected during start-up and reported all at once, each with its path, value, problem and fix.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace zt {
+
+enum class Severity { Error, Warning };
+
+struct Diagnostic {
+  Severity severity = Severity::Error;
+  std::string path;     // where: a JSON path ("zero_optimization.stage"), a file and offset, a flag
+  std::string value;    // the offending value as the user wrote it ("" when absent)
+  std::string message;  // what is wrong
+  std::string fix;      // what to do about it ("" when there is nothing useful to say)
+};
+
+// Collects diagnostics; never throws on its own. Print with format(), or throw UserError.
+class Diagnostics {
+ public:
+  void error(std::string path, std::string value, std::string message, std::string fix = {});
+  void warning(std::string path, std::string value, std::string message, std::string fix = {});
+  void add(Diagnostic d);
+  void append(const Diagnostics& other);
+
+  bool has_errors() const;
+  size_t error_count() const;
+  size_t warning_count() const;
+  const std::vector<Diagnostic>& all() const { return items_; }
+
+  // One line per diagnostic: "error: <path> = <value>: <message>. Fix: <fix>".
+  std::string format() const;
+
+ private:
+  std::vector<Diagnostic> items_;
+};
+
+std::string format_diagnostic(const Diagnostic& d);
+
+// Thrown when user input is unusable; the CLI prints every diagnostic and exits with kUserErrorExit.
+class UserError : public std::runtime_error {
+ public:
+  explicit UserError(Diagnostics diags);
+  UserError(std::string path, std::string value, std::string message, std::string fix = {});
+  const Diagnostics& diagnostics() const { return diags_; }
+
+ private:
+  Diagnostics diags_;
+};
+
+inline constexpr int kUserErrorExit = 2;
+
+}  // namespace zt

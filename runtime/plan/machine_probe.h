@@ -1,0 +1,34 @@
+// Machine facts for pre-flight: host RAM available, GPU memory, and what a path's file system is
+// (exists, directory, writable, type, network or not, free bytes) — read from /proc and statfs.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "runtime/common/diagnostics.h"
+#include "runtime/plan/memory_plan.h"
+
+namespace zt {
+
+struct PathInfo {
+  bool exists = false, is_dir = false, writable = false;
+  std::string fs_type;  // "ext4", "tmpfs", "nfs", ... ("unknown" for unrecognised magic)
+  bool is_network = false;  // NFS, CIFS/SMB, 9p, FUSE, ...
+  uint64_t free_bytes = 0;
+};
+PathInfo probe_path(const std::string& path);
+
+struct MachineFacts {
+  uint64_t host_mem_available = 0;  // /proc/meminfo MemAvailable, bytes
+  uint64_t host_mem_total = 0;
+  std::optional<uint64_t> gpu_free, gpu_total;  // only where a GPU is present
+};
+MachineFacts probe_machine();
+
+// Compares the plan with the machine; each shortfall is an error with the numbers, e.g.
+// "offload_optimizer=cpu needs 84.1 GiB of host RAM for 7.0B params at world size 8; this host has
+// 31.2 GiB available". nvme_path may be empty when nothing goes to NVMe.
+Diagnostics preflight(const MemoryPlan& plan, const MachineFacts& facts, const std::string& nvme_path);
+
+}  // namespace zt
