@@ -1,0 +1,73 @@
+// Communicator: the collectives ZeRO needs (all-reduce, reduce-scatter, all-gather, broadcast,
+// barrier) with async handles that complete in issue order, and per-op byte accounting.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace zt {
+
+enum class CommDType { F32, BF16, F16, I64 };
+enum class ReduceOp { Sum, Avg };
+enum class CommOp { AllReduce, ReduceScatter, AllGather, Broadcast, Barrier };
+constexpr int kCommOpCount = 5;
+size_t comm_dtype_size(CommDType t);
+const char* comm_op_name(CommOp op);
+
+// A pending collective. wait() blocks until it completed (and rethrows its failure); done() polls.
+class CommHandle {
+ public:
+  virtual ~CommHandle() = default;
+  virtual void wait() = 0;
+  virtual bool done() = 0;
+};
+using CommHandlePtr = std::shared_ptr<CommHandle>;
+
+// Per-op totals since construction (or reset_stats()). Bytes are "algorithm bytes" as nccl-tests
+// counts them for this rank: all-reduce = buffer bytes; reduce-scatter and all-gather = full
+// (un-sharded) buffer bytes; broadcast = buffer bytes.
+struct CommOpStats {
+  uint64_t calls = 0;
+  uint64_t bytes = 0;
+  double busy_seconds = 0;  // time from start to completion, as seen by the communication thread/stream
+};
+struct CommStats {
+  CommOpStats op[kCommOpCount];
+  const CommOpStats& operator[](CommOp o) const { return op[int(o)]; }
+};
+
+// Buffers are host memory for the MPI implementation and device memory for NCCL.
+// Shard layout (ZeRO's): for world size W and count elements, rank r's shard is
+// [r*count/W, (r+1)*count/W). count must divide by W (else std::invalid_argument; the engine pads).
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+  virtual int rank() const = 0;
+  virtual int world_size() const = 0;
+  virtual std::string name() const = 0;  // "mpi", "nccl", "single"
+
+  // In-place when send == recv. count = elements of the full buffer.
+  virtual CommHandlePtr all_reduce_async(const void* send, void* recv, size_t count, CommDType t, ReduceOp op) = 0;
+  // send holds count elements; recv receives this rank's count/W elements. In-place form: pass
+  // recv == (char*)send + rank*count/W*elem (the shard inside the full buffer).
+  virtual CommHandlePtr reduce_scatter_async(const void* send, void* recv, size_t count, CommDType t,
+                                             ReduceOp op) = 0;
+  // send holds count/W elements; recv receives count. In-place when send is recv's own shard.
+  virtual CommHandlePtr all_gather_async(const void* send, void* recv, size_t count, CommDType t) = 0;
+  virtual CommHandlePtr broadcast_async(void* buf, size_t count, CommDType t, int root) = 0;
+  virtual CommHandlePtr barrier_async() = 0;
+
+  // Blocking forms.
+  void all_reduce(const void* s, void* r, size_t n, CommDType t, ReduceOp op) { all_reduce_async(s, r, n, t, op)->wait(); }
+  void reduce_scatter(const void* s, void* r, size_t n, CommDType t, ReduceOp op) { reduce_scatter_async(s, r, n, t, op)->wait(); }
+  void all_gather(const void* s, void* r, size_t n, CommDType t) { all_gather_async(s, r, n, t)->wait(); }
+  void broadcast(void* b, size_t n, CommDType t, int root) { broadcast_async(b, n, t, root)->wait(); }
+  void barrier() { barrier_async()->wait(); }
+
+  virtual CommStats stats() const = 0;
+  virtual void reset_stats() = 0;
+};
+
+}  // namespace zt
