@@ -1,0 +1,210 @@
+// CudaBackend: the Backend interface on one GPU — bf16 activations/weights, fp32 statistics,
+// one owned stream, a cuBLASLt handle and workspace, and a growable fp32 scratch for reductions.
+#include <cuda_runtime.h>
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "kernels/backend.h"
+#include "kernels/cuda/adamw.cuh"
+#include "kernels/cuda/attention.cuh"
+#include "kernels/cuda/conversions.cuh"
+#include "kernels/cuda/crossentropy.cuh"
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/embedding.cuh"
+#include "kernels/cuda/gelu.cuh"
+#include "kernels/cuda/layernorm.cuh"
+#include "kernels/cuda/matmul.cuh"
+#include "kernels/cuda/residual.cuh"
+
+namespace zt {
+
+namespace {
+
+constexpr size_t kLtWorkspaceBytes = 32u << 20;
+
+bool is_device_pointer(const void* p) {
+  cudaPointerAttributes a{};
+  if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+    (void)cudaGetLastError();  // clear the sticky-free error from an unknown host pointer
+    return false;
+  }
+  return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged;
+}
+
+class CudaBackend final : public Backend {
+ public:
+  explicit CudaBackend(int device) : device_(device) {
+    CUDA_CHECK(cudaSetDevice(device_));
+    CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    CUBLAS_CHECK(cublasLtCreate(&lt_.handle));
+    CUDA_CHECK(cudaMalloc(&lt_.workspace, kLtWorkspaceBytes));
+    lt_.workspace_bytes = kLtWorkspaceBytes;
+  }
+  ~CudaBackend() override {
+    cudaStreamSynchronize(stream_);
+    if (scratch_) cudaFree(scratch_);
+    if (lt_.workspace) cudaFree(lt_.workspace);
+    if (lt_.handle) cublasLtDestroy(lt_.handle);
+    if (stream_) cudaStreamDestroy(stream_);
+  }
+
+  std::string name() const override { return "cuda"; }
+  DType act_dtype() const override { return DType::BF16; }
+
+  void* alloc(size_t bytes) override {
+    void* p = nullptr;
+    CUDA_CHECK(cudaMalloc(&p, bytes == 0 ? 1 : bytes));
+    return p;
+  }
+  void free(void* p) override {
+    if (!p) return;
+    CUDA_CHECK(cudaStreamSynchronize(stream_));
+    CUDA_CHECK(cudaFree(p));
+  }
+  void copy_to_device(void* dst, const void* host_src, size_t bytes) override {
+    CUDA_CHECK(cudaMemcpyAsync(dst, host_src, bytes, cudaMemcpyHostToDevice, stream_));
+    CUDA_CHECK(cudaStreamSynchronize(stream_));  // the host buffer may be reused on return
+  }
+  void copy_to_host(void* host_dst, const void* src, size_t bytes) override {
+    CUDA_CHECK(cudaMemcpyAsync(host_dst, src, bytes, cudaMemcpyDeviceToHost, stream_));
+    CUDA_CHECK(cudaStreamSynchronize(stream_));
+  }
+  void copy(void* dst, const void* src, size_t bytes) override {
+    CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_));
+  }
+  void zero(void* p, size_t bytes) override { CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, stream_)); }
+
+  // src may be host memory (initialisation, tests) or device memory (the fp32 master copy).
+  void f32_to_act(void* dst, const float* src, size_t n) override {
+    if (is_device_pointer(src)) {
+      cuda::f32_to_bf16(dst, src, n, stream_);
+      return;
+    }
+    float* tmp = scratch_floats(n);
+    CUDA_CHECK(cudaMemcpyAsync(tmp, src, n * sizeof(float), cudaMemcpyHostToDevice, stream_));
+    cuda::f32_to_bf16(dst, tmp, n, stream_);
+    CUDA_CHECK(cudaStreamSynchronize(stream_));
+  }
+  void act_to_f32(float* dst, const void* src, size_t n) override {
+    if (is_device_pointer(dst)) {
+      cuda::bf16_to_f32(dst, src, n, stream_);
+      return;
+    }
+    float* tmp = scratch_floats(n);
+    cuda::bf16_to_f32(tmp, src, n, stream_);
+    CUDA_CHECK(cudaMemcpyAsync(dst, tmp, n * sizeof(float), cudaMemcpyDeviceToHost, stream_));
+    CUDA_CHECK(cudaStreamSynchronize(stream_));
+  }
+
+  void synchronize() override { CUDA_CHECK(cudaStreamSynchronize(stream_)); }
+  void* native_stream() override { return stream_; }
+
+  void embedding_forward(void* out, const int32_t* tokens, const void* wte, const void* wpe, int B, int T,
+                         int C) override {
+    cuda::embedding_forward(out, tokens, wte, wpe, B, T, C, stream_);
+  }
+  void embedding_backward(void* dwte, void* dwpe, const void* dout, const int32_t* tokens, int B, int T,
+                          int C) override {
+    cuda::embedding_backward(dwte, dwpe, dout, tokens, B, T, C, stream_);
+  }
+  void layernorm_forward(void* out, float* mean, float* rstd, const void* inp, const void* w, const void* b, int N,
+                         int C) override {
+    cuda::layernorm_forward(out, mean, rstd, inp, w, b, N, C, stream_);
+  }
+  void layernorm_backward(void* dinp, void* dw, void* db, const void* dout, const void* inp, const void* w,
+                          const float* mean, const float* rstd, int N, int C) override {
+    float* scratch = scratch_floats(cuda::layernorm_backward_scratch_floats(N, C));
+    cuda::layernorm_backward(dinp, dw, db, dout, inp, w, mean, rstd, N, C, scratch, stream_);
+  }
+  void matmul_forward(void* out, const void* inp, const void* w, const void* bias, int N, int IC, int OC) override {
+    cuda::matmul_forward(lt_, out, inp, w, bias, N, IC, OC, stream_);
+  }
+  void matmul_backward(void* dinp, void* dw, void* dbias, const void* dout, const void* inp, const void* w, int N,
+                       int IC, int OC) override {
+    float* scratch = dbias ? scratch_floats(cuda::matmul_backward_scratch_floats(N, OC)) : nullptr;
+    cuda::matmul_backward(lt_, dinp, dw, dbias, dout, inp, w, N, IC, OC, scratch, stream_);
+  }
+  size_t attention_saved_bytes(int B, int T, int C, int NH) const override {
+    return cuda::attention_saved_bytes(B, T, C, NH);
+  }
+  void attention_forward(void* out, void* saved, const void* qkv, int B, int T, int C, int NH) override {
+    check_heads(C, NH);
+    cuda::attention_forward(out, static_cast<float*>(saved), qkv, B, T, C, NH, stream_);
+  }
+  void attention_backward(void* dqkv, const void* dout, const void* qkv, const void* saved, int B, int T, int C,
+                          int NH) override {
+    check_heads(C, NH);
+    float* scratch = scratch_floats(cuda::attention_backward_scratch_floats(B, T, NH));
+    cuda::attention_backward(dqkv, dout, qkv, static_cast<const float*>(saved), B, T, C, NH, scratch, stream_);
+  }
+  void gelu_forward(void* out, const void* inp, size_t n) override { cuda::gelu_forward(out, inp, n, stream_); }
+  void gelu_backward(void* dinp, const void* inp, const void* dout, size_t n) override {
+    cuda::gelu_backward(dinp, inp, dout, n, stream_);
+  }
+  void residual_forward(void* out, const void* a, const void* b, size_t n) override {
+    cuda::residual_forward(out, a, b, n, stream_);
+  }
+  void accumulate(void* acc, const void* x, size_t n) override { cuda::accumulate(acc, x, n, stream_); }
+  void crossentropy_forward_backward(float* losses, void* dlogits, const void* logits, const int32_t* targets, int N,
+                                     int V, float dloss) override {
+    int* count = reinterpret_cast<int*>(scratch_floats(1));
+    cuda::crossentropy_forward_backward(losses, dlogits, logits, targets, N, V, dloss, count, stream_);
+  }
+  void adamw_step(float* p, const float* g, float* m, float* v, size_t n, const AdamWHyper& h) override {
+    cuda::adamw_step(p, g, m, v, n, h, stream_);
+  }
+
+ private:
+  static void check_heads(int C, int NH) {
+    if (NH <= 0 || C % NH != 0)
+      throw std::invalid_argument("attention: channels " + std::to_string(C) + " not divisible by heads " +
+                                  std::to_string(NH));
+  }
+  // Stream-ordered scratch: grows (after a sync) and is reused by the next op on the same stream.
+  float* scratch_floats(size_t n) {
+    const size_t bytes = (n == 0 ? 1 : n) * sizeof(float);
+    if (bytes > scratch_bytes_) {
+      CUDA_CHECK(cudaStreamSynchronize(stream_));
+      if (scratch_) CUDA_CHECK(cudaFree(scratch_));
+      scratch_ = nullptr;
+      CUDA_CHECK(cudaMalloc(&scratch_, bytes));
+      scratch_bytes_ = bytes;
+    }
+    return static_cast<float*>(scratch_);
+  }
+
+  int device_;
+  cudaStream_t stream_ = nullptr;
+  cuda::LtContext lt_;
+  void* scratch_ = nullptr;
+  size_t scratch_bytes_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cuda_backend(int device) {
+  int count = 0;
+  cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    throw std::runtime_error(std::string("no usable GPU: cudaGetDeviceCount failed: ") + cudaGetErrorString(e) +
+                             " (" + cudaGetErrorName(e) + "); run on a GPU machine or use --backend cpu");
+  }
+  if (count == 0) throw std::runtime_error("no usable GPU: cudaGetDeviceCount reports 0 devices");
+  if (device < 0 || device >= count)
+    throw std::runtime_error("GPU " + std::to_string(device) + " requested but only " + std::to_string(count) +
+                             " device(s) are visible (check CUDA_VISIBLE_DEVICES and the rank-to-GPU mapping)");
+  if ((e = cudaSetDevice(device)) != cudaSuccess)
+    throw std::runtime_error(std::string("cannot use GPU ") + std::to_string(device) + ": " + cudaGetErrorString(e));
+  cublasLtHandle_t probe = nullptr;
+  cublasStatus_t st = cublasLtCreate(&probe);
+  if (st != CUBLAS_STATUS_SUCCESS)
+    throw std::runtime_error("cuBLASLt cannot start on GPU " + std::to_string(device) + " (status " +
+                             std::to_string(static_cast<int>(st)) + ")");
+  cublasLtDestroy(probe);
+  return std::make_unique<CudaBackend>(device);
+}
+
+}  // namespace zt
