@@ -1,0 +1,117 @@
+// The CPU Backend: host memory, a no-op stream, and the fp32 ops of kernels/cpu (OpenMP + OpenBLAS).
+// Also the thread control of cpu_threads.h.
+#include <cblas.h>
+#include <omp.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "kernels/backend.h"
+#include "kernels/cpu/cpu_ops.h"
+#include "kernels/cpu/cpu_threads.h"
+
+namespace zt {
+
+void set_cpu_threads(int n) {
+  if (n <= 0) n = omp_get_num_procs();
+  omp_set_num_threads(n);
+  // OpenBLAS splits a GEMM over output tiles, never over the inner dimension, so its results do
+  // not change with this count either (tests/model/test_cpu_determinism.cpp checks it).
+  openblas_set_num_threads(n);
+}
+
+int cpu_threads() { return omp_get_max_threads(); }
+
+namespace {
+
+inline float* F(void* p) { return static_cast<float*>(p); }
+inline const float* F(const void* p) { return static_cast<const float*>(p); }
+
+class CpuBackend final : public Backend {
+ public:
+  CpuBackend() { openblas_set_num_threads(omp_get_max_threads()); }
+
+  std::string name() const override { return "cpu"; }
+  DType act_dtype() const override { return DType::F32; }
+
+  void* alloc(size_t bytes) override {
+    const size_t rounded = (bytes + 63) / 64 * 64;
+    void* p = std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
+    if (!p) throw std::bad_alloc();
+    return p;
+  }
+  void free(void* p) override { std::free(p); }
+  void copy_to_device(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
+  void copy_to_host(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
+  void copy(void* dst, const void* src, size_t bytes) override { std::memmove(dst, src, bytes); }
+  void zero(void* p, size_t bytes) override { std::memset(p, 0, bytes); }
+  void f32_to_act(void* dst, const float* src, size_t n) override { std::memmove(dst, src, n * sizeof(float)); }
+  void act_to_f32(float* dst, const void* src, size_t n) override { std::memmove(dst, src, n * sizeof(float)); }
+  void synchronize() override {}
+
+  void embedding_forward(void* out, const int32_t* tokens, const void* wte, const void* wpe, int B, int T,
+                         int C) override {
+    cpu::embedding_forward(F(out), tokens, F(wte), F(wpe), B, T, C);
+  }
+  void embedding_backward(void* dwte, void* dwpe, const void* dout, const int32_t* tokens, int B, int T,
+                          int C) override {
+    cpu::embedding_backward(F(dwte), F(dwpe), F(dout), tokens, B, T, C);
+  }
+  void layernorm_forward(void* out, float* mean, float* rstd, const void* inp, const void* w, const void* b,
+                         int N, int C) override {
+    cpu::layernorm_forward(F(out), mean, rstd, F(inp), F(w), F(b), N, C);
+  }
+  void layernorm_backward(void* dinp, void* dw, void* db, const void* dout, const void* inp, const void* w,
+                          const float* mean, const float* rstd, int N, int C) override {
+    cpu::layernorm_backward(F(dinp), F(dw), F(db), F(dout), F(inp), F(w), mean, rstd, N, C);
+  }
+  void matmul_forward(void* out, const void* inp, const void* w, const void* bias, int N, int IC,
+                      int OC) override {
+    cpu::matmul_forward(F(out), F(inp), F(w), F(bias), N, IC, OC);
+  }
+  void matmul_backward(void* dinp, void* dw, void* dbias, const void* dout, const void* inp, const void* w,
+                       int N, int IC, int OC) override {
+    cpu::matmul_backward(F(dinp), F(dw), F(dbias), F(dout), F(inp), F(w), N, IC, OC);
+  }
+  size_t attention_saved_bytes(int B, int T, int C, int NH) const override {
+    return cpu::attention_saved_bytes(B, T, C, NH);
+  }
+  void attention_forward(void* out, void* saved, const void* qkv, int B, int T, int C, int NH) override {
+    cpu::attention_forward(F(out), F(saved), F(qkv), B, T, C, NH);
+  }
+  void attention_backward(void* dqkv, const void* dout, const void* qkv, const void* saved, int B, int T, int C,
+                          int NH) override {
+    cpu::attention_backward(F(dqkv), F(dout), F(qkv), F(saved), B, T, C, NH);
+  }
+  void gelu_forward(void* out, const void* inp, size_t n) override { cpu::gelu_forward(F(out), F(inp), n); }
+  void gelu_backward(void* dinp, const void* inp, const void* dout, size_t n) override {
+    cpu::gelu_backward(F(dinp), F(inp), F(dout), n);
+  }
+  void residual_forward(void* out, const void* a, const void* b, size_t n) override {
+    float* o = F(out);
+    const float* x = F(a);
+    const float* y = F(b);
+#pragma omp parallel for simd schedule(static)
+    for (size_t i = 0; i < n; ++i) o[i] = x[i] + y[i];
+  }
+  void accumulate(void* acc, const void* x, size_t n) override {
+    float* o = F(acc);
+    const float* y = F(x);
+#pragma omp parallel for simd schedule(static)
+    for (size_t i = 0; i < n; ++i) o[i] += y[i];
+  }
+  void crossentropy_forward_backward(float* losses, void* dlogits, const void* logits, const int32_t* targets,
+                                     int N, int V, float dloss) override {
+    cpu::crossentropy_forward_backward(losses, F(dlogits), F(logits), targets, N, V, dloss);
+  }
+  void adamw_step(float* p, const float* g, float* m, float* v, size_t n, const AdamWHyper& h) override {
+    cpu::adamw_step(p, g, m, v, n, h);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cpu_backend() { return std::make_unique<CpuBackend>(); }
+
+}  // namespace zt

@@ -1,0 +1,46 @@
+// The CPU backend's op implementations (fp32, OpenMP), one family per .cpp file. Internal to
+// kernels/cpu: the public entry points are make_cpu_backend() and cpu_threads.h.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/backend.h"
+
+namespace zt::cpu {
+
+// Determinism rule for every op here: each output element is produced by exactly one thread, in
+// a fixed order of summation that does not depend on the number of threads. Reductions over rows
+// are therefore parallelised over the reduced-into dimension (channels), never over rows.
+
+// Channels handled per task in column-wise reductions (fixed, so results never depend on threads).
+inline constexpr int kChannelChunk = 64;
+
+void embedding_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe, int B, int T,
+                       int C);
+void embedding_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens, int B, int T,
+                        int C);
+
+void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* w, const float* b,
+                       int N, int C);
+void layernorm_backward(float* dinp, float* dw, float* db, const float* dout, const float* inp, const float* w,
+                        const float* mean, const float* rstd, int N, int C);
+
+void matmul_forward(float* out, const float* inp, const float* w, const float* bias, int N, int IC, int OC);
+void matmul_backward(float* dinp, float* dw, float* dbias, const float* dout, const float* inp, const float* w,
+                     int N, int IC, int OC);
+
+size_t attention_saved_bytes(int B, int T, int C, int NH);
+void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH);
+void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* att, int B, int T, int C,
+                        int NH);
+
+void gelu_forward(float* out, const float* inp, size_t n);
+void gelu_backward(float* dinp, const float* inp, const float* dout, size_t n);
+
+void crossentropy_forward_backward(float* losses, float* dlogits, const float* logits, const int32_t* targets,
+                                   int N, int V, float dloss);
+
+void adamw_step(float* p, const float* g, float* m, float* v, size_t n, const AdamWHyper& h);
+
+}  // namespace zt::cpu

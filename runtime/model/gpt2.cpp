@@ -1,0 +1,236 @@
+// GPT2 forward and backward, one unit per call: embedding, pre-LN blocks (attention + GELU MLP),
+// and the head (final LayerNorm, LM head, softmax cross-entropy), with optional block recompute.
+#include "runtime/model/gpt2.h"
+
+#include <stdexcept>
+#include <string>
+
+namespace zt {
+
+struct GPT2::BlockActs {
+  void *ln1 = nullptr, *qkv = nullptr, *att = nullptr, *atty = nullptr, *r2 = nullptr, *ln2 = nullptr,
+       *fch = nullptr, *fch_gelu = nullptr;
+  float *ln1_mean = nullptr, *ln1_rstd = nullptr, *ln2_mean = nullptr, *ln2_rstd = nullptr;
+};
+
+namespace {
+
+// Typed views into a unit's flat buffer.
+struct View {
+  const UnitLayout& layout;
+  char* base;
+  size_t es;
+  void* operator()(const char* name) const { return base + size_t(layout.offset(name)) * es; }
+};
+
+}  // namespace
+
+void* GPT2::take(size_t bytes) {
+  void* p = backend_.alloc(bytes);
+  allocations_.push_back(p);
+  activation_bytes_ += bytes;
+  return p;
+}
+
+GPT2::GPT2(const ModelConfig& config, Backend& backend, ModelRunOptions options)
+    : config_(config), backend_(backend), options_(options), layouts_(build_unit_layouts(config)) {
+  if (config.dim % config.heads != 0)
+    throw std::invalid_argument("model dim " + std::to_string(config.dim) + " does not divide by heads " +
+                                std::to_string(config.heads));
+  if (options.max_batch < 1) throw std::invalid_argument("ModelRunOptions.max_batch must be >= 1");
+  const size_t es = dtype_size(backend.act_dtype());
+  const size_t N = size_t(options.max_batch) * size_t(config.seq_len);
+  const size_t C = size_t(config.dim), V = size_t(config.vocab);
+  const int L = config.layers;
+
+  tokens_ = static_cast<int32_t*>(take(N * sizeof(int32_t)));
+  targets_ = static_cast<int32_t*>(take(N * sizeof(int32_t)));
+  for (int i = 0; i <= L; ++i) resid_.push_back(static_cast<float*>(take(N * C * es)));
+  const int sets = options.checkpoint_activations ? 1 : L;
+  for (int i = 0; i < sets; ++i) {
+    auto a = std::make_unique<BlockActs>();
+    a->ln1 = take(N * C * es);
+    a->ln1_mean = static_cast<float*>(take(N * 4));
+    a->ln1_rstd = static_cast<float*>(take(N * 4));
+    a->qkv = take(N * 3 * C * es);
+    a->att = take(backend.attention_saved_bytes(options.max_batch, config.seq_len, config.dim, config.heads));
+    a->atty = take(N * C * es);
+    a->r2 = take(N * C * es);
+    a->ln2 = take(N * C * es);
+    a->ln2_mean = static_cast<float*>(take(N * 4));
+    a->ln2_rstd = static_cast<float*>(take(N * 4));
+    a->fch = take(N * 4 * C * es);
+    a->fch_gelu = take(N * 4 * C * es);
+    blocks_.push_back(std::move(a));
+  }
+  lnf_ = static_cast<float*>(take(N * C * es));
+  lnf_mean_ = static_cast<float*>(take(N * 4));
+  lnf_rstd_ = static_cast<float*>(take(N * 4));
+  logits_ = static_cast<float*>(take(N * V * es));
+  dlogits_ = static_cast<float*>(take(N * V * es));
+  losses_ = static_cast<float*>(take(N * 4));
+  dresid_ = static_cast<float*>(take(N * C * es));
+  dln_ = static_cast<float*>(take(N * C * es));
+  datty_ = static_cast<float*>(take(N * C * es));
+  dqkv_ = static_cast<float*>(take(N * 3 * C * es));
+  dfch_ = static_cast<float*>(take(N * 4 * C * es));
+  dfch_gelu_ = static_cast<float*>(take(N * 4 * C * es));
+}
+
+GPT2::~GPT2() {
+  for (void* p : allocations_) backend_.free(p);
+}
+
+void GPT2::set_batch(const int32_t* tokens, const int32_t* targets, int B, int T, float dloss) {
+  if (B < 1 || B > options_.max_batch || T < 1 || T > config_.seq_len)
+    throw std::invalid_argument("GPT2::set_batch: B=" + std::to_string(B) + " T=" + std::to_string(T) +
+                                " outside 1..max_batch=" + std::to_string(options_.max_batch) +
+                                ", 1..seq_len=" + std::to_string(config_.seq_len));
+  const size_t n = size_t(B) * size_t(T);
+  valid_targets_ = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (tokens[i] < 0 || tokens[i] >= config_.vocab || targets[i] >= config_.vocab)
+      throw std::invalid_argument("GPT2::set_batch: token or target id outside the vocabulary at position " +
+                                  std::to_string(i));
+    valid_targets_ += targets[i] >= 0;
+  }
+  backend_.copy_to_device(tokens_, tokens, n * sizeof(int32_t));
+  backend_.copy_to_device(targets_, targets, n * sizeof(int32_t));
+  B_ = B;
+  T_ = T;
+  dloss_ = dloss;
+}
+
+void GPT2::check_unit(int u, const void* params) const {
+  if (u < 0 || u >= num_units()) throw std::out_of_range("GPT2: unit " + std::to_string(u) + " out of range");
+  if (!params) throw std::invalid_argument("GPT2: null parameter buffer for unit " + std::to_string(u));
+  if (B_ == 0) throw std::logic_error("GPT2: set_batch() must come before forward/backward");
+}
+
+void GPT2::block_forward(int l, const float* params, BlockActs& a) {
+  const int B = B_, T = T_, C = config_.dim, NH = config_.heads, N = B * T;
+  const size_t es = dtype_size(backend_.act_dtype());
+  const View p{layouts_[size_t(l) + 1], (char*)params, es};
+  const void* x = resid_[size_t(l)];
+  void* out = resid_[size_t(l) + 1];
+  backend_.layernorm_forward(a.ln1, a.ln1_mean, a.ln1_rstd, x, p("ln1_w"), p("ln1_b"), N, C);
+  backend_.matmul_forward(a.qkv, a.ln1, p("qkv_w"), p("qkv_b"), N, C, 3 * C);
+  backend_.attention_forward(a.atty, a.att, a.qkv, B, T, C, NH);
+  backend_.matmul_forward(a.r2, a.atty, p("attproj_w"), p("attproj_b"), N, C, C);  // attention branch
+  backend_.residual_forward(a.r2, a.r2, x, size_t(N) * C);
+  backend_.layernorm_forward(a.ln2, a.ln2_mean, a.ln2_rstd, a.r2, p("ln2_w"), p("ln2_b"), N, C);
+  backend_.matmul_forward(a.fch, a.ln2, p("fc_w"), p("fc_b"), N, C, 4 * C);
+  backend_.gelu_forward(a.fch_gelu, a.fch, size_t(N) * 4 * C);
+  backend_.matmul_forward(out, a.fch_gelu, p("fcproj_w"), p("fcproj_b"), N, 4 * C, C);  // MLP branch
+  backend_.residual_forward(out, out, a.r2, size_t(N) * C);
+}
+
+void GPT2::forward_unit(int u, const void* params, const void* embedding_params) {
+  check_unit(u, params);
+  const int B = B_, T = T_, C = config_.dim, V = config_.vocab, N = B * T, L = config_.layers;
+  const size_t es = dtype_size(backend_.act_dtype());
+  const UnitLayout& lay = layouts_[size_t(u)];
+  const View p{lay, (char*)params, es};
+  if (lay.kind == UnitKind::Embedding) {
+    backend_.embedding_forward(resid_[0], tokens_, p("wte"), p("wpe"), B, T, C);
+  } else if (lay.kind == UnitKind::Block) {
+    const int l = u - 1;
+    block_forward(l, static_cast<const float*>(params), *blocks_[options_.checkpoint_activations ? 0 : size_t(l)]);
+  } else {
+    const void* wte;
+    if (config_.tied_embeddings) {
+      if (!embedding_params)
+        throw std::invalid_argument("GPT2: the tied head's forward needs the embedding unit's parameters");
+      wte = View{layouts_[0], (char*)embedding_params, es}("wte");
+    } else {
+      wte = p("lm_head_w");
+    }
+    backend_.layernorm_forward(lnf_, lnf_mean_, lnf_rstd_, resid_[size_t(L)], p("lnf_w"), p("lnf_b"), N, C);
+    backend_.matmul_forward(logits_, lnf_, wte, nullptr, N, C, V);
+    backend_.crossentropy_forward_backward(losses_, dlogits_, logits_, targets_, N, V, dloss_);
+  }
+}
+
+void GPT2::backward_unit(int u, const void* params, void* grads, const void* embedding_params,
+                         void* embedding_grads) {
+  check_unit(u, params);
+  if (!grads) throw std::invalid_argument("GPT2: null gradient buffer for unit " + std::to_string(u));
+  const int B = B_, T = T_, C = config_.dim, NH = config_.heads, V = config_.vocab, N = B * T, L = config_.layers;
+  const size_t es = dtype_size(backend_.act_dtype());
+  const size_t NC = size_t(N) * C;
+  const UnitLayout& lay = layouts_[size_t(u)];
+  const View p{lay, (char*)params, es};
+  const View g{lay, (char*)grads, es};
+  if (lay.kind == UnitKind::Head) {
+    const void* wte;
+    void* dwte;
+    if (config_.tied_embeddings) {
+      if (!embedding_params || !embedding_grads)
+        throw std::invalid_argument("GPT2: the tied head's backward needs the embedding unit's parameters and "
+                                    "gradients");
+      wte = View{layouts_[0], (char*)embedding_params, es}("wte");
+      dwte = View{layouts_[0], (char*)embedding_grads, es}("wte");
+    } else {
+      wte = p("lm_head_w");
+      dwte = g("lm_head_w");
+    }
+    backend_.zero(dln_, NC * es);
+    backend_.matmul_backward(dln_, dwte, nullptr, dlogits_, lnf_, wte, N, C, V);
+    backend_.zero(dresid_, NC * es);
+    backend_.layernorm_backward(dresid_, g("lnf_w"), g("lnf_b"), dln_, resid_[size_t(L)], p("lnf_w"), lnf_mean_,
+                                lnf_rstd_, N, C);
+  } else if (lay.kind == UnitKind::Block) {
+    const int l = u - 1;
+    BlockActs& a = *blocks_[options_.checkpoint_activations ? 0 : size_t(l)];
+    if (options_.checkpoint_activations) block_forward(l, static_cast<const float*>(params), a);
+    const void* x = resid_[size_t(l)];
+    // dresid_ holds d(block output); it becomes d(block input) by accumulation through both branches.
+    backend_.zero(dfch_gelu_, NC * 4 * es);
+    backend_.matmul_backward(dfch_gelu_, g("fcproj_w"), g("fcproj_b"), dresid_, a.fch_gelu, p("fcproj_w"), N,
+                             4 * C, C);
+    backend_.zero(dfch_, NC * 4 * es);
+    backend_.gelu_backward(dfch_, a.fch, dfch_gelu_, NC * 4);
+    backend_.zero(dln_, NC * es);
+    backend_.matmul_backward(dln_, g("fc_w"), g("fc_b"), dfch_, a.ln2, p("fc_w"), N, C, 4 * C);
+    backend_.layernorm_backward(dresid_, g("ln2_w"), g("ln2_b"), dln_, a.r2, p("ln2_w"), a.ln2_mean, a.ln2_rstd,
+                                N, C);
+    backend_.zero(datty_, NC * es);
+    backend_.matmul_backward(datty_, g("attproj_w"), g("attproj_b"), dresid_, a.atty, p("attproj_w"), N, C, C);
+    backend_.zero(dqkv_, NC * 3 * es);
+    backend_.attention_backward(dqkv_, datty_, a.qkv, a.att, B, T, C, NH);
+    backend_.zero(dln_, NC * es);
+    backend_.matmul_backward(dln_, g("qkv_w"), g("qkv_b"), dqkv_, a.ln1, p("qkv_w"), N, C, 3 * C);
+    backend_.layernorm_backward(dresid_, g("ln1_w"), g("ln1_b"), dln_, x, p("ln1_w"), a.ln1_mean, a.ln1_rstd, N,
+                                C);
+  } else {
+    backend_.embedding_backward(g("wte"), g("wpe"), dresid_, tokens_, B, T, C);
+  }
+}
+
+float GPT2::loss() {
+  const size_t n = size_t(B_) * size_t(T_);
+  std::vector<float> host(n);
+  backend_.synchronize();
+  backend_.copy_to_host(host.data(), losses_, n * sizeof(float));
+  double sum = 0.0;
+  for (float x : host) sum += x;
+  return valid_targets_ > 0 ? float(sum / double(valid_targets_)) : 0.f;
+}
+
+float forward_only(GPT2& model, const std::vector<void*>& params) {
+  for (int u = 0; u < model.num_units(); ++u)
+    model.forward_unit(u, params[size_t(u)], model.needs_embedding_unit(u) ? params[0] : nullptr);
+  return model.loss();
+}
+
+float forward_backward(GPT2& model, const std::vector<void*>& params, const std::vector<void*>& grads) {
+  const float l = forward_only(model, params);
+  for (int u = model.num_units() - 1; u >= 0; --u) {
+    const bool tied = model.needs_embedding_unit(u);
+    model.backward_unit(u, params[size_t(u)], grads[size_t(u)], tied ? params[0] : nullptr,
+                        tied ? grads[0] : nullptr);
+  }
+  return l;
+}
+
+}  // namespace zt

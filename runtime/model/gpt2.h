@@ -1,0 +1,92 @@
+// GPT2: the GPT-2 model run unit by unit on a Backend. The caller owns every parameter and gradient
+// buffer and passes a unit's pointers to each call, so an engine can gather or shard them in between.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "kernels/backend.h"
+#include "runtime/model/model_config.h"
+#include "runtime/model/unit_layout.h"
+
+namespace zt {
+
+struct ModelRunOptions {
+  int max_batch = 1;                    // micro-batch rows B the activations are sized for
+  bool checkpoint_activations = false;  // keep only each block's input; recompute it in backward
+};
+
+// Walk order of one micro-batch (u = 0 embedding, 1..L blocks, L+1 head):
+//   set_batch(tokens, targets, B, T, dloss);
+//   for u = 0 .. L+1:  forward_unit(u, params[u], params[0] when u is the tied head);
+//   loss();                                 // mean cross-entropy of this micro-batch
+//   for u = L+1 .. 0:  backward_unit(u, params[u], grads[u], params[0], grads[0] when u is the tied head);
+// Parameter buffers hold act_dtype() values laid out as layout(u); gradients use the same layout and
+// ACCUMULATE (zero them yourself at the start of a step). The head's forward computes the loss and
+// the logits' gradient together (scaled by dloss, e.g. 1/grad_accum); backward_unit must follow
+// every forward walk before the next set_batch, except for evaluation-only walks.
+class GPT2 {
+ public:
+  GPT2(const ModelConfig& config, Backend& backend, ModelRunOptions options = {});
+  ~GPT2();
+  GPT2(const GPT2&) = delete;
+  GPT2& operator=(const GPT2&) = delete;
+
+  const ModelConfig& config() const { return config_; }
+  const ModelRunOptions& options() const { return options_; }
+  Backend& backend() { return backend_; }
+  int num_units() const { return int(layouts_.size()); }
+  const UnitLayout& layout(int u) const { return layouts_.at(size_t(u)); }
+  const std::vector<UnitLayout>& layouts() const { return layouts_; }
+  // True when unit u reads (forward) and writes (backward) the embedding unit's buffers too.
+  bool needs_embedding_unit(int u) const { return u == num_units() - 1 && config_.tied_embeddings; }
+
+  // Host tokens and targets, B*T each (B <= max_batch, 1 <= T <= seq_len); targets < 0 are ignored.
+  void set_batch(const int32_t* tokens, const int32_t* targets, int B, int T, float dloss = 1.0f);
+  void forward_unit(int u, const void* params, const void* embedding_params = nullptr);
+  void backward_unit(int u, const void* params, void* grads, const void* embedding_params = nullptr,
+                     void* embedding_grads = nullptr);
+  // Mean loss over the valid targets of the last head forward (synchronises the backend).
+  float loss();
+  // Logits [B, T, vocab] (act_dtype) of the last head forward.
+  const void* logits() const { return logits_; }
+  // Number of targets >= 0 in the current batch.
+  int64_t valid_targets() const { return valid_targets_; }
+  // Bytes of activation and scratch memory this model holds on the backend.
+  size_t activation_bytes() const { return activation_bytes_; }
+
+ private:
+  struct BlockActs;
+  void* take(size_t bytes);
+  void block_forward(int l, const float* params, BlockActs& a);
+  void check_unit(int u, const void* params) const;
+
+  ModelConfig config_;
+  Backend& backend_;
+  ModelRunOptions options_;
+  std::vector<UnitLayout> layouts_;
+  std::vector<void*> allocations_;
+  size_t activation_bytes_ = 0;
+
+  int B_ = 0, T_ = 0;
+  float dloss_ = 1.0f;
+  int64_t valid_targets_ = 0;
+  int32_t* tokens_ = nullptr;   // [B, T] on the backend
+  int32_t* targets_ = nullptr;  // [B, T]
+  std::vector<float*> resid_;   // resid_[0] embedding output, resid_[l+1] block l's output: [B, T, C]
+  std::vector<std::unique_ptr<BlockActs>> blocks_;  // one per block, or one shared when checkpointing
+  // head
+  float *lnf_ = nullptr, *lnf_mean_ = nullptr, *lnf_rstd_ = nullptr, *logits_ = nullptr, *dlogits_ = nullptr,
+        *losses_ = nullptr;
+  // gradient scratch
+  float *dresid_ = nullptr, *dln_ = nullptr, *datty_ = nullptr, *dqkv_ = nullptr, *dfch_ = nullptr,
+        *dfch_gelu_ = nullptr;
+};
+
+// Convenience walks over all units with whole-model buffers (tests and the single-process loop).
+// params[u] / grads[u] point at unit u's buffers. Returns the micro-batch's mean loss.
+float forward_backward(GPT2& model, const std::vector<void*>& params, const std::vector<void*>& grads);
+float forward_only(GPT2& model, const std::vector<void*>& params);
+
+}  // namespace zt
