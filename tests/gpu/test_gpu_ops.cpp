@@ -1,0 +1,318 @@
+// Every CUDA backend op against the CPU backend (fp32) and, where it is short to write, an fp64
+// host reference, on fresh random bf16-representable inputs with NaN-poisoned outputs.
+//
+// Tolerance. Both backends receive identical inputs (values already rounded to bf16), so the
+// CUDA result differs from exact math by one bf16 rounding of each output element (≤ 2⁻⁹
+// relative, half an ulp of an 8-bit significand) plus fp32 accumulation-order and fast-exp
+// differences (~1e-6 relative to the summed magnitudes). We allow rtol = 2⁻⁸ (twice the rounding)
+// and an absolute floor of 2⁻¹⁰·max|ref| for elements that come out of cancellation near zero.
+// Outputs that stay fp32 (LayerNorm statistics, losses) get 1e-5 relative.
+#include <cmath>
+#include <random>
+
+#include "tests/gpu/gpu_test_support.h"
+
+namespace zt::test {
+namespace {
+
+constexpr double kRtol = 1.0 / 256, kAtol = 1.0 / 1024;
+constexpr double kF32Rtol = 1e-5, kF32Atol = 1e-6;
+
+class GpuOps : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    gpu = make_cuda_backend(0);
+    cpu = make_cpu_backend();
+    ASSERT_EQ(gpu->act_dtype(), DType::BF16);
+  }
+  std::unique_ptr<Backend> gpu, cpu;
+  std::mt19937 rng{12345};
+};
+
+std::vector<double> gelu_ref(const std::vector<float>& x) {
+  std::vector<double> y(x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double v = x[i];
+    y[i] = 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
+  }
+  return y;
+}
+
+TEST_F(GpuOps, EmbeddingForwardBackward) {
+  const int B = 2, T = 7, C = 48, V = 11;  // V small so tokens repeat (tests the wte reduction)
+  std::vector<int32_t> tok(B * T);
+  for (auto& t : tok) t = std::uniform_int_distribution<int>(0, V - 1)(rng);
+  auto wte = random_bf16(V * C, rng), wpe = random_bf16(T * C, rng), dout = random_bf16(B * T * C, rng);
+  auto dwte0 = random_bf16(V * C, rng), dwpe0 = random_bf16(T * C, rng);
+  std::vector<double> out_ref(B * T * C), dwte_ref(dwte0.begin(), dwte0.end()), dwpe_ref(dwpe0.begin(), dwpe0.end());
+  for (int i = 0; i < B * T; ++i)
+    for (int c = 0; c < C; ++c) {
+      out_ref[i * C + c] = (double)wte[tok[i] * C + c] + wpe[(i % T) * C + c];
+      dwte_ref[tok[i] * C + c] += dout[i * C + c];
+      dwpe_ref[(i % T) * C + c] += dout[i * C + c];
+    }
+  std::vector<float> res[2][3];
+  Backend* bes[2] = {gpu.get(), cpu.get()};
+  for (int k = 0; k < 2; ++k) {
+    Backend& be = *bes[k];
+    auto t = i32_from(be, tok);
+    auto w = act_from(be, wte), p = act_from(be, wpe), d = act_from(be, dout);
+    auto out = act_poisoned(be, B * T * C);
+    auto dw = act_from(be, dwte0), dp = act_from(be, dwpe0);
+    be.embedding_forward(out->get(), t->i32(), w->get(), p->get(), B, T, C);
+    be.embedding_backward(dw->get(), dp->get(), d->get(), t->i32(), B, T, C);
+    res[k][0] = act_to_host(be, *out, B * T * C);
+    res[k][1] = act_to_host(be, *dw, V * C);
+    res[k][2] = act_to_host(be, *dp, T * C);
+  }
+  EXPECT_TRUE(all_close(res[0][0], out_ref, kRtol, kAtol, "embedding out vs fp64"));
+  EXPECT_TRUE(all_close(res[0][1], dwte_ref, kRtol, kAtol, "dwte vs fp64"));
+  EXPECT_TRUE(all_close(res[0][2], dwpe_ref, kRtol, kAtol, "dwpe vs fp64"));
+  for (int j = 0; j < 3; ++j) EXPECT_TRUE(all_close(res[0][j], res[1][j], kRtol, kAtol, "embedding vs cpu"));
+}
+
+TEST_F(GpuOps, LayerNormForwardBackward) {
+  for (int C : {48, 771}) {  // 771: rows not a multiple of the warp width
+    const int N = 13;
+    auto x = random_bf16(N * C, rng, -2, 3), w = random_bf16(C, rng, 0.5f, 1.5f), b = random_bf16(C, rng);
+    auto dout = random_bf16(N * C, rng), dinp0 = random_bf16(N * C, rng);
+    auto dw0 = random_bf16(C, rng), db0 = random_bf16(C, rng);
+    std::vector<double> y_ref(N * C);
+    for (int r = 0; r < N; ++r) {
+      double m = 0, v = 0;
+      for (int c = 0; c < C; ++c) m += x[r * C + c];
+      m /= C;
+      for (int c = 0; c < C; ++c) v += (x[r * C + c] - m) * (x[r * C + c] - m);
+      const double rs = 1 / std::sqrt(v / C + 1e-5);
+      for (int c = 0; c < C; ++c) y_ref[r * C + c] = (x[r * C + c] - m) * rs * w[c] + b[c];
+    }
+    std::vector<float> res[2][6];
+    Backend* bes[2] = {gpu.get(), cpu.get()};
+    for (int k = 0; k < 2; ++k) {
+      Backend& be = *bes[k];
+      auto X = act_from(be, x), W = act_from(be, w), Bb = act_from(be, b), D = act_from(be, dout);
+      auto Y = act_poisoned(be, N * C);
+      auto mean = f32_poisoned(be, N), rstd = f32_poisoned(be, N);
+      auto DX = act_from(be, dinp0), DW = act_from(be, dw0), DB = act_from(be, db0);
+      be.layernorm_forward(Y->get(), mean->f32(), rstd->f32(), X->get(), W->get(), Bb->get(), N, C);
+      be.layernorm_backward(DX->get(), DW->get(), DB->get(), D->get(), X->get(), W->get(), mean->f32(), rstd->f32(),
+                            N, C);
+      res[k][0] = act_to_host(be, *Y, N * C);
+      res[k][1] = f32_to_host(be, *mean, N);
+      res[k][2] = f32_to_host(be, *rstd, N);
+      res[k][3] = act_to_host(be, *DX, N * C);
+      res[k][4] = act_to_host(be, *DW, C);
+      res[k][5] = act_to_host(be, *DB, C);
+    }
+    const std::string tag = " C=" + std::to_string(C);
+    EXPECT_TRUE(all_close(res[0][0], y_ref, kRtol, kAtol, "layernorm out vs fp64" + tag));
+    EXPECT_TRUE(all_close(res[0][1], res[1][1], kF32Rtol, kF32Atol, "layernorm mean vs cpu" + tag));
+    EXPECT_TRUE(all_close(res[0][2], res[1][2], kF32Rtol, kF32Atol, "layernorm rstd vs cpu" + tag));
+    const char* names[] = {"out", "mean", "rstd", "dinp", "dw", "db"};
+    for (int j : {0, 3, 4, 5})
+      EXPECT_TRUE(all_close(res[0][j], res[1][j], kRtol, kAtol, std::string("layernorm ") + names[j] + " vs cpu" + tag));
+  }
+}
+
+TEST_F(GpuOps, MatmulForwardBackward) {
+  // OC = 53 is odd (like GPT-2's vocab 50257): unaligned leading dimensions must work too.
+  for (int OC : {40, 53}) {
+    for (bool with_bias : {true, false}) {
+      const int N = 13, IC = 48;
+      auto x = random_bf16(N * IC, rng), w = random_bf16(OC * IC, rng), bias = random_bf16(OC, rng);
+      auto dout = random_bf16(N * OC, rng), dinp0 = random_bf16(N * IC, rng), dw0 = random_bf16(OC * IC, rng),
+           db0 = random_bf16(OC, rng);
+      std::vector<double> y_ref(N * OC);
+      for (int n = 0; n < N; ++n)
+        for (int o = 0; o < OC; ++o) {
+          double s = with_bias ? bias[o] : 0.0;
+          for (int i = 0; i < IC; ++i) s += (double)x[n * IC + i] * w[o * IC + i];
+          y_ref[n * OC + o] = s;
+        }
+      std::vector<float> res[2][4];
+      Backend* bes[2] = {gpu.get(), cpu.get()};
+      for (int k = 0; k < 2; ++k) {
+        Backend& be = *bes[k];
+        auto X = act_from(be, x), W = act_from(be, w), Bb = act_from(be, bias), D = act_from(be, dout);
+        auto Y = act_poisoned(be, N * OC);
+        auto DX = act_from(be, dinp0), DW = act_from(be, dw0), DB = act_from(be, db0);
+        be.matmul_forward(Y->get(), X->get(), W->get(), with_bias ? Bb->get() : nullptr, N, IC, OC);
+        be.matmul_backward(DX->get(), DW->get(), with_bias ? DB->get() : nullptr, D->get(), X->get(), W->get(), N, IC,
+                           OC);
+        res[k][0] = act_to_host(be, *Y, N * OC);
+        res[k][1] = act_to_host(be, *DX, N * IC);
+        res[k][2] = act_to_host(be, *DW, OC * IC);
+        res[k][3] = act_to_host(be, *DB, OC);
+      }
+      const std::string tag = " OC=" + std::to_string(OC) + (with_bias ? " bias" : " no-bias");
+      EXPECT_TRUE(all_close(res[0][0], y_ref, kRtol, kAtol, "matmul out vs fp64" + tag));
+      const char* names[] = {"out", "dinp", "dw", "dbias"};
+      for (int j = 0; j < 4; ++j)
+        EXPECT_TRUE(all_close(res[0][j], res[1][j], kRtol, kAtol, std::string("matmul ") + names[j] + " vs cpu" + tag));
+      if (!with_bias) {
+        EXPECT_TRUE(all_close(res[0][3], db0, 0, 0, "dbias untouched when null" + tag));
+      }
+    }
+  }
+}
+
+TEST_F(GpuOps, AttentionForwardBackward) {
+  for (int T : {1, 7, 64}) {  // T = 1 and odd T (the cases) and a longer one
+    const int B = 2, C = 48, NH = 3, hs = C / NH;
+    auto qkv = random_bf16(B * T * 3 * C, rng, -2, 2), dout = random_bf16(B * T * C, rng),
+         dqkv0 = random_bf16(B * T * 3 * C, rng);
+    std::vector<double> y_ref(B * T * C);
+    for (int b = 0; b < B; ++b)
+      for (int h = 0; h < NH; ++h)
+        for (int t1 = 0; t1 < T; ++t1) {
+          std::vector<double> p(t1 + 1);
+          double mx = -1e300, sum = 0;
+          for (int t2 = 0; t2 <= t1; ++t2) {
+            double s = 0;
+            for (int d = 0; d < hs; ++d)
+              s += (double)qkv[(b * T + t1) * 3 * C + h * hs + d] * qkv[(b * T + t2) * 3 * C + C + h * hs + d];
+            p[t2] = s / std::sqrt((double)hs);
+            mx = std::max(mx, p[t2]);
+          }
+          for (auto& e : p) sum += (e = std::exp(e - mx));
+          for (int d = 0; d < hs; ++d) {
+            double o = 0;
+            for (int t2 = 0; t2 <= t1; ++t2) o += p[t2] / sum * qkv[(b * T + t2) * 3 * C + 2 * C + h * hs + d];
+            y_ref[(b * T + t1) * C + h * hs + d] = o;
+          }
+        }
+    std::vector<float> res[2][2];
+    Backend* bes[2] = {gpu.get(), cpu.get()};
+    for (int k = 0; k < 2; ++k) {
+      Backend& be = *bes[k];
+      auto X = act_from(be, qkv), D = act_from(be, dout), DX = act_from(be, dqkv0);
+      auto Y = act_poisoned(be, B * T * C);
+      const size_t sb = be.attention_saved_bytes(B, T, C, NH);
+      Buf saved(be, sb);
+      std::vector<unsigned char> ff(sb, 0xFF);  // NaN pattern in fp32 and bf16
+      be.copy_to_device(saved.get(), ff.data(), sb);
+      be.attention_forward(Y->get(), saved.get(), X->get(), B, T, C, NH);
+      be.attention_backward(DX->get(), D->get(), X->get(), saved.get(), B, T, C, NH);
+      res[k][0] = act_to_host(be, *Y, B * T * C);
+      res[k][1] = act_to_host(be, *DX, B * T * 3 * C);
+    }
+    const std::string tag = " T=" + std::to_string(T);
+    EXPECT_TRUE(all_close(res[0][0], y_ref, kRtol, kAtol, "attention out vs fp64" + tag));
+    EXPECT_TRUE(all_close(res[0][0], res[1][0], kRtol, kAtol, "attention out vs cpu" + tag));
+    EXPECT_TRUE(all_close(res[0][1], res[1][1], kRtol, kAtol, "attention dqkv vs cpu" + tag));
+  }
+}
+
+TEST_F(GpuOps, GeluResidualAccumulate) {
+  const size_t n = 1001;
+  auto x = random_bf16(n, rng, -4, 4), y = random_bf16(n, rng, -4, 4), dout = random_bf16(n, rng),
+       dinp0 = random_bf16(n, rng);
+  std::vector<double> sum_ref(n), acc_ref(n);
+  for (size_t i = 0; i < n; ++i) {
+    sum_ref[i] = (double)x[i] + y[i];
+    acc_ref[i] = (double)dinp0[i] + x[i];
+  }
+  std::vector<float> res[2][4];
+  Backend* bes[2] = {gpu.get(), cpu.get()};
+  for (int k = 0; k < 2; ++k) {
+    Backend& be = *bes[k];
+    auto X = act_from(be, x), Yb = act_from(be, y), D = act_from(be, dout), DX = act_from(be, dinp0);
+    auto G = act_poisoned(be, n), S = act_poisoned(be, n);
+    auto A = act_from(be, dinp0);
+    be.gelu_forward(G->get(), X->get(), n);
+    be.gelu_backward(DX->get(), X->get(), D->get(), n);
+    be.residual_forward(S->get(), X->get(), Yb->get(), n);
+    be.accumulate(A->get(), X->get(), n);
+    res[k][0] = act_to_host(be, *G, n);
+    res[k][1] = act_to_host(be, *DX, n);
+    res[k][2] = act_to_host(be, *S, n);
+    res[k][3] = act_to_host(be, *A, n);
+  }
+  EXPECT_TRUE(all_close(res[0][0], gelu_ref(x), kRtol, kAtol, "gelu out vs fp64"));
+  EXPECT_TRUE(all_close(res[0][2], sum_ref, kRtol, 0, "residual vs fp64"));
+  EXPECT_TRUE(all_close(res[0][3], acc_ref, kRtol, 0, "accumulate vs fp64"));
+  const char* names[] = {"gelu out", "gelu dinp", "residual", "accumulate"};
+  for (int j = 0; j < 4; ++j) EXPECT_TRUE(all_close(res[0][j], res[1][j], kRtol, kAtol, std::string(names[j]) + " vs cpu"));
+}
+
+TEST_F(GpuOps, CrossEntropy) {
+  const int N = 13, V = 53;  // V not a multiple of 8
+  const float dloss = 0.75f;
+  auto logits = random_bf16(N * V, rng, -5, 5);
+  std::vector<int32_t> tgt(N);
+  for (auto& t : tgt) t = std::uniform_int_distribution<int>(0, V - 1)(rng);
+  tgt[3] = -1;
+  tgt[9] = -1;  // ignored rows
+  int valid = 0;
+  for (int t : tgt) valid += t >= 0;
+  std::vector<double> loss_ref(N), dl_ref(N * V);
+  for (int r = 0; r < N; ++r) {
+    if (tgt[r] < 0) continue;
+    double mx = -1e300, s = 0;
+    for (int i = 0; i < V; ++i) mx = std::max(mx, (double)logits[r * V + i]);
+    for (int i = 0; i < V; ++i) s += std::exp(logits[r * V + i] - mx);
+    loss_ref[r] = std::log(s) + mx - logits[r * V + tgt[r]];
+    for (int i = 0; i < V; ++i)
+      dl_ref[r * V + i] = (std::exp(logits[r * V + i] - mx) / s - (i == tgt[r])) * dloss / valid;
+  }
+  std::vector<float> res[2][2];
+  Backend* bes[2] = {gpu.get(), cpu.get()};
+  for (int k = 0; k < 2; ++k) {
+    Backend& be = *bes[k];
+    auto L = act_from(be, logits), Tg = i32_from(be, tgt);
+    auto losses = f32_poisoned(be, N), dl = act_poisoned(be, N * V);
+    be.crossentropy_forward_backward(losses->f32(), dl->get(), L->get(), Tg->i32(), N, V, dloss);
+    res[k][0] = f32_to_host(be, *losses, N);
+    res[k][1] = act_to_host(be, *dl, N * V);
+  }
+  EXPECT_TRUE(all_close(res[0][0], loss_ref, kF32Rtol, kF32Atol, "ce losses vs fp64"));
+  EXPECT_TRUE(all_close(res[0][1], dl_ref, kRtol, kAtol, "ce dlogits vs fp64"));
+  EXPECT_TRUE(all_close(res[0][0], res[1][0], kF32Rtol, kF32Atol, "ce losses vs cpu"));
+  EXPECT_TRUE(all_close(res[0][1], res[1][1], kRtol, kAtol, "ce dlogits vs cpu"));
+}
+
+TEST_F(GpuOps, AdamWStepMatchesCpuOverSteps) {
+  const size_t n = 3000;
+  auto p0 = random_bf16(n, rng), m0 = random_bf16(n, rng, -0.1f, 0.1f), v0 = random_bf16(n, rng, 0.01f, 0.1f);
+  for (bool decoupled : {true, false}) {
+    AdamWHyper h;
+    h.lr = 1e-2f;
+    h.weight_decay = 0.1f;
+    h.decoupled = decoupled;
+    h.grad_scale = 0.5f;
+    std::vector<float> res[2][3];
+    Backend* bes[2] = {gpu.get(), cpu.get()};
+    for (int k = 0; k < 2; ++k) {
+      Backend& be = *bes[k];
+      std::mt19937 grng(7);  // same grads on both backends
+      auto P = f32_from(be, p0), M = f32_from(be, m0), Vv = f32_from(be, v0);
+      for (int s = 1; s <= 3; ++s) {
+        h.step = s;
+        auto G = f32_from(be, random_bf16(n, grng));
+        be.adamw_step(P->f32(), G->f32(), M->f32(), Vv->f32(), n, h);
+        be.synchronize();
+      }
+      res[k][0] = f32_to_host(be, *P, n);
+      res[k][1] = f32_to_host(be, *M, n);
+      res[k][2] = f32_to_host(be, *Vv, n);
+    }
+    // Both are fp32 with the same formula; only operation order/fusing differs (a few ulps).
+    for (int j = 0; j < 3; ++j) EXPECT_TRUE(all_close(res[0][j], res[1][j], 1e-5, 1e-6, "adamw_step vs cpu"));
+  }
+}
+
+TEST_F(GpuOps, ConversionFromDeviceAndHostPointers) {
+  const size_t n = 777;
+  auto x = random_bf16(n, rng, -100, 100);
+  auto D = f32_from(*gpu, x);  // device-resident fp32 source
+  auto A1 = act_poisoned(*gpu, n), A2 = act_poisoned(*gpu, n);
+  gpu->f32_to_act(A1->get(), D->f32(), n);  // device -> device
+  gpu->f32_to_act(A2->get(), x.data(), n);  // host -> device
+  auto back = f32_poisoned(*gpu, n);
+  gpu->act_to_f32(back->f32(), A1->get(), n);  // device -> device
+  EXPECT_TRUE(all_close(f32_to_host(*gpu, *back, n), x, 0, 0, "f32->bf16->f32 via device pointers"));
+  EXPECT_TRUE(all_close(act_to_host(*gpu, *A2, n), x, 0, 0, "f32->bf16 from a host pointer"));
+}
+
+}  // namespace
+}  // namespace zt::test
