@@ -1,0 +1,82 @@
+// CPU Adam/AdamW over a flat fp32 shard: AVX-512, AVX2+FMA and scalar paths chosen at run time,
+// OpenMP across cores, with an optional fused bf16/fp16 working copy written in the same pass.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "kernels/backend.h"
+
+namespace zt::offload {
+
+// The SIMD path a step runs on. Auto = the widest the CPU supports (ZT_SIMD may force one).
+enum class SimdPath { Auto, Avx512, Avx2, Scalar };
+
+const char* simd_path_name(SimdPath path);
+// Parses "avx512" | "avx2" | "scalar"; throws std::invalid_argument naming the accepted values.
+SimdPath parse_simd_path(const std::string& name);
+// True when this CPU can run `path` (Auto and Scalar always).
+bool simd_path_supported(SimdPath path);
+// Resolves Auto: ZT_SIMD when set (an unknown or unsupported value throws std::runtime_error
+// saying which paths this CPU has), else the widest supported path. A concrete path is checked
+// against the CPU the same way.
+SimdPath resolve_simd_path(SimdPath requested = SimdPath::Auto);
+
+// Optional low-precision copy of the updated params, written in the same pass.
+struct AdamOutput {
+  void* data = nullptr;       // n elements of `dtype`; nullptr = no copy
+  DType dtype = DType::BF16;  // BF16 or F16 (round to nearest even; NaN stays NaN)
+};
+
+struct CpuAdamOptions {
+  SimdPath path = SimdPath::Auto;
+  int num_threads = 0;  // 0 = omp_get_max_threads()
+};
+
+// One Adam/AdamW step over exactly n elements (nothing beyond n is read or written).
+// Math, in this order for every element and every path (no fused multiply-add anywhere):
+//   gi   = g * grad_scale
+//   gi   = gi + weight_decay * p                       (L2 only: decoupled == false)
+//   m    = beta1 * m + (1 - beta1) * gi
+//   v    = beta2 * v + (1 - beta2) * (gi * gi)
+//   den  = sqrt(v) * inv_sqrt_bc2 + eps                inv_sqrt_bc2 = 1/sqrt(1 - beta2^step)
+//   p    = p * decay                                   decay = 1 - lr * weight_decay (AdamW only)
+//   p    = p - step_size * (m / den)                   step_size = lr / (1 - beta1^step)
+// Without bias correction inv_sqrt_bc2 = 1 and step_size = lr. The per-step constants are
+// computed once in double and rounded to float (see make_adam_consts), so all three paths give
+// bitwise identical p, m, v and low-precision copies; results do not depend on the thread count.
+void cpu_adam_step(float* p, const float* g, float* m, float* v, size_t n, const AdamWHyper& h,
+                   AdamOutput out = {}, const CpuAdamOptions& opt = {});
+
+// Conversions used by the fused copy (exposed for tests and for a separate conversion pass):
+// round to nearest even; NaN -> quiet NaN with the sign and top payload bits kept.
+void convert_f32(void* dst, DType dtype, const float* src, size_t n, const CpuAdamOptions& opt = {});
+
+namespace detail {
+
+// Per-step constants shared by every path (float, rounded once from double).
+struct AdamConsts {
+  float beta1, one_minus_beta1, beta2, one_minus_beta2, eps;
+  float grad_scale;
+  float l2_decay;      // weight_decay when L2, else 0 (unused)
+  float decay;         // 1 - lr * weight_decay when decoupled, else 1
+  float step_size;     // lr / bias_correction1
+  float inv_sqrt_bc2;  // 1 / sqrt(bias_correction2)
+  bool l2;
+};
+AdamConsts make_adam_consts(const AdamWHyper& h);
+
+// out_kind: 0 = no copy, 1 = bf16, 2 = fp16. Single-threaded over [0, n).
+using AdamRangeFn = void (*)(float* p, const float* g, float* m, float* v, size_t n,
+                             const AdamConsts& c, void* out, int out_kind);
+void adam_range_scalar(float*, const float*, float*, float*, size_t, const AdamConsts&, void*, int);
+void adam_range_avx2(float*, const float*, float*, float*, size_t, const AdamConsts&, void*, int);
+void adam_range_avx512(float*, const float*, float*, float*, size_t, const AdamConsts&, void*, int);
+
+using ConvertRangeFn = void (*)(void* dst, int out_kind, const float* src, size_t n);
+void convert_range_scalar(void*, int, const float*, size_t);
+void convert_range_avx2(void*, int, const float*, size_t);
+void convert_range_avx512(void*, int, const float*, size_t);
+
+}  // namespace detail
+}  // namespace zt::offload
