@@ -16,9 +16,8 @@ namespace zt {
 void set_cpu_threads(int n) {
   if (n <= 0) n = omp_get_num_procs();
   omp_set_num_threads(n);
-  // OpenBLAS splits a GEMM over output tiles, never over the inner dimension, so its results do
-  // not change with this count either (tests/model/test_cpu_determinism.cpp checks it).
-  openblas_set_num_threads(n);
+  // GEMMs are parallelised by matmul.cpp over fixed row chunks; OpenBLAS itself stays at 1 thread.
+  openblas_set_num_threads(1);
 }
 
 int cpu_threads() { return omp_get_max_threads(); }
@@ -30,7 +29,9 @@ inline const float* F(const void* p) { return static_cast<const float*>(p); }
 
 class CpuBackend final : public Backend {
  public:
-  CpuBackend() { openblas_set_num_threads(omp_get_max_threads()); }
+  // OpenBLAS's own threading changes results with the thread count (matmul.cpp): keep it at one
+  // thread and let matmul.cpp spread fixed row chunks over OpenMP threads instead.
+  CpuBackend() { openblas_set_num_threads(1); }
 
   std::string name() const override { return "cpu"; }
   DType act_dtype() const override { return DType::F32; }

@@ -1,0 +1,72 @@
+// BatchSampler: a seeded Fisher–Yates permutation of the stream's windows per epoch, addressed by
+// global sample index, so ranks read disjoint samples independent of the world size.
+#include "runtime/data/sampler.h"
+
+#include <numeric>
+#include <string>
+
+#include "runtime/common/diagnostics.h"
+
+namespace zt {
+
+namespace {
+uint64_t splitmix64(uint64_t& s) {
+  uint64_t x = (s += 0x9E3779B97F4A7C15ull);
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+}  // namespace
+
+BatchSampler::BatchSampler(const std::vector<uint16_t>& stream, int seq_len, uint64_t seed)
+    : stream_(stream), T_(seq_len), seed_(seed), windows_(stream.size() > 0 ? int64_t(stream.size() - 1) / seq_len : 0) {
+  if (windows_ < 1)
+    throw UserError("data", std::to_string(stream.size()) + " tokens",
+                    "the token stream is shorter than one training window of seq_len + 1 = " +
+                        std::to_string(seq_len + 1) + " tokens",
+                    "use more data or a shorter --seq-len");
+}
+
+int64_t BatchSampler::window_of(int64_t g) {
+  const int64_t epoch = g / windows_;
+  if (epoch != epoch_) {
+    perm_.resize(size_t(windows_));
+    std::iota(perm_.begin(), perm_.end(), int64_t(0));
+    uint64_t s = seed_ ^ (uint64_t(epoch) * 0xD1B54A32D192ED03ull);
+    for (int64_t i = windows_ - 1; i > 0; --i) {
+      // Unbiased enough for i < 2^32 windows: a 64-bit value reduced by multiply-high.
+      const int64_t j = int64_t((unsigned __int128)splitmix64(s) * uint64_t(i + 1) >> 64);
+      std::swap(perm_[size_t(i)], perm_[size_t(j)]);
+    }
+    epoch_ = epoch;
+  }
+  return perm_[size_t(g % windows_)];
+}
+
+int64_t BatchSampler::global_index(int64_t step, const BatchGeometry& g, int rank, int micro_step, int row) {
+  const int64_t slot = (int64_t(rank) * g.grad_accum + micro_step) * g.micro_batch + row;
+  return step * g.global_batch() + slot;
+}
+
+void BatchSampler::copy_window(int64_t w, int32_t* tokens, int32_t* targets) const {
+  const size_t start = size_t(w) * size_t(T_);
+  for (int t = 0; t < T_; ++t) {
+    tokens[t] = stream_[start + size_t(t)];
+    targets[t] = stream_[start + size_t(t) + 1];
+  }
+}
+
+void BatchSampler::fill(int64_t step, const BatchGeometry& g, int rank, int micro_step, int32_t* tokens,
+                        int32_t* targets) {
+  for (int row = 0; row < g.micro_batch; ++row) {
+    const int64_t w = window_of(global_index(step, g, rank, micro_step, row));
+    copy_window(w, tokens + size_t(row) * T_, targets + size_t(row) * T_);
+  }
+}
+
+void BatchSampler::fill_sequential(int64_t first_window, int rows, int32_t* tokens, int32_t* targets) const {
+  for (int row = 0; row < rows; ++row)
+    copy_window((first_window + row) % windows_, tokens + size_t(row) * T_, targets + size_t(row) * T_);
+}
+
+}  // namespace zt

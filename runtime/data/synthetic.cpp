@@ -1,0 +1,105 @@
+// The built-in order-2 Markov language, entropy helpers, and loading a train/val shard pair.
+#include "runtime/data/synthetic.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+
+#include "runtime/data/token_shard.h"
+
+namespace zt {
+
+namespace {
+
+// 32 symbols, written as readable bytes so a sample of the data can be printed.
+constexpr char kSymbols[] = "abcdefghijklmnopqrstuvwxyz .,;!?";
+constexpr int kK = 32;
+// Next symbol given (a, b): the "usual" successor of b alone, or one of two successors of the pair.
+constexpr std::array<double, 3> kProbs = {0.6, 0.25, 0.15};
+
+uint64_t splitmix64(uint64_t& s) {
+  uint64_t x = (s += 0x9E3779B97F4A7C15ull);
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+struct Chain {
+  std::array<uint8_t, kK> first;                // successor of b alone
+  std::array<std::array<uint8_t, 2>, kK * kK> pair;  // successors of (a, b), distinct from first[b]
+
+  explicit Chain(uint64_t seed) {
+    uint64_t s = seed ^ 0x5A17C0DEull;
+    for (int b = 0; b < kK; ++b) first[size_t(b)] = uint8_t(splitmix64(s) % kK);
+    for (int ab = 0; ab < kK * kK; ++ab) {
+      const int b = ab % kK;
+      uint8_t x, y;
+      do x = uint8_t(splitmix64(s) % kK); while (x == first[size_t(b)]);
+      do y = uint8_t(splitmix64(s) % kK); while (y == first[size_t(b)] || y == x);
+      pair[size_t(ab)] = {x, y};
+    }
+  }
+
+  void generate(uint64_t seed, size_t n, std::vector<uint16_t>& out) const {
+    uint64_t s = seed;
+    int a = int(splitmix64(s) % kK), b = int(splitmix64(s) % kK);
+    out.resize(n);
+    for (size_t i = 0; i < n; ++i) {
+      const double u = double(splitmix64(s) >> 11) * (1.0 / 9007199254740992.0);
+      int c;
+      if (u < kProbs[0]) c = first[size_t(b)];
+      else if (u < kProbs[0] + kProbs[1]) c = pair[size_t(a * kK + b)][0];
+      else c = pair[size_t(a * kK + b)][1];
+      out[i] = uint16_t(uint8_t(kSymbols[c]));
+      a = b;
+      b = c;
+    }
+  }
+};
+
+}  // namespace
+
+TokenDataset make_synthetic_dataset(uint64_t seed, size_t train_tokens, size_t val_tokens) {
+  const Chain chain(seed);
+  TokenDataset d;
+  uint64_t s = seed;
+  const uint64_t train_seed = splitmix64(s), val_seed = splitmix64(s);
+  chain.generate(train_seed, train_tokens, d.train);
+  chain.generate(val_seed, val_tokens, d.val);
+  d.vocab = 256;
+  d.description = "built-in order-2 Markov language (32 symbols, seed " + std::to_string(seed) + ", " +
+                  std::to_string(train_tokens) + " train / " + std::to_string(val_tokens) + " val tokens)";
+  return d;
+}
+
+double synthetic_conditional_entropy() {
+  // The three successors of every context are distinct by construction.
+  double h = 0;
+  for (double p : kProbs) h -= p * std::log(p);
+  return h;
+}
+
+double unigram_entropy(const std::vector<uint16_t>& tokens) {
+  std::vector<double> counts(65536, 0.0);
+  for (uint16_t t : tokens) counts[t] += 1;
+  double h = 0;
+  const double n = double(tokens.size());
+  for (double c : counts)
+    if (c > 0) h -= c / n * std::log(c / n);
+  return h;
+}
+
+TokenDataset load_token_dataset(const std::string& dir) {
+  TokenDataset d;
+  d.train = read_token_shard(dir + "/train.bin");
+  d.val = read_token_shard(dir + "/val.bin");
+  uint16_t mx = 0;
+  for (uint16_t t : d.train) mx = std::max(mx, t);
+  for (uint16_t t : d.val) mx = std::max(mx, t);
+  d.vocab = (int(mx) + 1 + 255) / 256 * 256;
+  d.description = dir + " (" + std::to_string(d.train.size()) + " train / " + std::to_string(d.val.size()) +
+                  " val tokens)";
+  return d;
+}
+
+}  // namespace zt
