@@ -90,6 +90,10 @@ std::unique_ptr<LrScheduler> make_constant_lr(double lr) { return std::make_uniq
 std::unique_ptr<LrScheduler> make_lr_scheduler(const std::string& type, const SchedulerParams& params,
                                                double optimizer_lr) {
   ParamReader r("scheduler " + type, params.numbers, params.strings);
+  // DeepSpeed accepts last_batch_iteration (resume point) in every scheduler's params. These
+  // schedulers are stateless, so it is only validated here; the engine owns the iteration.
+  if (r.integer("last_batch_iteration", -1) < -1)
+    r.fail("last_batch_iteration", std::to_string(params.numbers.at("last_batch_iteration")), "must be >= -1");
   auto s = build(type, r, optimizer_lr);
   r.reject_unknown();
   return s;

@@ -53,7 +53,8 @@ struct SchedulerParams {
 // optimizer's `params.lr` (WarmupCosineLR multiplies it by its ratios; WarmupLR uses it when
 // warmup_max_lr is absent). Throws std::invalid_argument whose message names the offending param:
 // an unknown type, a missing required param (e.g. "total_num_steps"), an unknown param, a wrongly
-// typed value, or an out-of-range value.
+// typed value, or an out-of-range value. `last_batch_iteration` is accepted (DeepSpeed's resume
+// point) but not stored: the engine keeps the iteration and passes it to lr().
 std::unique_ptr<LrScheduler> make_lr_scheduler(const std::string& type, const SchedulerParams& params,
                                                double optimizer_lr);
 

@@ -139,6 +139,8 @@ TEST(LrSchedulerFactory, ErrorsNameTheParam) {
             std::string::npos);
   EXPECT_NE(error_of("LRRangeTest", params({})).find("WarmupCosineLR"), std::string::npos);  // lists the supported
   EXPECT_EQ(error_of("WarmupLR", params({})), "");
+  EXPECT_EQ(error_of("WarmupLR", params({{"last_batch_iteration", 5}})), "");
+  EXPECT_NE(error_of("WarmupLR", params({{"last_batch_iteration", -7}})).find("last_batch_iteration"), std::string::npos);
 }
 
 }  // namespace
