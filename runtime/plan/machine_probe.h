@@ -16,6 +16,8 @@ struct PathInfo {
   std::string fs_type;  // "ext4", "tmpfs", "nfs", ... ("unknown" for unrecognised magic)
   bool is_network = false;  // NFS, CIFS/SMB, 9p, FUSE, ...
   uint64_t free_bytes = 0;
+  uint64_t total_bytes = 0;   // f_blocks·f_frsize
+  std::string error;          // why stat/statfs failed ("" when it did not), e.g. "No such file or directory"
 };
 PathInfo probe_path(const std::string& path);
 
@@ -25,6 +27,8 @@ struct MachineFacts {
   std::optional<uint64_t> gpu_free, gpu_total;  // only where a GPU is present
 };
 MachineFacts probe_machine();
+// Parses /proc/meminfo-format text (values in kB) into host_mem_available / host_mem_total.
+void parse_meminfo(const std::string& text, MachineFacts& facts);
 
 // Compares the plan with the machine; each shortfall is an error with the numbers, e.g.
 // "offload_optimizer=cpu needs 84.1 GiB of host RAM for 7.0B params at world size 8; this host has

@@ -1,6 +1,57 @@
 // MemoryPlan: bytes per rank for params, grads and optimizer states by ZeRO stage (the paper's
 // (2+2+K)Ψ table), what offload moves to host or NVMe, activations, and DeepSpeed's estimator
 // numbers beside ours — computed before anything is allocated.
+//
+// Formulas (Ψ = params, N = world size, w = bytes of the working dtype: 2 for fp16/bf16, 4 for fp32):
+//
+//   K, bytes of optimizer-owned state per parameter = master_k + state_k.
+//     state_k: Adam/AdamW/Lamb 8 (two fp32 moments), SGD with momentum 4, plain SGD 0, None 0.
+//     master_k: 4 under mixed precision (the fp32 master copy, partitioned with the optimizer state
+//     as in the ZeRO paper), 0 in fp32 training (the fp32 params are the master).
+//     So mixed-precision Adam K = 12 (the paper's value), SGD+momentum K = 8, plain SGD K = 4;
+//     fp32 Adam K = 8, SGD+momentum K = 4, plain SGD K = 0 (the "4 / 0" are state_k).
+//   Per rank on the training device, stage s partitions (divides by N):
+//     params     = wΨ      (s = 3: wΨ/N)
+//     grads      = wΨ      (s >= 2: wΨ/N)
+//     optimizer  = KΨ      (s >= 1: KΨ/N)
+//   Mixed-precision Adam: stage 0 16Ψ, 1 4Ψ+12Ψ/N, 2 2Ψ+14Ψ/N, 3 16Ψ/N.
+//   fp32 Adam: 4Ψ params + 4Ψ grads + 8Ψ moments, partitioned the same way.
+//
+// Offload (a fraction r = offload_optimizer_ratio of the optimizer partition moves; r = 1 unless
+// stage 3). Let D = N for stage >= 1, 1 for stage 0 (nothing is partitioned there).
+//   offload_optimizer = cpu : host per rank  = r·(4 + state_k + 4)·Ψ/D  (fp32 master, moments and
+//                             the fp32 gradient partition the CPU optimizer reads, as DeepSpeed's
+//                             ZeRO-Offload keeps them); device optimizer = (1-r)·KΨ/D; device
+//                             grads for stage >= 2 shrink to (1-r)·wΨ/N (the rest streams to host
+//                             through the reduce bucket); stage 1 keeps full device grads.
+//   offload_optimizer = nvme: nvme per rank  = r·(4 + state_k)·Ψ/D; host per rank = r·4Ψ/D (fp32
+//                             grads) + optimizer_buffer_count·min(sub_group_size, Ψ/D)·4 (pinned
+//                             swap buffers); device as for cpu.
+//   offload_param (stage 3 only): cpu moves the param shard wΨ/N to host; nvme moves it to NVMe
+//                             and adds param_buffer_count·min(param_buffer_size, Ψ)·w pinned host
+//                             buffers. Device params become 0 (gathered params count as buffers).
+//   Per node = per rank × min(ranks_per_node, N): the ranks of a node share its RAM and disk.
+//
+// Activations per rank (optional, GPT-2 shapes; b micro batch, s seq len, h hidden, L layers,
+// a heads, V vocab): one block keeps (16·b·s·h + a·b·s²)·w + 16·b·s bytes for backward (LN input and
+// output ×2, q/k/v, attention output, residual, MLP pre- and post-GELU 4h each, softmax probs, fp32
+// LayerNorm stats); the head keeps 2·b·s·h·w + 8·b·s + 4·b·s·V (fp32 logits). Total = L·block + head.
+// With activation checkpointing only each block's input is kept (L·b·s·h·w) plus one block's full
+// set while it is recomputed, plus the head.
+//
+// Buffers per rank in the working dtype: the reduce bucket min(reduce_bucket_size, Ψ)·w at every
+// stage; stages 1-2 add the all-gather bucket min(allgather_bucket_size, Ψ)·w; stage 3 adds the
+// gathered-parameter working set max(min(stage3_max_live_parameters, Ψ),
+// min(stage3_prefetch_bucket_size, Ψ))·w.
+//
+// DeepSpeed's estimators (documented deepspeed.runtime.zero estimate_zero2/zero3_model_states_mem_needs,
+// buffer factor 1.5, G = GPUs per node, M = nodes; "per CPU" is per node):
+//   zero2 (used for stages 0-2), no offload: device 4Ψ + 16Ψ/N, host 4Ψ·G·1.5
+//   zero2, offload_optimizer:                device 2Ψ,         host Ψ·max(4G, 16)·1.5
+//   zero3, with P = largest layer params (zero_init chooses the host formula):
+//     no offload:        device 4P + 18Ψ/N, host 4P·G·1.5 (zero_init) or 4Ψ·G·1.5
+//     offload optimizer: device 4P + 2Ψ/N,  host 16Ψ/M·1.5 (zero_init) or Ψ·max(4G, 16/M)·1.5
+//     offload both:      device 4P,         host 18Ψ/M·1.5 (zero_init) or Ψ·max(4G, 18/M)·1.5
 #pragma once
 
 #include <cstdint>
@@ -29,22 +80,40 @@ struct PlanInput {
   bool activation_checkpointing = false;
   int64_t reduce_bucket_size = 500000000, allgather_bucket_size = 500000000;
   int64_t stage3_prefetch_bucket_size = 50000000, stage3_max_live_parameters = 1000000000;
+  // Offload staging (DeepSpeed defaults) and the DeepSpeed-estimator inputs.
+  int64_t sub_group_size = 1000000000;
+  int optimizer_buffer_count = 4, param_buffer_count = 5;
+  int64_t param_buffer_size = 100000000;
+  int64_t largest_layer_params = 0;  // for DeepSpeed's zero3 estimate; 0: derived from the shapes
+  bool ds_zero_init = true;          // which zero3 host formula to show (zero.Init on or off)
 };
 
 struct MemoryPlan {
   PlanInput input;
-  int optimizer_k = 12;  // K: bytes of optimizer state per parameter (ZeRO paper)
+  int optimizer_k = 12;  // K: bytes of optimizer state per parameter (ZeRO paper) = master_k + state_k
+  int master_k = 4;      // fp32 master copy bytes per parameter (0 in fp32 training)
+  int state_k = 8;       // optimizer moment bytes per parameter (Adam 8, SGD+momentum 4, SGD 0)
+  int working_bytes = 2; // w: bytes per element of params/grads/activations on the device
   // Bytes resident per rank on the training device (GPU, or host RAM on the CPU backend).
   double device_params = 0, device_grads = 0, device_optimizer = 0, device_activations = 0,
          device_buffers = 0;
   // Bytes per node held in host RAM (CPU offload) and on NVMe, for all ranks of that node.
   double host_bytes_per_node = 0, nvme_bytes_per_node = 0;
+  double host_bytes_per_rank = 0, nvme_bytes_per_rank = 0;
+  int ranks_on_node = 1;  // min(ranks_per_node, world_size)
+  double device_model_states() const { return device_params + device_grads + device_optimizer; }
   double device_total() const {
     return device_params + device_grads + device_optimizer + device_activations + device_buffers;
   }
   // DeepSpeed's estimate_zero2/zero3_model_states_mem_needs numbers for the same input (bytes).
   double ds_estimate_device = 0, ds_estimate_host = 0;
+  std::string ds_estimator;  // which DeepSpeed function the numbers follow
+  int64_t ds_largest_layer_params = 0;
 };
+
+const char* precision_name(Precision p);
+const char* optimizer_name(OptimizerKind k);
+const char* offload_name(OffloadDevice d);
 
 MemoryPlan make_memory_plan(const PlanInput& in);
 nlohmann::json plan_to_json(const MemoryPlan& p);

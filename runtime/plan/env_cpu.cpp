@@ -1,0 +1,53 @@
+// The CPU half of `zerotrain env`: model name from /proc/cpuinfo, SIMD level detected at run time
+// (__builtin_cpu_supports), logical CPU count, and host RAM from /proc/meminfo.
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "runtime/plan/env_report.h"
+#include "runtime/plan/machine_probe.h"
+
+namespace zt {
+
+std::string cpu_model_from_cpuinfo(const std::string& text) {
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) != 0) continue;
+    const auto colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    std::string v = line.substr(colon + 1);
+    const auto b = v.find_first_not_of(" \t");
+    return b == std::string::npos ? std::string() : v.substr(b);
+  }
+  return "unknown";
+}
+
+void query_cpu_env(EnvReport& r) {
+  std::ifstream f("/proc/cpuinfo");
+  if (f) {
+    std::stringstream ss;
+    ss << f.rdbuf();
+    r.cpu_model = cpu_model_from_cpuinfo(ss.str());
+  }
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx2")) r.cpu_features.push_back("avx2");
+  if (__builtin_cpu_supports("fma")) r.cpu_features.push_back("fma");
+  if (__builtin_cpu_supports("avx512f")) r.cpu_features.push_back("avx512f");
+  if (__builtin_cpu_supports("avx512bw")) r.cpu_features.push_back("avx512bw");
+  if (__builtin_cpu_supports("avx512vl")) r.cpu_features.push_back("avx512vl");
+  if (__builtin_cpu_supports("avx512bf16")) r.cpu_features.push_back("avx512bf16");
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw")) r.simd_level = "AVX-512";
+  else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) r.simd_level = "AVX2";
+  else r.simd_level = "none";
+#else
+  r.simd_level = "none";
+#endif
+  r.logical_cpus = std::thread::hardware_concurrency();
+  const MachineFacts m = probe_machine();
+  r.host_mem_total = m.host_mem_total;
+  r.host_mem_available = m.host_mem_available;
+}
+
+}  // namespace zt

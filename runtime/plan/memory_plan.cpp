@@ -1,0 +1,160 @@
+// make_memory_plan: the ZeRO per-rank byte table, offload placement, activation and buffer
+// estimates, and DeepSpeed's estimator numbers for the same input (formulas in memory_plan.h).
+#include "runtime/plan/memory_plan.h"
+
+#include <algorithm>
+
+#include "runtime/plan/deepspeed_estimate.h"
+
+namespace zt {
+
+const char* precision_name(Precision p) {
+  switch (p) {
+    case Precision::FP32: return "fp32";
+    case Precision::FP16: return "fp16";
+    case Precision::BF16: return "bf16";
+  }
+  return "?";
+}
+
+const char* optimizer_name(OptimizerKind k) {
+  switch (k) {
+    case OptimizerKind::Adam: return "Adam";
+    case OptimizerKind::AdamW: return "AdamW";
+    case OptimizerKind::SGD: return "SGD";
+    case OptimizerKind::SGDMomentum: return "SGD+momentum";
+    case OptimizerKind::Lamb: return "Lamb";
+    case OptimizerKind::None: return "none";
+  }
+  return "?";
+}
+
+const char* offload_name(OffloadDevice d) {
+  switch (d) {
+    case OffloadDevice::None: return "none";
+    case OffloadDevice::CPU: return "cpu";
+    case OffloadDevice::NVMe: return "nvme";
+  }
+  return "?";
+}
+
+namespace {
+
+int state_bytes(OptimizerKind k) {
+  switch (k) {
+    case OptimizerKind::Adam:
+    case OptimizerKind::AdamW:
+    case OptimizerKind::Lamb: return 8;  // two fp32 moments
+    case OptimizerKind::SGDMomentum: return 4;  // one fp32 momentum buffer
+    case OptimizerKind::SGD:
+    case OptimizerKind::None: return 0;
+  }
+  return 0;
+}
+
+double min_elems(int64_t a, double psi) { return std::min(double(std::max<int64_t>(a, 0)), psi); }
+
+// Activation bytes per rank for GPT-2 shapes (formula in memory_plan.h); 0 when shapes are absent.
+double activation_bytes(const PlanInput& in, int w) {
+  if (in.micro_batch <= 0 || in.seq_len <= 0 || in.hidden <= 0 || in.layers <= 0) return 0;
+  const double b = double(in.micro_batch), s = double(in.seq_len), h = double(in.hidden);
+  const double a = double(std::max<int64_t>(in.heads, 1)), L = double(in.layers);
+  const double V = double(std::max<int64_t>(in.vocab, 0));
+  const double block = (16 * b * s * h + a * b * s * s) * w + 16 * b * s;
+  const double head = 2 * b * s * h * w + 8 * b * s + 4 * b * s * V;
+  if (in.activation_checkpointing) return L * b * s * h * w + block + head;
+  return L * block + head;
+}
+
+// Largest single module's parameters in a GPT-2 model, as DeepSpeed's model_to_params counts them
+// (per module, not recursive): the token embedding V·h or an MLP matrix 4h·h + 4h.
+int64_t gpt2_largest_layer(const PlanInput& in) {
+  if (in.hidden <= 0) return 0;
+  const int64_t h = in.hidden;
+  return std::max<int64_t>(in.vocab * h, 4 * h * h + 4 * h);
+}
+
+}  // namespace
+
+MemoryPlan make_memory_plan(const PlanInput& in) {
+  MemoryPlan p;
+  p.input = in;
+  const double psi = double(std::max<int64_t>(in.params, 0));
+  const int n = std::max(1, in.world_size);
+  const bool mixed = in.precision != Precision::FP32;
+  const int w = mixed ? 2 : 4;
+  p.working_bytes = w;
+  p.state_k = state_bytes(in.optimizer);
+  p.master_k = (mixed && in.optimizer != OptimizerKind::None) ? 4 : 0;
+  p.optimizer_k = p.master_k + p.state_k;
+  p.ranks_on_node = std::min(std::max(1, in.ranks_per_node), n);
+
+  const double opt_div = in.stage >= 1 ? n : 1;  // optimizer partition (stage 1+)
+  const double grad_div = in.stage >= 2 ? n : 1;
+  const double param_div = in.stage >= 3 ? n : 1;
+
+  p.device_params = w * psi / param_div;
+  p.device_grads = w * psi / grad_div;
+  p.device_optimizer = p.optimizer_k * psi / opt_div;
+
+  // Optimizer offload: fraction r of the optimizer partition (with its fp32 master and fp32 grads).
+  const bool has_opt = in.optimizer != OptimizerKind::None;
+  if (in.offload_optimizer != OffloadDevice::None && has_opt) {
+    const double r = std::clamp(in.offload_optimizer_ratio, 0.0, 1.0);
+    const double shard = psi / opt_div;
+    p.device_optimizer = (1 - r) * p.optimizer_k * shard;
+    if (in.stage >= 2) p.device_grads = (1 - r) * w * psi / grad_div;
+    const double grads_fp32 = r * 4 * shard;
+    const double master_and_state = r * (4 + p.state_k) * shard;
+    if (in.offload_optimizer == OffloadDevice::CPU) {
+      p.host_bytes_per_rank += master_and_state + grads_fp32;
+    } else {
+      p.nvme_bytes_per_rank += master_and_state;
+      p.host_bytes_per_rank += grads_fp32 + in.optimizer_buffer_count * min_elems(in.sub_group_size, shard) * 4;
+    }
+  }
+  // Parameter offload: stage 3 only (DeepSpeed ignores it below stage 3; the config rejects it).
+  if (in.offload_param != OffloadDevice::None && in.stage == 3) {
+    const double shard = w * psi / n;
+    p.device_params = 0;
+    if (in.offload_param == OffloadDevice::CPU) {
+      p.host_bytes_per_rank += shard;
+    } else {
+      p.nvme_bytes_per_rank += shard;
+      p.host_bytes_per_rank += in.param_buffer_count * min_elems(in.param_buffer_size, psi) * w;
+    }
+  }
+  p.host_bytes_per_node = p.host_bytes_per_rank * p.ranks_on_node;
+  p.nvme_bytes_per_node = p.nvme_bytes_per_rank * p.ranks_on_node;
+
+  p.device_activations = activation_bytes(in, w);
+
+  double buffers = min_elems(in.reduce_bucket_size, psi) * w;
+  if (in.stage == 1 || in.stage == 2) buffers += min_elems(in.allgather_bucket_size, psi) * w;
+  if (in.stage == 3) {
+    buffers += std::max(min_elems(in.stage3_max_live_parameters, psi),
+                        min_elems(in.stage3_prefetch_bucket_size, psi)) * w;
+  }
+  p.device_buffers = buffers;
+
+  // DeepSpeed's estimate: GPUs per node and nodes from the same launch shape.
+  const int gpus_per_node = p.ranks_on_node;
+  const int nodes = (n + gpus_per_node - 1) / gpus_per_node;
+  const bool opt_off = in.offload_optimizer != OffloadDevice::None;
+  const bool param_off = in.offload_param != OffloadDevice::None;
+  DsEstimate ds;
+  if (in.stage <= 2) {
+    p.ds_estimator = "estimate_zero2_model_states_mem_needs";
+    ds = ds_estimate_zero2(in.params, gpus_per_node, nodes, opt_off);
+  } else {
+    p.ds_estimator = "estimate_zero3_model_states_mem_needs";
+    p.ds_largest_layer_params = in.largest_layer_params > 0 ? in.largest_layer_params : gpt2_largest_layer(in);
+    ds = ds_estimate_zero3(in.params, p.ds_largest_layer_params, gpus_per_node, nodes, opt_off,
+                           opt_off && param_off, in.ds_zero_init);
+  }
+  p.ds_estimate_device = ds.device_bytes;
+  p.ds_estimate_host = ds.host_bytes;
+  return p;
+}
+
+}  // namespace zt

@@ -1,0 +1,108 @@
+// plan_to_json / plan_to_table: a MemoryPlan as one JSON object (bytes) and as a human table (GiB,
+// two decimals), one row per category with our number and DeepSpeed's estimate side by side.
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+#include "runtime/plan/memory_plan.h"
+#include "runtime/plan/units.h"
+
+namespace zt {
+
+namespace {
+int64_t bytes(double b) { return static_cast<int64_t>(std::llround(b)); }
+}  // namespace
+
+nlohmann::json plan_to_json(const MemoryPlan& p) {
+  const PlanInput& in = p.input;
+  nlohmann::json j;
+  j["input"] = {
+      {"params", in.params},
+      {"world_size", in.world_size},
+      {"stage", in.stage},
+      {"precision", precision_name(in.precision)},
+      {"optimizer", optimizer_name(in.optimizer)},
+      {"offload_optimizer", offload_name(in.offload_optimizer)},
+      {"offload_optimizer_ratio", in.offload_optimizer_ratio},
+      {"offload_param", offload_name(in.offload_param)},
+      {"ranks_per_node", in.ranks_per_node},
+      {"activation_checkpointing", in.activation_checkpointing},
+  };
+  if (in.micro_batch > 0) {
+    j["input"]["activations"] = {{"micro_batch", in.micro_batch}, {"seq_len", in.seq_len},
+                                 {"hidden", in.hidden},           {"layers", in.layers},
+                                 {"heads", in.heads},             {"vocab", in.vocab}};
+  }
+  j["optimizer_k"] = p.optimizer_k;
+  j["master_k"] = p.master_k;
+  j["state_k"] = p.state_k;
+  j["working_bytes"] = p.working_bytes;
+  j["units"] = "bytes";
+  j["device_per_rank"] = {
+      {"params", bytes(p.device_params)},
+      {"grads", bytes(p.device_grads)},
+      {"optimizer", bytes(p.device_optimizer)},
+      {"model_states", bytes(p.device_model_states())},
+      {"activations", bytes(p.device_activations)},
+      {"buffers", bytes(p.device_buffers)},
+      {"total", bytes(p.device_total())},
+  };
+  j["host_per_rank"] = bytes(p.host_bytes_per_rank);
+  j["host_per_node"] = bytes(p.host_bytes_per_node);
+  j["nvme_per_rank"] = bytes(p.nvme_bytes_per_rank);
+  j["nvme_per_node"] = bytes(p.nvme_bytes_per_node);
+  j["ranks_on_node"] = p.ranks_on_node;
+  j["deepspeed_estimate"] = {
+      {"function", p.ds_estimator},
+      {"device_per_rank", bytes(p.ds_estimate_device)},
+      {"host_per_node", bytes(p.ds_estimate_host)},
+      {"additional_buffer_factor", 1.5},
+  };
+  if (p.input.stage == 3) j["deepspeed_estimate"]["largest_layer_params"] = p.ds_largest_layer_params;
+  return j;
+}
+
+std::string plan_to_table(const MemoryPlan& p) {
+  const PlanInput& in = p.input;
+  std::string out;
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "Memory plan: %s params, ZeRO stage %d, world size %d (%d per node), %s, %s (K = %d: master %d + state %d)\n",
+                format_params(in.params).c_str(), in.stage, in.world_size, p.ranks_on_node,
+                precision_name(in.precision), optimizer_name(in.optimizer), p.optimizer_k, p.master_k,
+                p.state_k);
+  out += line;
+  std::snprintf(line, sizeof line, "offload_optimizer=%s (ratio %.2f), offload_param=%s\n",
+                offload_name(in.offload_optimizer), in.offload_optimizer_ratio, offload_name(in.offload_param));
+  out += line;
+  auto g = [](double b) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.2f", b / (1024.0 * 1024.0 * 1024.0));
+    return std::string(buf);
+  };
+  auto row = [&](const char* name, const std::string& ours, const std::string& ds) {
+    std::snprintf(line, sizeof line, "  %-34s %14s %14s\n", name, ours.c_str(), ds.c_str());
+    out += line;
+  };
+  row("category (GiB)", "zerotrain", "DeepSpeed est.");
+  row("device params / rank", g(p.device_params), "-");
+  row("device grads / rank", g(p.device_grads), "-");
+  row("device optimizer states / rank", g(p.device_optimizer), "-");
+  row("device model states / rank", g(p.device_model_states()), g(p.ds_estimate_device));
+  row("device activations / rank", g(p.device_activations), "-");
+  row("device buffers / rank", g(p.device_buffers), "-");
+  row("device total / rank", g(p.device_total()), "-");
+  row("host RAM (offload) / node", g(p.host_bytes_per_node), g(p.ds_estimate_host));
+  row("NVMe / node", g(p.nvme_bytes_per_node), "-");
+  out += "  DeepSpeed column: " + p.ds_estimator + " (buffer factor 1.5";
+  if (in.stage == 3) {
+    out += ", largest layer " + format_params(p.ds_largest_layer_params) + " params, zero_init=" +
+           (in.ds_zero_init ? "1" : "0");
+  }
+  out += "); its host number includes model loading, ours only what offload keeps there.\n";
+  return out;
+}
+
+}  // namespace zt

@@ -1,0 +1,146 @@
+// preflight: the memory plan against this machine — host RAM for CPU offload (and for everything
+// on the CPU backend), free GPU memory, free space at nvme_path — one error per shortfall.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+#include "runtime/plan/machine_probe.h"
+#include "runtime/plan/units.h"
+
+namespace zt {
+
+namespace {
+
+std::string gib1(double b) { return format_gib(b, 1); }
+
+std::string scale_of(const MemoryPlan& p) {
+  return format_params(p.input.params) + " params at world size " + std::to_string(p.input.world_size);
+}
+
+// "offload_optimizer=cpu", "offload_optimizer=cpu + offload_param=cpu", ...: what puts bytes on host.
+std::string host_users(const MemoryPlan& p) {
+  std::string s;
+  if (p.input.offload_optimizer != OffloadDevice::None && p.input.optimizer != OptimizerKind::None) {
+    s = std::string("offload_optimizer=") + offload_name(p.input.offload_optimizer);
+  }
+  if (p.input.offload_param != OffloadDevice::None && p.input.stage == 3) {
+    if (!s.empty()) s += " + ";
+    s += std::string("offload_param=") + offload_name(p.input.offload_param);
+  }
+  return s;
+}
+
+std::string host_key(const MemoryPlan& p) {
+  if (p.input.offload_optimizer != OffloadDevice::None) return "zero_optimization.offload_optimizer.device";
+  return "zero_optimization.offload_param.device";
+}
+
+void check_host_offload(const MemoryPlan& p, const MachineFacts& f, Diagnostics& d) {
+  const double need = p.host_bytes_per_node;
+  const double have = double(f.host_mem_available);
+  if (need <= have) return;
+  const OffloadDevice dev = p.input.offload_optimizer != OffloadDevice::None ? p.input.offload_optimizer
+                                                                               : p.input.offload_param;
+  std::string fix = "each of the " + std::to_string(p.ranks_on_node) + " rank(s) on this node keeps " +
+                    gib1(p.host_bytes_per_rank) + " in host RAM; ";
+  const int fit = p.host_bytes_per_rank > 0 ? int(std::floor(have / p.host_bytes_per_rank)) : 0;
+  if (fit >= 1) {
+    fix += "run at most " + std::to_string(fit) + " rank(s) per node (or spread the job over more nodes), ";
+  } else {
+    fix += "even one rank does not fit: use more ranks so each shard is smaller, ";
+  }
+  if (p.input.stage == 3 && p.input.offload_optimizer == OffloadDevice::CPU) {
+    char r[32];
+    std::snprintf(r, sizeof r, "%.2f", std::max(0.0, p.input.offload_optimizer_ratio * have / need));
+    fix += std::string("offload only part of the optimizer (offload_optimizer.ratio <= ") + r + "), ";
+  }
+  if (dev == OffloadDevice::CPU) fix += "or offload to \"nvme\" with a local nvme_path";
+  else fix += "or lower buffer_count / sub_group_size (the NVMe staging buffers live in host RAM)";
+  d.error(host_key(p), offload_name(dev),
+          host_users(p) + " needs " + gib1(need) + " of host RAM for " + scale_of(p) + "; this host has " +
+              gib1(have) + " available",
+          fix);
+}
+
+void check_cpu_backend(const MemoryPlan& p, const MachineFacts& f, Diagnostics& d) {
+  const double per_rank = p.device_total();
+  const double need = per_rank * p.ranks_on_node + p.host_bytes_per_node;
+  const double have = double(f.host_mem_available);
+  if (need <= have) return;
+  std::string msg = "CPU backend: " + std::to_string(p.ranks_on_node) + " rank(s) on this node need " +
+                    gib1(need) + " of host RAM for " + scale_of(p) + " (per rank: model states " +
+                    gib1(p.device_model_states()) + ", activations " + gib1(p.device_activations) +
+                    ", buffers " + gib1(p.device_buffers);
+  if (p.host_bytes_per_node > 0) msg += "; offload " + gib1(p.host_bytes_per_node) + " per node";
+  msg += "); this host has " + gib1(have) + " available";
+  std::string fix;
+  if (p.input.stage < 3) fix = "raise zero_optimization.stage (stage 3 keeps only 1/N of the params per rank), ";
+  fix += "run fewer ranks per node, lower train_micro_batch_size_per_gpu or turn on activation checkpointing, "
+         "or offload the optimizer to \"nvme\"";
+  d.error("zero_optimization.stage", std::to_string(p.input.stage), msg, fix);
+}
+
+void check_gpu(const MemoryPlan& p, const MachineFacts& f, Diagnostics& d) {
+  const double need = p.device_total();
+  const double have = double(*f.gpu_free);
+  if (need <= have) return;
+  std::string msg = "ZeRO stage " + std::to_string(p.input.stage) + " needs " + gib1(need) +
+                    " of GPU memory per rank for " + scale_of(p) + " (params " + gib1(p.device_params) +
+                    ", grads " + gib1(p.device_grads) + ", optimizer " + gib1(p.device_optimizer) +
+                    ", activations " + gib1(p.device_activations) + ", buffers " + gib1(p.device_buffers) +
+                    "); this GPU has " + gib1(have) + " free of " + gib1(double(f.gpu_total.value_or(0)));
+  std::string fix;
+  if (p.input.stage < 3) fix = "raise zero_optimization.stage, ";
+  if (p.input.offload_optimizer == OffloadDevice::None) fix += "set offload_optimizer.device to \"cpu\", ";
+  fix += "add ranks, lower train_micro_batch_size_per_gpu or turn on activation checkpointing, or shrink "
+         "reduce_bucket_size / stage3_max_live_parameters";
+  d.error("zero_optimization.stage", std::to_string(p.input.stage), msg, fix);
+}
+
+void check_nvme(const MemoryPlan& p, const std::string& nvme_path, Diagnostics& d) {
+  const double need = p.nvme_bytes_per_node;
+  const std::string key = p.input.offload_optimizer == OffloadDevice::NVMe
+                              ? "zero_optimization.offload_optimizer.nvme_path"
+                              : "zero_optimization.offload_param.nvme_path";
+  if (nvme_path.empty()) {
+    d.error(key, "", "device \"nvme\" needs " + gib1(need) + " of NVMe space for " + scale_of(p) +
+                         " but no nvme_path is set",
+            "set nvme_path to a directory on a local NVMe drive");
+    return;
+  }
+  const PathInfo info = probe_path(nvme_path);
+  if (!info.exists) {
+    d.error(key, nvme_path, "cannot check room for " + gib1(need) + ": " + info.error,
+            "create the directory on a local NVMe drive, or point nvme_path at one");
+    return;
+  }
+  if (double(info.free_bytes) < need) {
+    d.error(key, nvme_path,
+            "offload to nvme needs " + gib1(need) + " of free space for " + scale_of(p) + "; this " +
+                info.fs_type + " file system has " + gib1(double(info.free_bytes)) + " free",
+            "free space there, use a larger drive, or spread the job over more nodes (each holds " +
+                std::to_string(p.ranks_on_node) + " rank(s) × " + gib1(p.nvme_bytes_per_rank) + ")");
+  }
+}
+
+}  // namespace
+
+Diagnostics preflight(const MemoryPlan& plan, const MachineFacts& facts, const std::string& nvme_path) {
+  Diagnostics d;
+  const bool gpu = facts.gpu_total.has_value() && facts.gpu_free.has_value();
+  const bool ram_known = facts.host_mem_available > 0;
+  if (!ram_known && (plan.host_bytes_per_node > 0 || !gpu)) {
+    d.warning("host", "", "MemAvailable could not be read from /proc/meminfo, so host RAM was not checked",
+              "check `free -g` by hand against the memory plan");
+  }
+  const bool host_short = ram_known && plan.host_bytes_per_node > double(facts.host_mem_available);
+  if (ram_known && plan.host_bytes_per_node > 0) check_host_offload(plan, facts, d);
+  // On the CPU backend the "device" is host RAM too; skip when offload alone already does not fit.
+  if (ram_known && !gpu && !host_short) check_cpu_backend(plan, facts, d);
+  if (gpu) check_gpu(plan, facts, d);
+  if (plan.nvme_bytes_per_node > 0) check_nvme(plan, nvme_path, d);
+  return d;
+}
+
+}  // namespace zt

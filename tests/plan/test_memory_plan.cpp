@@ -1,0 +1,218 @@
+// The memory plan against the ZeRO paper's table, the fp32 sizes, each optimizer's K, what offload
+// moves to host / NVMe, activations, buffers, and the JSON / table forms.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "runtime/plan/memory_plan.h"
+
+namespace zt {
+namespace {
+
+PlanInput paper_input(int stage) {
+  PlanInput in;
+  in.params = 7'500'000'000;  // Ψ = 7.5B (the paper's Figure 1 / Table 1 example)
+  in.world_size = 64;
+  in.stage = stage;
+  in.precision = Precision::FP16;
+  in.optimizer = OptimizerKind::Adam;
+  return in;
+}
+
+// ZeRO paper (Rajbhandari et al. 2020), Ψ = 7.5B, N_d = 64, K = 12: 120 / 31.4 / 16.6 / 1.9 GB for
+// stages 0-3, where the paper's GB are 1e9 bytes. Exact values: 16Ψ = 120, 4Ψ + 12Ψ/64 = 31.406,
+// 2Ψ + 14Ψ/64 = 16.641, 16Ψ/64 = 1.875.
+TEST(MemoryPlan, ZeroPaperTableAt7_5BOn64Ranks) {
+  const double paper_gb[4] = {120.0, 31.4, 16.6, 1.9};
+  for (int stage = 0; stage <= 3; ++stage) {
+    const MemoryPlan p = make_memory_plan(paper_input(stage));
+    EXPECT_EQ(p.optimizer_k, 12);
+    EXPECT_NEAR(p.device_model_states() / 1e9, paper_gb[stage], 0.05) << "stage " << stage;
+  }
+  const MemoryPlan s2 = make_memory_plan(paper_input(2));
+  EXPECT_DOUBLE_EQ(s2.device_params, 2 * 7.5e9);
+  EXPECT_DOUBLE_EQ(s2.device_grads, 2 * 7.5e9 / 64);
+  EXPECT_DOUBLE_EQ(s2.device_optimizer, 12 * 7.5e9 / 64);
+  const MemoryPlan s3 = make_memory_plan(paper_input(3));
+  EXPECT_DOUBLE_EQ(s3.device_model_states(), 16 * 7.5e9 / 64);
+}
+
+TEST(MemoryPlan, OptimizerKCountsMasterCopyUnderMixedPrecision) {
+  struct Case {
+    OptimizerKind opt;
+    Precision prec;
+    int master, state;
+  } cases[] = {
+      {OptimizerKind::Adam, Precision::BF16, 4, 8},        {OptimizerKind::AdamW, Precision::FP16, 4, 8},
+      {OptimizerKind::Lamb, Precision::BF16, 4, 8},        {OptimizerKind::SGDMomentum, Precision::BF16, 4, 4},
+      {OptimizerKind::SGD, Precision::BF16, 4, 0},         {OptimizerKind::None, Precision::BF16, 0, 0},
+      {OptimizerKind::AdamW, Precision::FP32, 0, 8},       {OptimizerKind::SGDMomentum, Precision::FP32, 0, 4},
+      {OptimizerKind::SGD, Precision::FP32, 0, 0},
+  };
+  for (const auto& c : cases) {
+    PlanInput in;
+    in.params = 1000;
+    in.optimizer = c.opt;
+    in.precision = c.prec;
+    const MemoryPlan p = make_memory_plan(in);
+    EXPECT_EQ(p.master_k, c.master) << optimizer_name(c.opt) << " " << precision_name(c.prec);
+    EXPECT_EQ(p.state_k, c.state) << optimizer_name(c.opt) << " " << precision_name(c.prec);
+    EXPECT_EQ(p.optimizer_k, c.master + c.state);
+    EXPECT_DOUBLE_EQ(p.device_optimizer, double(c.master + c.state) * 1000);
+  }
+}
+
+TEST(MemoryPlan, Fp32TrainingUsesFourByteParamsAndGradsAndNoMaster) {
+  PlanInput in;
+  in.params = 1'000'000;
+  in.world_size = 4;
+  in.precision = Precision::FP32;
+  in.optimizer = OptimizerKind::AdamW;
+  in.stage = 0;
+  MemoryPlan p = make_memory_plan(in);
+  EXPECT_EQ(p.working_bytes, 4);
+  EXPECT_DOUBLE_EQ(p.device_params, 4e6);
+  EXPECT_DOUBLE_EQ(p.device_grads, 4e6);
+  EXPECT_DOUBLE_EQ(p.device_optimizer, 8e6);  // two fp32 moments, no master
+  in.stage = 3;
+  p = make_memory_plan(in);
+  EXPECT_DOUBLE_EQ(p.device_model_states(), 16e6 / 4);
+}
+
+TEST(MemoryPlan, CpuOffloadMovesOptimizerMasterAndFp32GradsToHostPerNode) {
+  PlanInput in;
+  in.params = 7'000'000'000;
+  in.world_size = 8;
+  in.ranks_per_node = 8;
+  in.stage = 2;
+  in.precision = Precision::BF16;
+  in.optimizer = OptimizerKind::AdamW;
+  const MemoryPlan on_gpu = make_memory_plan(in);
+  in.offload_optimizer = OffloadDevice::CPU;
+  const MemoryPlan off = make_memory_plan(in);
+  EXPECT_DOUBLE_EQ(off.device_optimizer, 0);
+  EXPECT_DOUBLE_EQ(off.device_grads, 0);                     // stage 2: the shard streams to host
+  EXPECT_DOUBLE_EQ(off.device_params, on_gpu.device_params);  // the bf16 working copy stays
+  // Per rank: (4 master + 8 moments + 4 fp32 grads)·Ψ/N = 16·7e9/8 = 14e9; per node ×8 = 112e9.
+  EXPECT_DOUBLE_EQ(off.host_bytes_per_rank, 14e9);
+  EXPECT_DOUBLE_EQ(off.host_bytes_per_node, 112e9);
+  EXPECT_LT(off.device_total(), on_gpu.device_total());
+
+  // Two ranks per node: the node holds two shards.
+  in.ranks_per_node = 2;
+  EXPECT_DOUBLE_EQ(make_memory_plan(in).host_bytes_per_node, 28e9);
+
+  // Stage 1 keeps the full bf16 gradients on the device.
+  in.stage = 1;
+  EXPECT_DOUBLE_EQ(make_memory_plan(in).device_grads, 2 * 7e9);
+}
+
+TEST(MemoryPlan, PartialOffloadRatioKeepsTheRestOnDevice) {
+  PlanInput in;
+  in.params = 8'000'000;
+  in.world_size = 4;
+  in.stage = 3;
+  in.precision = Precision::BF16;
+  in.offload_optimizer = OffloadDevice::CPU;
+  in.offload_optimizer_ratio = 0.25;
+  const MemoryPlan p = make_memory_plan(in);
+  const double shard = 8e6 / 4;
+  EXPECT_DOUBLE_EQ(p.device_optimizer, 0.75 * 12 * shard);
+  EXPECT_DOUBLE_EQ(p.device_grads, 0.75 * 2 * shard);
+  EXPECT_DOUBLE_EQ(p.host_bytes_per_rank, 0.25 * 16 * shard);
+}
+
+TEST(MemoryPlan, NvmeAndParamOffload) {
+  PlanInput in;
+  in.params = 4'000'000'000;
+  in.world_size = 8;
+  in.ranks_per_node = 4;
+  in.stage = 3;
+  in.precision = Precision::BF16;
+  in.offload_optimizer = OffloadDevice::NVMe;
+  in.offload_param = OffloadDevice::NVMe;
+  const MemoryPlan p = make_memory_plan(in);
+  const double shard = 4e9 / 8;
+  EXPECT_DOUBLE_EQ(p.device_params, 0);
+  EXPECT_DOUBLE_EQ(p.device_optimizer, 0);
+  // NVMe per rank: (4 master + 8 moments)·shard + 2·shard bf16 params.
+  EXPECT_DOUBLE_EQ(p.nvme_bytes_per_rank, 12 * shard + 2 * shard);
+  EXPECT_DOUBLE_EQ(p.nvme_bytes_per_node, 4 * p.nvme_bytes_per_rank);
+  // Host per rank: fp32 grads 4·shard, 4 optimizer swap buffers of min(sub_group_size 1e9, shard)
+  // fp32 elements, 5 param buffers of 1e8 bf16 elements.
+  EXPECT_DOUBLE_EQ(p.host_bytes_per_rank, 4 * shard + 4 * shard * 4 + 5 * 1e8 * 2);
+
+  // offload_param cpu puts the bf16 shard in host RAM; below stage 3 it is ignored.
+  in.offload_optimizer = OffloadDevice::None;
+  in.offload_param = OffloadDevice::CPU;
+  EXPECT_DOUBLE_EQ(make_memory_plan(in).host_bytes_per_rank, 2 * shard);
+  in.stage = 2;
+  EXPECT_DOUBLE_EQ(make_memory_plan(in).host_bytes_per_rank, 0);
+}
+
+TEST(MemoryPlan, ActivationsForGpt2ShapesAndCheckpointing) {
+  PlanInput in;
+  in.params = 124'000'000;
+  in.precision = Precision::BF16;
+  in.micro_batch = 4;
+  in.seq_len = 1024;
+  in.hidden = 768;
+  in.layers = 12;
+  in.heads = 12;
+  in.vocab = 50257;
+  const double b = 4, s = 1024, h = 768, a = 12, L = 12, V = 50257;
+  const double block = (16 * b * s * h + a * b * s * s) * 2 + 16 * b * s;
+  const double head = 2 * b * s * h * 2 + 8 * b * s + 4 * b * s * V;
+  EXPECT_DOUBLE_EQ(make_memory_plan(in).device_activations, L * block + head);
+  in.activation_checkpointing = true;
+  const double ckpt = make_memory_plan(in).device_activations;
+  EXPECT_DOUBLE_EQ(ckpt, L * b * s * h * 2 + block + head);
+  EXPECT_LT(ckpt, L * block + head);
+  in.micro_batch = 0;
+  EXPECT_DOUBLE_EQ(make_memory_plan(in).device_activations, 0);
+}
+
+TEST(MemoryPlan, BuffersFollowBucketSizesCappedAtModelSize) {
+  PlanInput in;
+  in.params = 2'000'000'000;
+  in.precision = Precision::BF16;
+  in.reduce_bucket_size = 200'000'000;
+  in.allgather_bucket_size = 300'000'000;
+  in.stage = 0;
+  EXPECT_DOUBLE_EQ(make_memory_plan(in).device_buffers, 2 * 2e8);
+  in.stage = 2;
+  EXPECT_DOUBLE_EQ(make_memory_plan(in).device_buffers, 2 * (2e8 + 3e8));
+  in.stage = 3;
+  in.stage3_max_live_parameters = 100'000'000;
+  in.stage3_prefetch_bucket_size = 50'000'000;
+  EXPECT_DOUBLE_EQ(make_memory_plan(in).device_buffers, 2 * (2e8 + 1e8));
+  in.params = 1000;  // buckets larger than the model hold at most the model
+  EXPECT_DOUBLE_EQ(make_memory_plan(in).device_buffers, 2 * (1000 + 1000));
+}
+
+TEST(MemoryPlan, JsonAndTableCarryOursAndDeepSpeeds) {
+  PlanInput in;
+  in.params = 7'000'000'000;
+  in.world_size = 8;
+  in.ranks_per_node = 8;
+  in.stage = 2;
+  in.precision = Precision::BF16;
+  const MemoryPlan p = make_memory_plan(in);
+  const nlohmann::json j = plan_to_json(p);
+  EXPECT_EQ(j["optimizer_k"], 12);
+  EXPECT_EQ(j["device_per_rank"]["model_states"].get<int64_t>(), int64_t(2 * 7e9 + 14 * 7e9 / 8));
+  EXPECT_EQ(j["deepspeed_estimate"]["function"], "estimate_zero2_model_states_mem_needs");
+  EXPECT_EQ(j["deepspeed_estimate"]["device_per_rank"].get<int64_t>(), 42'000'000'000);
+  EXPECT_EQ(j["input"]["precision"], "bf16");
+  for (const char* k : {"params", "grads", "optimizer", "activations", "buffers", "total"}) {
+    EXPECT_TRUE(j["device_per_rank"].contains(k)) << k;
+  }
+  const std::string t = plan_to_table(p);
+  // Model states: 2·7e9 + 14·7e9/8 = 26.25e9 B = 24.45 GiB; DeepSpeed's 42e9 B = 39.12 GiB.
+  EXPECT_NE(t.find("24.45"), std::string::npos) << t;
+  EXPECT_NE(t.find("39.12"), std::string::npos) << t;
+  EXPECT_NE(t.find("device optimizer states / rank"), std::string::npos);
+  EXPECT_NE(t.find("host RAM (offload) / node"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace zt

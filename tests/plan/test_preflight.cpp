@@ -1,0 +1,124 @@
+// preflight: the host-RAM error with its numbers for a plan that cannot fit, silence for one that
+// can, the CPU-backend and GPU checks, and NVMe free space at nvme_path.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "runtime/plan/machine_probe.h"
+
+namespace zt {
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+MachineFacts host_with(double avail_gib, double total_gib = 64) {
+  MachineFacts f;
+  f.host_mem_available = uint64_t(avail_gib * kGiB);
+  f.host_mem_total = uint64_t(total_gib * kGiB);
+  return f;
+}
+
+PlanInput seven_b_offload() {
+  PlanInput in;
+  in.params = 7'000'000'000;
+  in.world_size = 8;
+  in.ranks_per_node = 8;
+  in.stage = 2;
+  in.precision = Precision::BF16;
+  in.optimizer = OptimizerKind::AdamW;
+  in.offload_optimizer = OffloadDevice::CPU;
+  return in;
+}
+
+TEST(Preflight, HostRamShortfallNamesTheNumbers) {
+  // Host per node: 8 ranks × 16·7e9/8 B = 112e9 B = 104.3 GiB; per rank 14e9 B = 13.0 GiB.
+  MachineFacts f = host_with(31.2);
+  f.gpu_free = uint64_t(70 * kGiB);
+  f.gpu_total = uint64_t(80 * kGiB);
+  const Diagnostics d = preflight(make_memory_plan(seven_b_offload()), f, "");
+  ASSERT_EQ(d.error_count(), 1u) << d.format();
+  const Diagnostic& e = d.all()[0];
+  EXPECT_EQ(e.message,
+            "offload_optimizer=cpu needs 104.3 GiB of host RAM for 7.0B params at world size 8; this host "
+            "has 31.2 GiB available");
+  EXPECT_EQ(e.path, "zero_optimization.offload_optimizer.device");
+  EXPECT_EQ(e.value, "cpu");
+  // 31.2 GiB / 13.04 GiB per rank: two ranks fit on this node.
+  EXPECT_NE(e.fix.find("run at most 2 rank(s) per node"), std::string::npos) << e.fix;
+  EXPECT_NE(e.fix.find("nvme"), std::string::npos) << e.fix;
+}
+
+TEST(Preflight, SmallPlanPassesSilently) {
+  PlanInput in;
+  in.params = 124'000'000;
+  in.world_size = 2;
+  in.ranks_per_node = 2;
+  in.stage = 2;
+  in.precision = Precision::BF16;
+  in.offload_optimizer = OffloadDevice::CPU;
+  const Diagnostics d = preflight(make_memory_plan(in), host_with(31.2), "");
+  EXPECT_EQ(d.all().size(), 0u) << d.format();
+}
+
+TEST(Preflight, CpuBackendCountsDeviceBytesAgainstHostRam) {
+  PlanInput in;
+  in.params = 7'000'000'000;
+  in.world_size = 4;
+  in.ranks_per_node = 4;
+  in.stage = 0;
+  in.precision = Precision::FP32;
+  const MemoryPlan p = make_memory_plan(in);
+  const Diagnostics d = preflight(p, host_with(31.2), "");  // no GPU in the facts
+  ASSERT_EQ(d.error_count(), 1u) << d.format();
+  EXPECT_EQ(d.all()[0].message.rfind("CPU backend: 4 rank(s) on this node need ", 0), 0u) << d.all()[0].message;
+  EXPECT_NE(d.all()[0].message.find("this host has 31.2 GiB available"), std::string::npos);
+  EXPECT_NE(d.all()[0].fix.find("raise zero_optimization.stage"), std::string::npos);
+  // The same plan with a GPU is checked against the GPU instead.
+  MachineFacts f = host_with(31.2);
+  f.gpu_free = uint64_t(10 * kGiB);
+  f.gpu_total = uint64_t(80 * kGiB);
+  const Diagnostics g = preflight(p, f, "");
+  ASSERT_EQ(g.error_count(), 1u) << g.format();
+  EXPECT_EQ(g.all()[0].message.rfind("ZeRO stage 0 needs ", 0), 0u) << g.all()[0].message;
+  EXPECT_NE(g.all()[0].message.find("this GPU has 10.0 GiB free of 80.0 GiB"), std::string::npos);
+}
+
+TEST(Preflight, NvmeSpaceAndPath) {
+  PlanInput in;
+  in.params = 100'000'000'000'000;  // 100T params: no disk here holds the optimizer state
+  in.world_size = 8;
+  in.ranks_per_node = 8;
+  in.stage = 3;
+  in.precision = Precision::BF16;
+  in.offload_optimizer = OffloadDevice::NVMe;
+  const MemoryPlan p = make_memory_plan(in);
+  MachineFacts f = host_with(1e9);  // plenty of RAM: only the disk check speaks
+  f.gpu_free = f.gpu_total = uint64_t(1e9 * kGiB);
+
+  Diagnostics d = preflight(p, f, "/tmp");
+  ASSERT_EQ(d.error_count(), 1u) << d.format();
+  EXPECT_EQ(d.all()[0].path, "zero_optimization.offload_optimizer.nvme_path");
+  EXPECT_EQ(d.all()[0].message.rfind("offload to nvme needs ", 0), 0u) << d.all()[0].message;
+  EXPECT_NE(d.all()[0].message.find("file system has"), std::string::npos);
+
+  d = preflight(p, f, "/no/such/nvme");
+  ASSERT_EQ(d.error_count(), 1u);
+  EXPECT_NE(d.all()[0].message.find("No such file or directory"), std::string::npos);
+  d = preflight(p, f, "");
+  ASSERT_EQ(d.error_count(), 1u);
+  EXPECT_NE(d.all()[0].message.find("no nvme_path is set"), std::string::npos);
+
+  // A small NVMe plan fits in /tmp.
+  in.params = 1'000'000;
+  EXPECT_EQ(preflight(make_memory_plan(in), f, "/tmp").error_count(), 0u);
+}
+
+TEST(Preflight, UnknownHostRamIsAWarningNotASilentPass) {
+  const Diagnostics d = preflight(make_memory_plan(seven_b_offload()), MachineFacts{}, "");
+  EXPECT_EQ(d.error_count(), 0u);
+  EXPECT_EQ(d.warning_count(), 1u);
+}
+
+}  // namespace
+}  // namespace zt
