@@ -1,0 +1,116 @@
+// Names, argument checks, byte accounting and option parsing shared by all communicators.
+#include "collectives/comm_common.h"
+
+#include <cerrno>
+#include <cstdlib>
+#include <stdexcept>
+
+#include "collectives/comm_options.h"
+
+namespace zt {
+
+size_t comm_dtype_size(CommDType t) {
+  switch (t) {
+    case CommDType::F32: return 4;
+    case CommDType::BF16: return 2;
+    case CommDType::F16: return 2;
+    case CommDType::I64: return 8;
+  }
+  throw std::invalid_argument("comm_dtype_size: unknown CommDType " + std::to_string(int(t)));
+}
+
+const char* comm_op_name(CommOp op) {
+  switch (op) {
+    case CommOp::AllReduce: return "all_reduce";
+    case CommOp::ReduceScatter: return "reduce_scatter";
+    case CommOp::AllGather: return "all_gather";
+    case CommOp::Broadcast: return "broadcast";
+    case CommOp::Barrier: return "barrier";
+  }
+  return "unknown_op";
+}
+
+const char* comm_dtype_name(CommDType t) {
+  switch (t) {
+    case CommDType::F32: return "f32";
+    case CommDType::BF16: return "bf16";
+    case CommDType::F16: return "f16";
+    case CommDType::I64: return "i64";
+  }
+  return "unknown_dtype";
+}
+
+const char* reduce_op_name(ReduceOp op) { return op == ReduceOp::Sum ? "sum" : "avg"; }
+
+void check_even_split(CommOp op, size_t count, int world_size) {
+  if (world_size > 0 && count % size_t(world_size) != 0) {
+    throw std::invalid_argument(std::string(comm_op_name(op)) + ": count " + std::to_string(count) +
+                                " does not split evenly over world size " + std::to_string(world_size) +
+                                " (remainder " + std::to_string(count % size_t(world_size)) +
+                                "); the caller must pad to a multiple of W");
+  }
+}
+
+void check_reduction(CommOp op, CommDType t, ReduceOp r) {
+  if (t == CommDType::I64 && r == ReduceOp::Avg) {
+    throw std::invalid_argument(std::string(comm_op_name(op)) +
+                                ": average of i64 is not defined (integer division would truncate); "
+                                "use ReduceOp::Sum and divide where the rounding is known");
+  }
+}
+
+void check_root(int root, int world_size) {
+  if (root < 0 || root >= world_size) {
+    throw std::invalid_argument("broadcast: root " + std::to_string(root) + " is outside [0, " +
+                                std::to_string(world_size) + ")");
+  }
+}
+
+uint64_t comm_algorithm_bytes(CommOp op, size_t count, CommDType t) {
+  return op == CommOp::Barrier ? 0 : uint64_t(count) * comm_dtype_size(t);
+}
+
+void CommStatsTable::add(CommOp op, uint64_t bytes, double seconds) {
+  std::lock_guard<std::mutex> lock(mu_);
+  CommOpStats& s = stats_.op[int(op)];
+  s.calls += 1;
+  s.bytes += bytes;
+  s.busy_seconds += seconds;
+}
+
+CommStats CommStatsTable::snapshot() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stats_;
+}
+
+void CommStatsTable::reset() {
+  std::lock_guard<std::mutex> lock(mu_);
+  stats_ = CommStats{};
+}
+
+CommOptions CommOptions::from_env() {
+  CommOptions o;
+  if (const char* v = std::getenv("ZT_COMM_TIMEOUT_S"); v && *v) {
+    char* end = nullptr;
+    errno = 0;
+    double t = std::strtod(v, &end);
+    if (errno != 0 || end == v || *end != '\0' || !(t > 0)) {
+      throw std::invalid_argument(std::string("ZT_COMM_TIMEOUT_S = '") + v +
+                                  "' is not a positive number of seconds; set e.g. ZT_COMM_TIMEOUT_S=300");
+    }
+    o.timeout_s = t;
+  }
+  if (const char* v = std::getenv("ZT_COMM_DEBUG"); v && *v) {
+    std::string s(v);
+    if (s == "1" || s == "true" || s == "on") {
+      o.debug = true;
+    } else if (s == "0" || s == "false" || s == "off") {
+      o.debug = false;
+    } else {
+      throw std::invalid_argument("ZT_COMM_DEBUG = '" + s + "' is not 0/1 (also accepted: true/false, on/off)");
+    }
+  }
+  return o;
+}
+
+}  // namespace zt

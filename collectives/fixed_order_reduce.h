@@ -1,0 +1,19 @@
+// The deterministic reduction behind every MPI all-reduce / reduce-scatter: W contributions summed
+// element-wise in rank order 0..W-1 in fp32 (int64 for i64), AVG divides by W, 16-bit rounds once.
+#pragma once
+
+#include <cstddef>
+
+#include "collectives/communicator.h"
+
+namespace zt {
+
+// rows: world_size contiguous rows of n elements each (row r = rank r's contribution).
+// out[i] = fold(rows[0][i], rows[1][i], ..., rows[W-1][i]) with
+//   f32:       acc = row0; acc = acc + row_r (fp32, in rank order); Avg: acc / float(W)
+//   bf16/f16:  same in fp32 on the widened values, then one round-to-nearest-even to 16 bits
+//   i64:       two's-complement sum (Avg rejected earlier)
+// out may alias any row (it is written after each element's fold).
+void reduce_rank_order(const void* rows, size_t n, int world_size, CommDType t, ReduceOp op, void* out);
+
+}  // namespace zt

@@ -1,0 +1,342 @@
+// MpiCommunicator: the queue, the communication thread, the watchdog, the debug fingerprint check
+// and the byte-moving MPI calls around the rank-order reduction.
+#include "collectives/mpi_communicator.h"
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <climits>
+#include <condition_variable>
+#include <cstdio>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "collectives/comm_common.h"
+#include "collectives/comm_handle.h"
+#include "collectives/fixed_order_reduce.h"
+#include "collectives/mpi_check.h"
+
+namespace zt {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Work {
+  CommOp op = CommOp::Barrier;
+  const void* send = nullptr;
+  void* recv = nullptr;
+  size_t count = 0;
+  CommDType dtype = CommDType::F32;
+  ReduceOp rop = ReduceOp::Sum;
+  int root = 0;
+  uint64_t seq = 0;
+  bool debug = false;
+  std::shared_ptr<QueuedHandle> handle;
+};
+
+MPI_Datatype mpi_type(CommDType t) {
+  switch (t) {
+    case CommDType::F32: return MPI_FLOAT;
+    case CommDType::BF16: return MPI_UINT16_T;  // bytes only: reductions happen in fixed_order_reduce
+    case CommDType::F16: return MPI_UINT16_T;
+    case CommDType::I64: return MPI_INT64_T;
+  }
+  return MPI_BYTE;
+}
+
+std::string describe(CommOp op, size_t count) { return std::string(comm_op_name(op)) + "(" + std::to_string(count) + ")"; }
+
+// The fingerprint exchanged in debug mode.
+enum { kFpOp, kFpCount, kFpDtype, kFpExtra, kFpSeq, kFpFields };
+
+std::string describe_fp(const int64_t* f, bool detailed) {
+  std::string s = std::string(comm_op_name(CommOp(f[kFpOp]))) + "(" + std::to_string(f[kFpCount]);
+  if (detailed) {
+    s += std::string(", ") + comm_dtype_name(CommDType(f[kFpDtype]));
+    CommOp op = CommOp(f[kFpOp]);
+    if (op == CommOp::AllReduce || op == CommOp::ReduceScatter)
+      s += std::string(", ") + reduce_op_name(ReduceOp(f[kFpExtra]));
+    if (op == CommOp::Broadcast) s += ", root " + std::to_string(f[kFpExtra]);
+  }
+  return s + ")";
+}
+
+}  // namespace
+
+struct MpiCommunicator::Impl {
+  const Bootstrap& boot;
+  MPI_Comm comm = MPI_COMM_NULL;
+  int rank = 0, world = 1;
+  std::atomic<double> timeout_s;
+  std::atomic<bool> debug;
+  CommStatsTable stats;
+
+  std::mutex q_mu;  // guards queue, next_seq, stopping
+  std::condition_variable q_cv;
+  std::deque<Work> queue;
+  uint64_t next_seq = 1;
+  bool stopping = false;
+
+  std::mutex wd_mu;  // guards the "current op" record the watchdog watches
+  std::condition_variable wd_cv;
+  bool wd_active = false, wd_stop = false;
+  Work wd_work;
+  Clock::time_point wd_start;
+
+  std::vector<char> scratch;  // comm thread only
+  std::thread comm_thread, watchdog_thread;
+
+  Impl(const Bootstrap& b, CommOptions o) : boot(b), timeout_s(o.timeout_s), debug(o.debug) {}
+
+  CommHandlePtr enqueue(Work w) {
+    if (w.count > size_t(INT_MAX)) {
+      throw std::invalid_argument(std::string(comm_op_name(w.op)) + ": count " + std::to_string(w.count) +
+                                  " exceeds MPI's int count limit (" + std::to_string(INT_MAX) +
+                                  "); split the buffer into buckets");
+    }
+    w.handle = std::make_shared<QueuedHandle>();
+    w.debug = debug.load();
+    CommHandlePtr h = w.handle;
+    {
+      std::lock_guard<std::mutex> lock(q_mu);
+      w.seq = next_seq++;
+      queue.push_back(std::move(w));
+    }
+    q_cv.notify_one();
+    return h;
+  }
+
+  void comm_loop() {
+    for (;;) {
+      Work w;
+      {
+        std::unique_lock<std::mutex> lock(q_mu);
+        q_cv.wait(lock, [&] { return stopping || !queue.empty(); });
+        if (queue.empty()) return;  // stopping and drained
+        w = std::move(queue.front());
+        queue.pop_front();
+      }
+      auto t0 = Clock::now();
+      {
+        std::lock_guard<std::mutex> lock(wd_mu);
+        wd_work = w;
+        wd_work.handle.reset();
+        wd_start = t0;
+        wd_active = true;
+      }
+      wd_cv.notify_all();
+      std::exception_ptr err;
+      try {
+        if (w.debug) check_fingerprint(w);
+        run(w);
+      } catch (...) {
+        err = std::current_exception();
+      }
+      {
+        std::lock_guard<std::mutex> lock(wd_mu);
+        wd_active = false;
+      }
+      double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+      if (!err) stats.add(w.op, comm_algorithm_bytes(w.op, w.count, w.dtype), secs);
+      w.handle->complete(err);
+    }
+  }
+
+  void watchdog_loop() {
+    std::unique_lock<std::mutex> lock(wd_mu);
+    while (!wd_stop) {
+      if (!wd_active) {
+        wd_cv.wait(lock);
+        continue;
+      }
+      const uint64_t seq = wd_work.seq;
+      const double limit = timeout_s.load();
+      auto deadline = wd_start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(limit));
+      wd_cv.wait_until(lock, deadline, [&] { return wd_stop || !wd_active || wd_work.seq != seq; });
+      if (wd_stop || !wd_active || wd_work.seq != seq || Clock::now() < deadline) continue;
+      std::fprintf(stderr,
+                   "[rank %d] zerotrain: collective %s #%llu on rank %d did not complete within %g s; a peer "
+                   "rank may have died, hung, or called a different collective (rerun with ZT_COMM_DEBUG=1 to "
+                   "compare calls; raise the bound with ZT_COMM_TIMEOUT_S). Aborting the job.\n",
+                   rank, describe(wd_work.op, wd_work.count).c_str(), (unsigned long long)seq, rank, limit);
+      std::fflush(stderr);
+      MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+  }
+
+  std::string context(const Work& w) const {
+    return describe(w.op, w.count) + " #" + std::to_string(w.seq) + " on rank " + std::to_string(rank);
+  }
+
+  void check_fingerprint(const Work& w) {
+    int64_t mine[kFpFields] = {int64_t(w.op), int64_t(w.count), int64_t(w.dtype),
+                               w.op == CommOp::Broadcast ? int64_t(w.root) : int64_t(w.rop), int64_t(w.seq)};
+    if (w.op == CommOp::AllGather || w.op == CommOp::Barrier) mine[kFpExtra] = 0;
+    if (w.op == CommOp::Barrier) mine[kFpDtype] = 0;
+    std::vector<int64_t> all(size_t(world) * kFpFields);
+    ZT_MPI_CHECK_CTX(MPI_Allgather(mine, kFpFields, MPI_INT64_T, all.data(), kFpFields, MPI_INT64_T, comm),
+                     "debug fingerprint exchange before " + context(w));
+    const int64_t* f0 = all.data();
+    for (int r = 1; r < world; ++r) {
+      const int64_t* f = all.data() + size_t(r) * kFpFields;
+      if (std::equal(f, f + kFpFields, f0)) continue;
+      bool detailed = f[kFpOp] == f0[kFpOp] && f[kFpCount] == f0[kFpCount];
+      std::string at = "at call #" + std::to_string(f0[kFpSeq]);
+      if (f[kFpSeq] != f0[kFpSeq]) at += " (rank " + std::to_string(r) + "'s call #" + std::to_string(f[kFpSeq]) + ")";
+      std::fprintf(stderr, "[rank %d] zerotrain: collective mismatch: rank %d called %s while rank 0 called %s %s. Aborting the job.\n",
+                   rank, r, describe_fp(f, detailed).c_str(), describe_fp(f0, detailed).c_str(), at.c_str());
+      std::fflush(stderr);
+      MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+  }
+
+  char* scratch_bytes(size_t n) {
+    if (scratch.size() < n) scratch.resize(n);
+    return scratch.data();
+  }
+
+  void run(const Work& w) {
+    const size_t es = comm_dtype_size(w.dtype);
+    const MPI_Datatype dt = mpi_type(w.dtype);
+    const std::string ctx = context(w);
+    switch (w.op) {
+      case CommOp::Barrier:
+        ZT_MPI_CHECK_CTX(MPI_Barrier(comm), ctx);
+        return;
+      case CommOp::Broadcast:
+        if (w.count) ZT_MPI_CHECK_CTX(MPI_Bcast(w.recv, int(w.count), dt, w.root, comm), ctx);
+        return;
+      case CommOp::AllGather: {
+        if (!w.count) return;
+        const size_t shard = w.count / size_t(world);
+        const void* own = static_cast<const char*>(w.recv) + size_t(rank) * shard * es;
+        const void* src = (w.send == own) ? MPI_IN_PLACE : w.send;
+        ZT_MPI_CHECK_CTX(MPI_Allgather(src, int(shard), dt, w.recv, int(shard), dt, comm), ctx);
+        return;
+      }
+      case CommOp::ReduceScatter: {
+        if (!w.count) return;
+        const size_t shard = w.count / size_t(world);
+        char* rows = scratch_bytes(w.count * es);
+        ZT_MPI_CHECK_CTX(MPI_Alltoall(w.send, int(shard), dt, rows, int(shard), dt, comm), ctx);
+        reduce_rank_order(rows, shard, world, w.dtype, w.rop, w.recv);
+        return;
+      }
+      case CommOp::AllReduce: {
+        if (!w.count) return;
+        // Chunk j (balanced: the first count%W chunks one element longer) is reduced by rank j.
+        const size_t nw = size_t(world);
+        std::vector<int> counts(nw), displs(nw), rcounts(nw), rdispls(nw);
+        const size_t base = w.count / size_t(world), rem = w.count % size_t(world);
+        for (int j = 0, off = 0; j < world; ++j) {
+          counts[size_t(j)] = int(base + (size_t(j) < rem ? 1 : 0));
+          displs[size_t(j)] = off;
+          off += counts[size_t(j)];
+        }
+        const int mine = counts[size_t(rank)];
+        for (int i = 0; i < world; ++i) {
+          rcounts[size_t(i)] = mine;
+          rdispls[size_t(i)] = i * mine;
+        }
+        char* rows = scratch_bytes(size_t(mine) * size_t(world) * es);
+        ZT_MPI_CHECK_CTX(MPI_Alltoallv(w.send, counts.data(), displs.data(), dt, rows, rcounts.data(),
+                                       rdispls.data(), dt, comm),
+                         ctx);
+        char* out = static_cast<char*>(w.recv) + size_t(displs[size_t(rank)]) * es;
+        reduce_rank_order(rows, size_t(mine), world, w.dtype, w.rop, out);
+        ZT_MPI_CHECK_CTX(MPI_Allgatherv(MPI_IN_PLACE, 0, dt, w.recv, counts.data(), displs.data(), dt, comm), ctx);
+        return;
+      }
+    }
+  }
+};
+
+MpiCommunicator::MpiCommunicator(const Bootstrap& boot, CommOptions options)
+    : impl_(std::make_unique<Impl>(boot, options)) {
+  if (!boot.mpi_active()) {
+    throw std::runtime_error(
+        "MpiCommunicator: MPI is not initialized in this process (not started by mpirun, or built with "
+        "ZT_MPI=OFF); launch with mpirun or use make_communicator(), which falls back to the single "
+        "communicator at world size 1");
+  }
+  if (!(options.timeout_s > 0)) throw std::invalid_argument("MpiCommunicator: timeout_s must be > 0");
+  ZT_MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &impl_->comm));
+  // Errors come back to ZT_MPI_CHECK, which names the op and sequence number before aborting.
+  ZT_MPI_CHECK(MPI_Comm_set_errhandler(impl_->comm, MPI_ERRORS_RETURN));
+  ZT_MPI_CHECK(MPI_Comm_rank(impl_->comm, &impl_->rank));
+  ZT_MPI_CHECK(MPI_Comm_size(impl_->comm, &impl_->world));
+  boot.attach();
+  impl_->comm_thread = std::thread([this] { impl_->comm_loop(); });
+  impl_->watchdog_thread = std::thread([this] { impl_->watchdog_loop(); });
+}
+
+MpiCommunicator::~MpiCommunicator() {
+  {
+    std::lock_guard<std::mutex> lock(impl_->q_mu);
+    impl_->stopping = true;
+  }
+  impl_->q_cv.notify_all();
+  impl_->comm_thread.join();
+  {
+    std::lock_guard<std::mutex> lock(impl_->wd_mu);
+    impl_->wd_stop = true;
+  }
+  impl_->wd_cv.notify_all();
+  impl_->watchdog_thread.join();
+  MPI_Comm_free(&impl_->comm);
+  impl_->boot.detach();
+}
+
+int MpiCommunicator::rank() const { return impl_->rank; }
+int MpiCommunicator::world_size() const { return impl_->world; }
+CommStats MpiCommunicator::stats() const { return impl_->stats.snapshot(); }
+void MpiCommunicator::reset_stats() { impl_->stats.reset(); }
+void MpiCommunicator::set_timeout_s(double s) {
+  if (!(s > 0)) throw std::invalid_argument("MpiCommunicator::set_timeout_s: seconds must be > 0, got " + std::to_string(s));
+  impl_->timeout_s.store(s);
+}
+void MpiCommunicator::set_debug(bool on) { impl_->debug.store(on); }
+
+CommHandlePtr MpiCommunicator::all_reduce_async(const void* send, void* recv, size_t count, CommDType t, ReduceOp op) {
+  check_reduction(CommOp::AllReduce, t, op);
+  Work w;
+  w.op = CommOp::AllReduce;
+  w.send = send, w.recv = recv, w.count = count, w.dtype = t, w.rop = op;
+  return impl_->enqueue(std::move(w));
+}
+
+CommHandlePtr MpiCommunicator::reduce_scatter_async(const void* send, void* recv, size_t count, CommDType t,
+                                                    ReduceOp op) {
+  check_even_split(CommOp::ReduceScatter, count, impl_->world);
+  check_reduction(CommOp::ReduceScatter, t, op);
+  Work w;
+  w.op = CommOp::ReduceScatter;
+  w.send = send, w.recv = recv, w.count = count, w.dtype = t, w.rop = op;
+  return impl_->enqueue(std::move(w));
+}
+
+CommHandlePtr MpiCommunicator::all_gather_async(const void* send, void* recv, size_t count, CommDType t) {
+  check_even_split(CommOp::AllGather, count, impl_->world);
+  Work w;
+  w.op = CommOp::AllGather;
+  w.send = send, w.recv = recv, w.count = count, w.dtype = t;
+  return impl_->enqueue(std::move(w));
+}
+
+CommHandlePtr MpiCommunicator::broadcast_async(void* buf, size_t count, CommDType t, int root) {
+  check_root(root, impl_->world);
+  Work w;
+  w.op = CommOp::Broadcast;
+  w.recv = buf, w.count = count, w.dtype = t, w.root = root;
+  return impl_->enqueue(std::move(w));
+}
+
+CommHandlePtr MpiCommunicator::barrier_async() { return impl_->enqueue(Work{}); }
+
+}  // namespace zt

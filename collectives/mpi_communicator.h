@@ -1,0 +1,48 @@
+// MpiCommunicator: collectives on host buffers over MPI. One communication thread owns every MPI
+// call on a private duplicate of COMM_WORLD; callers enqueue work and get handles (issue order).
+#pragma once
+
+#include <memory>
+
+#include "collectives/bootstrap.h"
+#include "collectives/comm_options.h"
+#include "collectives/communicator.h"
+
+namespace zt {
+
+// Reductions (all-reduce, reduce-scatter) are deterministic: every rank's contribution to an element
+// is summed in rank order 0..W-1 in fp32 (see fixed_order_reduce.h); MPI only moves bytes
+// (MPI_Alltoall[v] then MPI_Allgather[v]), so results do not depend on MPI's algorithm choice and
+// are identical on every rank. all_reduce accepts any count; reduce_scatter/all_gather need count
+// divisible by W. Counts above INT_MAX elements are rejected (split into buckets).
+class MpiCommunicator final : public Communicator {
+ public:
+  // Collective over COMM_WORLD: every rank constructs it at the same point. Throws
+  // std::runtime_error when boot has no active MPI (use SingleCommunicator / make_communicator).
+  explicit MpiCommunicator(const Bootstrap& boot, CommOptions options = CommOptions::from_env());
+  ~MpiCommunicator() override;  // finishes queued work, then joins its threads
+
+  int rank() const override;
+  int world_size() const override;
+  std::string name() const override { return "mpi"; }
+
+  CommHandlePtr all_reduce_async(const void* send, void* recv, size_t count, CommDType t, ReduceOp op) override;
+  CommHandlePtr reduce_scatter_async(const void* send, void* recv, size_t count, CommDType t, ReduceOp op) override;
+  CommHandlePtr all_gather_async(const void* send, void* recv, size_t count, CommDType t) override;
+  CommHandlePtr broadcast_async(void* buf, size_t count, CommDType t, int root) override;
+  CommHandlePtr barrier_async() override;
+
+  CommStats stats() const override;
+  void reset_stats() override;
+
+  // Applies to calls issued afterwards. Every rank must switch debug mode at the same call.
+  void set_timeout_s(double seconds);
+  void set_debug(bool on);
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace zt

@@ -1,0 +1,317 @@
+// NcclCommunicator: stream/event ordering, grouped launches, in-flight records for accounting and
+// the watchdog that aborts the NCCL communicator when an op outlives the timeout.
+#include "collectives/nccl_communicator.h"
+
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <deque>
+#include <mutex>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "collectives/comm_common.h"
+#include "collectives/cuda_check.h"
+
+namespace zt {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+ncclDataType_t nccl_type(CommDType t) {
+  switch (t) {
+    case CommDType::F32: return ncclFloat32;
+    case CommDType::BF16: return ncclBfloat16;
+    case CommDType::F16: return ncclFloat16;
+    case CommDType::I64: return ncclInt64;
+  }
+  return ncclFloat32;
+}
+
+// Start/done events of one launch (a single op, or every op of one group).
+struct Events {
+  cudaEvent_t start = nullptr, done = nullptr;
+  bool done_recorded = false;
+  Events() {
+    ZT_COMM_CUDA_CHECK(cudaEventCreate(&start));
+    ZT_COMM_CUDA_CHECK(cudaEventCreate(&done));
+  }
+  ~Events() {
+    cudaEventDestroy(start);
+    cudaEventDestroy(done);
+  }
+};
+
+struct Record {
+  CommOp op;
+  size_t count;
+  CommDType dtype;
+  uint64_t seq;
+  Clock::time_point issued;
+  std::shared_ptr<Events> ev;
+  double share = 1.0;  // fraction of the launch's time charged to this op
+};
+
+class NcclHandle final : public CommHandle {
+ public:
+  explicit NcclHandle(std::shared_ptr<Events> ev) : ev_(std::move(ev)) {}
+  void wait() override {
+    require_recorded("wait");
+    ZT_COMM_CUDA_CHECK(cudaEventSynchronize(ev_->done));
+  }
+  bool done() override {
+    if (!ev_->done_recorded) return false;
+    cudaError_t e = cudaEventQuery(ev_->done);
+    if (e == cudaErrorNotReady) return false;
+    ZT_COMM_CUDA_CHECK(e);
+    return true;
+  }
+  const std::shared_ptr<Events>& events() const { return ev_; }
+
+ private:
+  void require_recorded(const char* what) const {
+    if (!ev_->done_recorded)
+      throw std::logic_error(std::string("NcclCommunicator: handle.") + what +
+                             "() inside an open group; call group_end() first");
+  }
+  std::shared_ptr<Events> ev_;
+};
+
+}  // namespace
+
+std::string nccl_version_string() {
+  int v = 0;
+  if (ncclGetVersion(&v) != ncclSuccess) return "unknown";
+  return std::to_string(v / 10000) + "." + std::to_string((v / 100) % 100) + "." + std::to_string(v % 100);
+}
+
+int cuda_device_count_or_zero() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    cudaGetLastError();  // clear the sticky "no driver" error
+    return 0;
+  }
+  return n;
+}
+
+struct NcclCommunicator::Impl {
+  const Bootstrap& boot;
+  int rank = 0, world = 1, device = 0;
+  ncclComm_t comm = nullptr;
+  cudaStream_t stream = nullptr, compute = nullptr;
+  float* barrier_buf = nullptr;
+  std::atomic<double> timeout_s;
+  CommStatsTable stats;
+
+  std::mutex mu;  // guards in_flight, seq, group state, and the watchdog's stop flag
+  std::condition_variable cv;
+  std::deque<Record> in_flight;
+  uint64_t next_seq = 1;
+  bool stop = false;
+  int group_depth = 0;
+  std::shared_ptr<Events> group_ev;
+  std::vector<size_t> group_records;  // indices into in_flight of the open group's ops
+  std::thread watchdog;
+
+  Impl(const Bootstrap& b, CommOptions o) : boot(b), timeout_s(o.timeout_s) {}
+
+  // Retires completed records from the front (issue order); caller holds mu.
+  void retire_locked() {
+    while (!in_flight.empty()) {
+      Record& r = in_flight.front();
+      if (!r.ev->done_recorded) return;
+      cudaError_t e = cudaEventQuery(r.ev->done);
+      if (e == cudaErrorNotReady) return;
+      ZT_COMM_CUDA_CHECK(e);
+      float ms = 0;
+      ZT_COMM_CUDA_CHECK(cudaEventElapsedTime(&ms, r.ev->start, r.ev->done));
+      stats.add(r.op, comm_algorithm_bytes(r.op, r.count, r.dtype), r.share * ms * 1e-3);
+      in_flight.pop_front();
+    }
+  }
+
+  void watchdog_loop() {
+    ZT_COMM_CUDA_CHECK(cudaSetDevice(device));
+    std::unique_lock<std::mutex> lock(mu);
+    while (!stop) {
+      cv.wait_for(lock, std::chrono::milliseconds(200));
+      if (stop) break;
+      retire_locked();
+      if (in_flight.empty() || !in_flight.front().ev->done_recorded) continue;
+      const Record& r = in_flight.front();
+      const double limit = timeout_s.load();
+      if (std::chrono::duration<double>(Clock::now() - r.issued).count() < limit) continue;
+      std::fprintf(stderr,
+                   "[rank %d] zerotrain: NCCL collective %s(%zu) #%llu on rank %d did not complete within %g s; "
+                   "a peer rank may have died or called a different collective (raise the bound with "
+                   "ZT_COMM_TIMEOUT_S). Aborting the NCCL communicator and the job.\n",
+                   rank, comm_op_name(r.op), r.count, (unsigned long long)r.seq, rank, limit);
+      std::fflush(stderr);
+      ncclCommAbort(comm);
+      boot.abort_job(1);
+    }
+  }
+
+  // Orders the comm stream after the compute stream and opens a launch; returns its events.
+  std::shared_ptr<Events> begin_launch() {
+    auto ev = std::make_shared<Events>();
+    ZT_COMM_CUDA_CHECK(cudaEventRecord(ev->start, compute));
+    ZT_COMM_CUDA_CHECK(cudaStreamWaitEvent(stream, ev->start, 0));
+    return ev;
+  }
+
+  template <class Launch>
+  CommHandlePtr issue(CommOp op, size_t count, CommDType t, Launch launch) {
+    std::lock_guard<std::mutex> lock(mu);
+    retire_locked();
+    std::shared_ptr<Events> ev = group_depth ? group_ev : begin_launch();
+    launch();
+    in_flight.push_back(Record{op, count, t, next_seq++, Clock::now(), ev});
+    if (group_depth) {
+      group_records.push_back(in_flight.size() - 1);
+    } else {
+      ZT_COMM_CUDA_CHECK(cudaEventRecord(ev->done, stream));
+      ev->done_recorded = true;
+    }
+    return std::make_shared<NcclHandle>(ev);
+  }
+};
+
+NcclCommunicator::NcclCommunicator(const Bootstrap& boot, CommOptions options)
+    : impl_(std::make_unique<Impl>(boot, options)) {
+  Impl& m = *impl_;
+  if (!(options.timeout_s > 0)) throw std::invalid_argument("NcclCommunicator: timeout_s must be > 0");
+  int n = cuda_device_count_or_zero();
+  if (n == 0) {
+    throw std::runtime_error("NcclCommunicator: no CUDA device is visible on rank " + std::to_string(boot.rank()) +
+                             " (check nvidia-smi and CUDA_VISIBLE_DEVICES, or use the MPI communicator)");
+  }
+  m.rank = boot.rank();
+  m.world = boot.world_size();
+  m.device = boot.local_rank() % n;
+  ZT_COMM_CUDA_CHECK(cudaSetDevice(m.device));
+  ZT_COMM_CUDA_CHECK(cudaStreamCreateWithFlags(&m.stream, cudaStreamNonBlocking));
+  ZT_COMM_CUDA_CHECK(cudaMalloc(&m.barrier_buf, sizeof(float)));
+  ncclUniqueId id;
+  if (m.rank == 0) ZT_NCCL_CHECK(ncclGetUniqueId(&id));
+  boot.broadcast_bytes(&id, sizeof id, 0);
+  ZT_NCCL_CHECK(ncclCommInitRank(&m.comm, m.world, id, m.rank));
+  boot.attach();
+  m.watchdog = std::thread([this] { impl_->watchdog_loop(); });
+}
+
+NcclCommunicator::~NcclCommunicator() {
+  Impl& m = *impl_;
+  {
+    std::lock_guard<std::mutex> lock(m.mu);
+    m.stop = true;
+  }
+  m.cv.notify_all();
+  m.watchdog.join();
+  ZT_COMM_CUDA_CHECK(cudaStreamSynchronize(m.stream));
+  ZT_NCCL_CHECK(ncclCommDestroy(m.comm));
+  cudaFree(m.barrier_buf);
+  cudaStreamDestroy(m.stream);
+  m.boot.detach();
+}
+
+int NcclCommunicator::rank() const { return impl_->rank; }
+int NcclCommunicator::world_size() const { return impl_->world; }
+int NcclCommunicator::device() const { return impl_->device; }
+void* NcclCommunicator::comm_stream() const { return impl_->stream; }
+void NcclCommunicator::set_compute_stream(void* s) { impl_->compute = static_cast<cudaStream_t>(s); }
+
+void NcclCommunicator::set_timeout_s(double s) {
+  if (!(s > 0)) throw std::invalid_argument("NcclCommunicator::set_timeout_s: seconds must be > 0");
+  impl_->timeout_s.store(s);
+}
+
+CommStats NcclCommunicator::stats() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->retire_locked();
+  return impl_->stats.snapshot();
+}
+
+void NcclCommunicator::reset_stats() {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->retire_locked();
+  impl_->stats.reset();
+}
+
+void NcclCommunicator::compute_wait(const CommHandlePtr& h) {
+  auto* nh = dynamic_cast<NcclHandle*>(h.get());
+  if (!nh) throw std::invalid_argument("NcclCommunicator::compute_wait: handle is not from an NCCL communicator");
+  if (!nh->events()->done_recorded) throw std::logic_error("NcclCommunicator::compute_wait inside an open group");
+  ZT_COMM_CUDA_CHECK(cudaStreamWaitEvent(impl_->compute, nh->events()->done, 0));
+}
+
+void NcclCommunicator::group_start() {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  if (impl_->group_depth++ == 0) {
+    impl_->group_ev = impl_->begin_launch();
+    impl_->group_records.clear();
+  }
+  ZT_NCCL_CHECK(ncclGroupStart());
+}
+
+void NcclCommunicator::group_end() {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  if (impl_->group_depth == 0) throw std::logic_error("NcclCommunicator::group_end without group_start");
+  ZT_NCCL_CHECK(ncclGroupEnd());
+  if (--impl_->group_depth == 0) {
+    ZT_COMM_CUDA_CHECK(cudaEventRecord(impl_->group_ev->done, impl_->stream));
+    impl_->group_ev->done_recorded = true;
+    const double share = impl_->group_records.empty() ? 1.0 : 1.0 / double(impl_->group_records.size());
+    for (size_t i : impl_->group_records) impl_->in_flight[i].share = share;
+    impl_->group_ev.reset();
+  }
+}
+
+CommHandlePtr NcclCommunicator::all_reduce_async(const void* send, void* recv, size_t count, CommDType t, ReduceOp op) {
+  check_reduction(CommOp::AllReduce, t, op);
+  Impl& m = *impl_;
+  return m.issue(CommOp::AllReduce, count, t, [&] {
+    ZT_NCCL_CHECK(ncclAllReduce(send, recv, count, nccl_type(t), op == ReduceOp::Avg ? ncclAvg : ncclSum, m.comm, m.stream));
+  });
+}
+
+CommHandlePtr NcclCommunicator::reduce_scatter_async(const void* send, void* recv, size_t count, CommDType t,
+                                                     ReduceOp op) {
+  check_even_split(CommOp::ReduceScatter, count, impl_->world);
+  check_reduction(CommOp::ReduceScatter, t, op);
+  Impl& m = *impl_;
+  return m.issue(CommOp::ReduceScatter, count, t, [&] {
+    ZT_NCCL_CHECK(ncclReduceScatter(send, recv, count / size_t(m.world), nccl_type(t),
+                                    op == ReduceOp::Avg ? ncclAvg : ncclSum, m.comm, m.stream));
+  });
+}
+
+CommHandlePtr NcclCommunicator::all_gather_async(const void* send, void* recv, size_t count, CommDType t) {
+  check_even_split(CommOp::AllGather, count, impl_->world);
+  Impl& m = *impl_;
+  return m.issue(CommOp::AllGather, count, t, [&] {
+    ZT_NCCL_CHECK(ncclAllGather(send, recv, count / size_t(m.world), nccl_type(t), m.comm, m.stream));
+  });
+}
+
+CommHandlePtr NcclCommunicator::broadcast_async(void* buf, size_t count, CommDType t, int root) {
+  check_root(root, impl_->world);
+  Impl& m = *impl_;
+  return m.issue(CommOp::Broadcast, count, t, [&] {
+    ZT_NCCL_CHECK(ncclBroadcast(buf, buf, count, nccl_type(t), root, m.comm, m.stream));
+  });
+}
+
+CommHandlePtr NcclCommunicator::barrier_async() {
+  Impl& m = *impl_;
+  return m.issue(CommOp::Barrier, 0, CommDType::F32, [&] {
+    ZT_NCCL_CHECK(ncclAllReduce(m.barrier_buf, m.barrier_buf, 1, ncclFloat32, ncclSum, m.comm, m.stream));
+  });
+}
+
+}  // namespace zt

@@ -1,0 +1,62 @@
+// World-size-1 collectives: copies through the same rank-order reduction the MPI path uses, so a
+// one-rank run gives the same bits (Avg divides by 1; 16-bit values pass through one rounding).
+#include "collectives/single_communicator.h"
+
+#include <chrono>
+#include <cstring>
+
+#include "collectives/fixed_order_reduce.h"
+
+namespace zt {
+namespace {
+
+class DoneHandle final : public CommHandle {
+ public:
+  void wait() override {}
+  bool done() override { return true; }
+};
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+CommHandlePtr SingleCommunicator::all_reduce_async(const void* send, void* recv, size_t count, CommDType t,
+                                                   ReduceOp op) {
+  check_reduction(CommOp::AllReduce, t, op);
+  auto t0 = std::chrono::steady_clock::now();
+  reduce_rank_order(send, count, 1, t, op, recv);
+  stats_.add(CommOp::AllReduce, comm_algorithm_bytes(CommOp::AllReduce, count, t), seconds_since(t0));
+  return std::make_shared<DoneHandle>();
+}
+
+CommHandlePtr SingleCommunicator::reduce_scatter_async(const void* send, void* recv, size_t count, CommDType t,
+                                                       ReduceOp op) {
+  check_reduction(CommOp::ReduceScatter, t, op);
+  auto t0 = std::chrono::steady_clock::now();
+  reduce_rank_order(send, count, 1, t, op, recv);
+  stats_.add(CommOp::ReduceScatter, comm_algorithm_bytes(CommOp::ReduceScatter, count, t), seconds_since(t0));
+  return std::make_shared<DoneHandle>();
+}
+
+CommHandlePtr SingleCommunicator::all_gather_async(const void* send, void* recv, size_t count, CommDType t) {
+  auto t0 = std::chrono::steady_clock::now();
+  if (send != recv && count) std::memmove(recv, send, count * comm_dtype_size(t));
+  stats_.add(CommOp::AllGather, comm_algorithm_bytes(CommOp::AllGather, count, t), seconds_since(t0));
+  return std::make_shared<DoneHandle>();
+}
+
+CommHandlePtr SingleCommunicator::broadcast_async(void* buf, size_t count, CommDType t, int root) {
+  check_root(root, 1);
+  (void)buf;
+  stats_.add(CommOp::Broadcast, comm_algorithm_bytes(CommOp::Broadcast, count, t), 0.0);
+  return std::make_shared<DoneHandle>();
+}
+
+CommHandlePtr SingleCommunicator::barrier_async() {
+  stats_.add(CommOp::Barrier, 0, 0.0);
+  return std::make_shared<DoneHandle>();
+}
+
+}  // namespace zt

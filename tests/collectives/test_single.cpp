@@ -1,0 +1,187 @@
+// Unit tests (one process): names and sizes, fp16/bf16 conversions, the rank-order reduction,
+// option parsing, the bootstrap without a launcher, and the world-size-1 communicator.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <stdexcept>
+#include <vector>
+
+#include "collectives/bootstrap.h"
+#include "collectives/comm_common.h"
+#include "collectives/factory.h"
+#include "collectives/fixed_order_reduce.h"
+#include "collectives/half_convert.h"
+#include "collectives/single_communicator.h"
+#include "tests/collectives/coll_test_data.h"
+
+namespace zt {
+namespace {
+
+TEST(CollectivesCommTypes, SizesAndNames) {
+  EXPECT_EQ(comm_dtype_size(CommDType::F32), 4u);
+  EXPECT_EQ(comm_dtype_size(CommDType::BF16), 2u);
+  EXPECT_EQ(comm_dtype_size(CommDType::F16), 2u);
+  EXPECT_EQ(comm_dtype_size(CommDType::I64), 8u);
+  EXPECT_STREQ(comm_op_name(CommOp::AllReduce), "all_reduce");
+  EXPECT_STREQ(comm_op_name(CommOp::ReduceScatter), "reduce_scatter");
+  EXPECT_STREQ(comm_op_name(CommOp::AllGather), "all_gather");
+  EXPECT_STREQ(comm_op_name(CommOp::Broadcast), "broadcast");
+  EXPECT_STREQ(comm_op_name(CommOp::Barrier), "barrier");
+}
+
+TEST(CollectivesHalfConvert, KnownBitPatterns) {
+  EXPECT_EQ(f32_to_f16(1.0f), 0x3c00);
+  EXPECT_EQ(f32_to_f16(-2.0f), 0xc000);
+  EXPECT_EQ(f32_to_f16(65504.0f), 0x7bff);
+  EXPECT_EQ(f32_to_f16(65520.0f), 0x7c00);               // the tie above the largest half rounds to inf
+  EXPECT_EQ(f32_to_f16(std::ldexp(1.0f, -24)), 0x0001);  // smallest subnormal
+  EXPECT_EQ(f32_to_f16(std::ldexp(1.0f, -25)), 0x0000);  // tie to even: zero
+  EXPECT_EQ(f32_to_f16(std::ldexp(1.5f, -24)), 0x0002);  // tie to even: 2
+  EXPECT_EQ(f32_to_f16(std::ldexp(1.0f, -14)), 0x0400);  // smallest normal
+  EXPECT_EQ(f32_to_f16(1.0f + std::ldexp(1.0f, -11)), 0x3c00);      // tie, even stays
+  EXPECT_EQ(f32_to_f16(1.0f + 3 * std::ldexp(1.0f, -11)), 0x3c02);  // tie, odd rounds up
+  EXPECT_EQ(f32_to_f16(std::numeric_limits<float>::infinity()), 0x7c00);
+  EXPECT_TRUE(std::isnan(f16_to_f32(f32_to_f16(std::nanf("")))));
+  EXPECT_EQ(f16_to_f32(0x0001), std::ldexp(1.0f, -24));
+  EXPECT_EQ(f16_to_f32(0x7bff), 65504.0f);
+  EXPECT_EQ(f16_to_f32(0xc000), -2.0f);
+  EXPECT_EQ(f32_to_bf16(1.0f), 0x3f80);
+  EXPECT_EQ(f32_to_bf16(1.0f + std::ldexp(1.0f, -8)), 0x3f80);      // tie, even stays
+  EXPECT_EQ(f32_to_bf16(1.0f + 3 * std::ldexp(1.0f, -8)), 0x3f82);  // tie, odd rounds up
+  EXPECT_EQ(bf16_to_f32(0xbf80), -1.0f);
+  EXPECT_TRUE(std::isnan(bf16_to_f32(f32_to_bf16(std::nanf("")))));
+  // Every finite half survives the round trip.
+  for (uint32_t h = 0; h < 0x10000; ++h) {
+    if ((h & 0x7c00) == 0x7c00) continue;
+    ASSERT_EQ(f32_to_f16(f16_to_f32(uint16_t(h))), h) << std::hex << h;
+  }
+}
+
+TEST(CollectivesFixedOrderReduce, RankOrderFoldAndSingleRounding) {
+  // (1e8 + 1) + (-1e8) = 0 in fp32 in rank order, while (-1e8 + 1e8) + 1 would be 1.
+  std::vector<float> rows = {1e8f, 1.0f, -1e8f};
+  float out = -7;
+  reduce_rank_order(rows.data(), 1, 3, CommDType::F32, ReduceOp::Sum, &out);
+  EXPECT_EQ(out, (1e8f + 1.0f) + -1e8f);
+  reduce_rank_order(rows.data(), 1, 3, CommDType::F32, ReduceOp::Avg, &out);
+  EXPECT_EQ(out, ((1e8f + 1.0f) + -1e8f) / 3.0f);
+  // bf16: 1 + 2^-8 + 2^-8 accumulates in fp32 to 1 + 2^-7 (exact in bf16); rounding each step would give 1.
+  std::vector<uint16_t> h = {f32_to_bf16(1.0f), f32_to_bf16(std::ldexp(1.0f, -8)), f32_to_bf16(std::ldexp(1.0f, -8))};
+  uint16_t hout = 0;
+  reduce_rank_order(h.data(), 1, 3, CommDType::BF16, ReduceOp::Sum, &hout);
+  EXPECT_EQ(bf16_to_f32(hout), 1.0f + std::ldexp(1.0f, -7));
+  // i64 wraps instead of trapping.
+  std::vector<int64_t> q = {std::numeric_limits<int64_t>::max(), 1};
+  int64_t qout = 0;
+  reduce_rank_order(q.data(), 1, 2, CommDType::I64, ReduceOp::Sum, &qout);
+  EXPECT_EQ(qout, std::numeric_limits<int64_t>::min());
+}
+
+TEST(CollectivesFixedOrderReduce, MatchesTestReferenceAcrossBlocks) {
+  for (CommDType t : {CommDType::F32, CommDType::BF16, CommDType::F16}) {
+    for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Avg}) {
+      const int w = 5;
+      const size_t n = 5000;  // spans several internal blocks
+      std::vector<char> rows, piece;
+      for (int r = 0; r < w; ++r) {
+        test::fill_input(piece, t, 0, n, r, 42);
+        rows.insert(rows.end(), piece.begin(), piece.end());
+      }
+      std::vector<char> out(n * comm_dtype_size(t));
+      reduce_rank_order(rows.data(), n, w, t, op, out.data());
+      EXPECT_TRUE(out == test::reference_reduce(t, op, 0, n, w, 42)) << comm_dtype_name(t) << " " << reduce_op_name(op);
+    }
+  }
+}
+
+TEST(CollectivesCommOptions, FromEnvironment) {
+  setenv("ZT_COMM_TIMEOUT_S", "12.5", 1);
+  setenv("ZT_COMM_DEBUG", "1", 1);
+  CommOptions o = CommOptions::from_env();
+  EXPECT_EQ(o.timeout_s, 12.5);
+  EXPECT_TRUE(o.debug);
+  setenv("ZT_COMM_TIMEOUT_S", "-3", 1);
+  try {
+    CommOptions::from_env();
+    ADD_FAILURE() << "negative timeout accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("ZT_COMM_TIMEOUT_S = '-3'"), std::string::npos) << e.what();
+  }
+  setenv("ZT_COMM_TIMEOUT_S", "300", 1);
+  setenv("ZT_COMM_DEBUG", "maybe", 1);
+  EXPECT_THROW(CommOptions::from_env(), std::invalid_argument);
+  unsetenv("ZT_COMM_TIMEOUT_S");
+  unsetenv("ZT_COMM_DEBUG");
+  o = CommOptions::from_env();
+  EXPECT_EQ(o.timeout_s, 300.0);
+  EXPECT_FALSE(o.debug);
+}
+
+TEST(CollectivesBootstrap, WithoutLauncherIsWorldOfOne) {
+  Bootstrap boot;
+  EXPECT_EQ(boot.rank(), 0);
+  EXPECT_EQ(boot.world_size(), 1);
+  EXPECT_EQ(boot.local_rank(), 0);
+  EXPECT_EQ(boot.node_count(), 1);
+  EXPECT_FALSE(boot.mpi_active());
+  auto c = make_communicator(boot, CommBackend::Auto);
+  EXPECT_EQ(c->name(), "single");
+#if ZT_HAVE_MPI
+  EXPECT_THROW(make_communicator(boot, CommBackend::Mpi), std::runtime_error);
+#endif
+  EXPECT_NE(collectives_versions().find("MPI: "), std::string::npos);
+}
+
+TEST(CollectivesSingleCommunicator, EveryOpIsACopyWithStats) {
+  SingleCommunicator c;
+  EXPECT_EQ(c.world_size(), 1);
+  for (CommDType t : {CommDType::F32, CommDType::BF16, CommDType::F16, CommDType::I64}) {
+    for (size_t n : {size_t(0), size_t(1), size_t(1001)}) {
+      std::vector<char> in, out(n * comm_dtype_size(t), 0x11);
+      test::fill_input(in, t, 0, n, 0, 9);
+      c.all_reduce(in.data(), out.data(), n, t, ReduceOp::Sum);
+      EXPECT_TRUE(out == in) << comm_dtype_name(t) << " " << n;
+      if (t != CommDType::I64) {
+        std::vector<char> inplace = in;
+        c.reduce_scatter(inplace.data(), inplace.data(), n, t, ReduceOp::Avg);
+        EXPECT_TRUE(inplace == in);
+      }
+      std::fill(out.begin(), out.end(), 0x22);
+      c.all_gather(in.data(), out.data(), n, t);
+      EXPECT_TRUE(out == in);
+      c.broadcast(out.data(), n, t, 0);
+      EXPECT_TRUE(out == in);
+    }
+  }
+  c.barrier();
+  std::vector<int64_t> v(2);
+  EXPECT_THROW(c.all_reduce(v.data(), v.data(), 2, CommDType::I64, ReduceOp::Avg), std::invalid_argument);
+  EXPECT_THROW(c.broadcast(v.data(), 2, CommDType::I64, 1), std::invalid_argument);
+  CommStats s = c.stats();
+  EXPECT_EQ(s[CommOp::AllReduce].calls, 12u);
+  EXPECT_EQ(s[CommOp::AllReduce].bytes, 1002u * (4 + 2 + 2 + 8));
+  EXPECT_EQ(s[CommOp::ReduceScatter].calls, 9u);
+  EXPECT_EQ(s[CommOp::Barrier].calls, 1u);
+  c.reset_stats();
+  EXPECT_EQ(c.stats()[CommOp::AllReduce].calls, 0u);
+  auto h = c.all_reduce_async(v.data(), v.data(), 2, CommDType::I64, ReduceOp::Sum);
+  EXPECT_TRUE(h->done());
+}
+
+TEST(CollectivesCommChecks, UnevenSplitMessage) {
+  try {
+    check_even_split(CommOp::AllGather, 10, 4);
+    ADD_FAILURE() << "accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(),
+                 "all_gather: count 10 does not split evenly over world size 4 (remainder 2); the caller must pad "
+                 "to a multiple of W");
+  }
+  EXPECT_NO_THROW(check_even_split(CommOp::AllGather, 12, 4));
+}
+
+}  // namespace
+}  // namespace zt
