@@ -1,0 +1,192 @@
+// Invalid combinations and out-of-range values in a loaded ds_config: each its own message with
+// the key path, the value and the fix (the table in configs/README.md lists them all).
+#include <cmath>
+#include <sstream>
+
+#include "runtime/config/config_load.h"
+#include "runtime/plan/machine_probe.h"
+
+namespace zt {
+namespace {
+
+std::string num(double v) {
+  std::ostringstream o;
+  o << v;
+  return o.str();
+}
+std::string q(const std::string& v) { return "\"" + v + "\""; }
+
+void check_nvme_path(const OffloadConfig& o, const std::string& block, const LoadOptions& opts, Diagnostics& d) {
+  if (o.device.value != "nvme" || o.device.invalid) return;
+  const std::string path = "zero_optimization." + block + ".nvme_path";
+  if (o.nvme_path.value.empty()) {
+    d.error(path, "", "offload device \"nvme\" needs nvme_path (the folder the swap files go to)",
+            "add \"nvme_path\": \"/local_nvme\" (a folder on a local NVMe drive) to zero_optimization." + block);
+    return;
+  }
+  if (!opts.probe_paths) return;
+  const PathInfo p = probe_path(o.nvme_path.value);
+  const std::string v = q(o.nvme_path.value);
+  if (!p.exists) {
+    d.error(path, v, "the path does not exist", "create it (mkdir -p " + o.nvme_path.value + ") or point nvme_path at an existing folder");
+  } else if (!p.is_dir) {
+    d.error(path, v, "the path is not a directory", "point nvme_path at a folder, not a file");
+  } else {
+    if (!p.writable) d.error(path, v, "the directory is not writable by this user", "fix its permissions or choose a writable folder");
+    if (p.is_network)
+      d.error(path, v, "the directory lies on a network file system (" + p.fs_type + "); NVMe offload there is catastrophically slow",
+              "point nvme_path at a local NVMe drive");
+  }
+}
+
+void check_positive(const Field<int64_t>& f, const std::string& path, Diagnostics& d, int64_t min = 1) {
+  if (f.invalid || f.is_auto || f.value >= min) return;
+  d.error(path, std::to_string(f.value), "must be at least " + std::to_string(min), "use a value >= " + std::to_string(min));
+}
+
+void check_range(const Field<double>& f, const std::string& path, Diagnostics& d, double lo, bool lo_open, double hi,
+                 bool hi_open, const std::string& what) {
+  if (f.invalid || f.is_auto) return;
+  const double v = f.value;
+  const bool ok = std::isfinite(v) && (lo_open ? v > lo : v >= lo) && (hi_open ? v < hi : v <= hi);
+  if (!ok) d.error(path, num(v), "out of range: must be " + what, "use a value " + what);
+}
+
+}  // namespace
+
+void validate_config(Config& c, const LoadOptions& opts, Diagnostics& d) {
+  auto& z = c.zero_optimization;
+  const double inf = INFINITY;
+  const int64_t stage = z.stage.value;
+  const bool stage_ok = !z.stage.invalid && stage >= 0 && stage <= 3;
+  if (!z.stage.invalid && !stage_ok)
+    d.error("zero_optimization.stage", std::to_string(stage), "ZeRO stage must be 0, 1, 2 or 3",
+            "use 0 (no partitioning), 1 (optimizer states), 2 (+ gradients) or 3 (+ parameters)");
+
+  // Precision.
+  if (c.fp16.enabled.value && c.bf16.enabled.value)
+    d.error("fp16.enabled", "true", "fp16 and " + c.bf16.spelling + " are both enabled; they are mutually exclusive",
+            "set \"enabled\": false in one of them (bf16 on Ampere or newer, fp16 on older GPUs)");
+  auto& f = c.fp16;
+  check_range(f.loss_scale, "fp16.loss_scale", d, 0, false, inf, true, ">= 0 and finite (0 = dynamic scaling)");
+  const bool dynamic = f.loss_scale.value == 0;
+  if (dynamic) {
+    check_positive(f.loss_scale_window, "fp16.loss_scale_window", d);
+    check_range(f.min_loss_scale, "fp16.min_loss_scale", d, 0, true, inf, true, "> 0 and finite with dynamic loss scaling");
+    check_positive(f.hysteresis, "fp16.hysteresis", d);
+    if (!f.initial_scale_power.invalid && (f.initial_scale_power.value < 0 || f.initial_scale_power.value > 127))
+      d.error("fp16.initial_scale_power", std::to_string(f.initial_scale_power.value),
+              "out of range: the starting scale 2^power must be a finite fp32 number", "use 0..127 (16 is usual)");
+  }
+
+  // ZeRO and offload.
+  auto& oo = z.offload_optimizer;
+  auto& op = z.offload_param;
+  if (stage_ok && op.device.value != "none" && stage < 3)
+    d.error("zero_optimization.offload_param.device", q(op.device.value),
+            "parameter offload needs ZeRO stage 3, and stage is " + std::to_string(stage) +
+                " (DeepSpeed ignores it silently; zerotrain refuses)",
+            "set zero_optimization.stage to 3, or remove offload_param");
+  if (stage_ok && oo.device.value != "none" && stage == 0)
+    d.error("zero_optimization.offload_optimizer.device", q(oo.device.value),
+            "optimizer offload needs ZeRO stage 1, 2 or 3, and stage is 0", "set zero_optimization.stage to 1, 2 or 3, or remove offload_optimizer");
+  if (!oo.ratio.invalid) {
+    if (!(oo.ratio.value > 0 && oo.ratio.value <= 1))
+      d.error("zero_optimization.offload_optimizer.ratio", num(oo.ratio.value), "out of range: the offloaded fraction must be in (0, 1]",
+              "use a value in (0, 1] (1 offloads all optimizer state)");
+    else if (oo.ratio.value < 1 && stage_ok && stage != 3)
+      d.error("zero_optimization.offload_optimizer.ratio", num(oo.ratio.value),
+              "partial optimizer offload (ratio < 1) works only with ZeRO stage 3, and stage is " + std::to_string(stage),
+              "set zero_optimization.stage to 3, or remove ratio (offload everything)");
+  }
+  if (oo.ratio.present && oo.device.value == "none")
+    d.warning("zero_optimization.offload_optimizer.ratio", num(oo.ratio.value), "has no effect: offload_optimizer.device is \"none\"",
+              "set device to \"cpu\" or \"nvme\", or remove ratio");
+  check_nvme_path(oo, "offload_optimizer", opts, d);
+  check_nvme_path(op, "offload_param", opts, d);
+  for (auto [fld, name] : {std::pair{&oo.buffer_count, "offload_optimizer.buffer_count"}, std::pair{&op.buffer_count, "offload_param.buffer_count"},
+                           std::pair{&op.buffer_size, "offload_param.buffer_size"}})
+    check_positive(*fld, std::string("zero_optimization.") + name, d);
+  for (auto [fld, name] : {std::pair{&z.reduce_bucket_size, "reduce_bucket_size"}, std::pair{&z.allgather_bucket_size, "allgather_bucket_size"},
+                           std::pair{&z.sub_group_size, "sub_group_size"}, std::pair{&z.prefetch_bucket_size, "stage3_prefetch_bucket_size"},
+                           std::pair{&z.max_live_parameters, "stage3_max_live_parameters"}})
+    check_positive(*fld, std::string("zero_optimization.") + name, d);
+  check_positive(z.param_persistence_threshold, "zero_optimization.stage3_param_persistence_threshold", d, 0);
+  check_positive(z.max_reuse_distance, "zero_optimization.stage3_max_reuse_distance", d, 0);
+
+  // Stage-3-only keys with stage < 3: warnings (they have no effect).
+  if (stage_ok && stage < 3) {
+    struct S3 {
+      bool present;
+      const char* key;
+    };
+    for (S3 k : {S3{z.prefetch_bucket_size.present, "stage3_prefetch_bucket_size"},
+                 S3{z.param_persistence_threshold.present, "stage3_param_persistence_threshold"},
+                 S3{z.model_persistence_threshold.present, "stage3_model_persistence_threshold"},
+                 S3{z.max_live_parameters.present, "stage3_max_live_parameters"},
+                 S3{z.max_reuse_distance.present, "stage3_max_reuse_distance"},
+                 S3{z.gather_16bit_weights_on_model_save.present, "stage3_gather_16bit_weights_on_model_save"}})
+      if (k.present)
+        d.warning(std::string("zero_optimization.") + k.key, "", "a stage-3 setting has no effect at stage " + std::to_string(stage),
+                  "remove it, or set zero_optimization.stage to 3");
+  }
+
+  // aio.
+  check_positive(c.aio.block_size, "aio.block_size", d);
+  check_positive(c.aio.queue_depth, "aio.queue_depth", d);
+  check_positive(c.aio.thread_count, "aio.thread_count", d);
+
+  // Optimizer.
+  auto& o = c.optimizer;
+  check_range(o.lr, "optimizer.params.lr", d, 0, false, inf, true, ">= 0 and finite");
+  check_range(o.weight_decay, "optimizer.params.weight_decay", d, 0, false, inf, true, ">= 0 and finite");
+  if (o.type.value != "SGD") {
+    check_range(o.eps, "optimizer.params.eps", d, 0, true, inf, true, "> 0 and finite");
+    if (!o.betas.invalid && !o.betas.is_auto && o.betas.value.size() == 2)
+      for (int i = 0; i < 2; ++i)
+        if (!(o.betas.value[i] >= 0 && o.betas.value[i] < 1))
+          d.error("optimizer.params.betas[" + std::to_string(i) + "]", num(o.betas.value[i]), "out of range: must be in [0, 1)",
+                  i == 0 ? "0.9 is usual" : "0.999 (or 0.95 for large language models) is usual");
+  } else {
+    check_range(o.momentum, "optimizer.params.momentum", d, 0, false, 1, true, "in [0, 1)");
+  }
+
+  // Scheduler.
+  auto& s = c.scheduler;
+  if (s.present && (s.type.value == "WarmupDecayLR" || s.type.value == "WarmupCosineLR")) {
+    if (!s.total_num_steps.present && s.total_num_steps.source.kind == SourceKind::Default)
+      d.error("scheduler.params.total_num_steps", "", s.type.value + " needs total_num_steps (the step the decay ends at)",
+              "add \"total_num_steps\" to scheduler.params (or \"auto\" with --steps N)");
+    else
+      check_positive(s.total_num_steps, "scheduler.params.total_num_steps", d);
+  }
+  if (s.present && !s.type.value.empty()) {
+    check_positive(s.warmup_num_steps, "scheduler.params.warmup_num_steps", d, 0);
+    if (s.type.value != "WarmupCosineLR") {
+      check_range(s.warmup_min_lr, "scheduler.params.warmup_min_lr", d, 0, false, inf, true, ">= 0 and finite");
+      check_range(s.warmup_max_lr, "scheduler.params.warmup_max_lr", d, 0, false, inf, true, ">= 0 and finite");
+      if (!s.warmup_min_lr.invalid && !s.warmup_max_lr.invalid && s.warmup_min_lr.value > s.warmup_max_lr.value)
+        d.error("scheduler.params.warmup_min_lr", num(s.warmup_min_lr.value),
+                "greater than warmup_max_lr " + num(s.warmup_max_lr.value), "make warmup_min_lr <= warmup_max_lr");
+    }
+    if (s.type.value != "WarmupLR" && s.total_num_steps.value > 0 && s.warmup_num_steps.value > s.total_num_steps.value &&
+        !s.total_num_steps.invalid && !s.warmup_num_steps.invalid)
+      d.error("scheduler.params.warmup_num_steps", std::to_string(s.warmup_num_steps.value),
+              "longer than total_num_steps " + std::to_string(s.total_num_steps.value), "make warmup_num_steps <= total_num_steps");
+  }
+
+  // Other top-level values.
+  check_range(c.gradient_clipping, "gradient_clipping", d, 0, false, inf, true, ">= 0 and finite (0 = no clipping)");
+  check_range(c.gradient_predivide_factor, "gradient_predivide_factor", d, 0, true, inf, true, "> 0 and finite");
+  check_positive(c.steps_per_print, "steps_per_print", d);
+
+  // activation_checkpointing that changes nothing.
+  auto& a = c.activation_checkpointing;
+  if (a.present && !a.partition_activations.value && !a.cpu_checkpointing.value && !a.contiguous_memory_optimization.value &&
+      !a.number_checkpoints.value.has_value())
+    d.warning("activation_checkpointing", "", "the block has no effect: it enables none of partition_activations, cpu_checkpointing, "
+                                              "contiguous_memory_optimization or number_checkpoints",
+              "remove the block, or enable one of those keys");
+}
+
+}  // namespace zt
