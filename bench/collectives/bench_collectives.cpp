@@ -1,0 +1,196 @@
+// bench_collectives: time all-reduce, reduce-scatter and all-gather of our MPI communicator (and the
+// NCCL one where a GPU is present) from 4 KiB up to --max-bytes, next to the MPI library's own
+// MPI_Allreduce on the same sizes, interleaved; prints an nccl-tests-style table and JSON lines.
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "collectives/bootstrap.h"
+#include "collectives/comm_common.h"
+#include "collectives/factory.h"
+#if ZT_HAVE_MPI
+#include <mpi.h>
+
+#include "collectives/mpi_check.h"
+#include "collectives/mpi_communicator.h"
+#endif
+#if ZT_HAVE_CUDA
+#include <cuda_runtime_api.h>
+
+#include "collectives/cuda_check.h"
+#include "collectives/nccl_communicator.h"
+#endif
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string machine_json(const zt::Bootstrap& boot) {
+  char host[256] = {0};
+  gethostname(host, sizeof host - 1);
+  std::string cpu = "unknown";
+  std::ifstream f("/proc/cpuinfo");
+  for (std::string line; std::getline(f, line);)
+    if (line.rfind("model name", 0) == 0) {
+      cpu = line.substr(line.find(':') + 2);
+      break;
+    }
+  return "{\"host\":\"" + std::string(host) + "\",\"cpu\":\"" + cpu + "\",\"cores\":" +
+         std::to_string(sysconf(_SC_NPROCESSORS_ONLN)) + ",\"ranks\":" + std::to_string(boot.world_size()) +
+         ",\"nodes\":" + std::to_string(boot.node_count()) + "}";
+}
+
+double bus_factor(zt::CommOp op, int n) {
+  if (op == zt::CommOp::AllReduce) return 2.0 * (n - 1) / n;
+  return double(n - 1) / n;  // reduce-scatter, all-gather
+}
+
+struct Row {
+  std::string impl, op;
+  size_t bytes = 0;
+  double seconds = 0;  // per call: median over rounds of the slowest rank's mean
+};
+
+// Runs fn `iters` times between barriers and returns the slowest rank's mean seconds per call.
+double time_block(const zt::Bootstrap& boot, const std::function<void()>& fn, const std::function<void()>& sync,
+                  int iters) {
+  sync();
+  auto t0 = Clock::now();
+  for (int i = 0; i < iters; ++i) fn();
+  sync();
+  double s = std::chrono::duration<double>(Clock::now() - t0).count() / iters;
+#if ZT_HAVE_MPI
+  if (boot.mpi_active()) ZT_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &s, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+#endif
+  return s;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  zt::Bootstrap boot(&argc, &argv);
+  CLI::App app{"Collective bus bandwidth (nccl-tests definitions) vs the MPI library's MPI_Allreduce"};
+  size_t min_bytes = 4 << 10, max_bytes = size_t(256) << 20;
+  int rounds = 5, step = 4;
+  bool no_nccl = false;
+  app.add_option("--min-bytes", min_bytes, "smallest buffer (bytes, full un-sharded size)");
+  app.add_option("--max-bytes", max_bytes, "largest buffer (bytes); default 256 MiB");
+  app.add_option("--step", step, "size multiplier between rows")->check(CLI::Range(2, 16));
+  app.add_option("--rounds", rounds, "interleaved rounds per size; the median is reported")->check(CLI::Range(1, 50));
+  app.add_flag("--no-nccl", no_nccl, "skip the NCCL communicator even when a GPU is present");
+  CLI11_PARSE(app, argc, argv);
+
+  const int w = boot.world_size(), me = boot.rank();
+  const std::string machine = machine_json(boot);
+  std::vector<Row> rows;
+  const zt::CommOp ops[] = {zt::CommOp::AllReduce, zt::CommOp::ReduceScatter, zt::CommOp::AllGather};
+  auto iters_for = [](size_t bytes) { return int(std::clamp<size_t>((size_t(16) << 20) / bytes, 2, 50)); };
+
+#if ZT_HAVE_MPI
+  if (boot.mpi_active()) {
+    zt::MpiCommunicator comm(boot);
+    MPI_Comm peer;
+    ZT_MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &peer));
+    auto sync = [&] { comm.barrier(); };
+    for (size_t bytes = min_bytes; bytes <= max_bytes; bytes *= size_t(step)) {
+      const size_t count = bytes / 4 / size_t(w) * size_t(w);
+      std::vector<float> a(count, 1.0f + float(me)), b(count, 0.0f);
+      const int iters = iters_for(bytes);
+      std::vector<double> t_ours[3], t_peer;
+      for (int r = 0; r < rounds; ++r) {
+        // Interleaved: ours (3 ops), then the library's MPI_Allreduce, in every round.
+        for (int k = 0; k < 3; ++k) {
+          std::function<void()> fn;
+          if (k == 0) fn = [&] { comm.all_reduce(a.data(), b.data(), count, zt::CommDType::F32, zt::ReduceOp::Sum); };
+          if (k == 1) fn = [&] { comm.reduce_scatter(a.data(), b.data(), count, zt::CommDType::F32, zt::ReduceOp::Sum); };
+          if (k == 2) fn = [&] { comm.all_gather(a.data(), b.data(), count, zt::CommDType::F32); };
+          t_ours[k].push_back(time_block(boot, fn, sync, iters));
+        }
+        t_peer.push_back(time_block(
+            boot, [&] { ZT_MPI_CHECK(MPI_Allreduce(a.data(), b.data(), int(count), MPI_FLOAT, MPI_SUM, peer)); }, sync,
+            iters));
+      }
+      for (int k = 0; k < 3; ++k) rows.push_back({"mpi", zt::comm_op_name(ops[k]), count * 4, median(t_ours[k])});
+      rows.push_back({"MPI_Allreduce", "all_reduce", count * 4, median(t_peer)});
+    }
+    ZT_MPI_CHECK(MPI_Comm_free(&peer));
+  }
+#endif
+#if ZT_HAVE_CUDA
+  if (!no_nccl && zt::cuda_device_count_or_zero() > 0) {
+    zt::NcclCommunicator comm(boot);
+    auto sync = [&] { ZT_COMM_CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(comm.comm_stream()))); };
+    for (size_t bytes = min_bytes; bytes <= max_bytes; bytes *= size_t(step)) {
+      const size_t count = bytes / 4 / size_t(w) * size_t(w);
+      void *a, *b;
+      ZT_COMM_CUDA_CHECK(cudaMalloc(&a, count * 4 + 4));
+      ZT_COMM_CUDA_CHECK(cudaMalloc(&b, count * 4 + 4));
+      ZT_COMM_CUDA_CHECK(cudaMemset(a, 0, count * 4));
+      ZT_COMM_CUDA_CHECK(cudaDeviceSynchronize());  // set-up only, outside the timed loops
+      const int iters = iters_for(bytes) * 4;
+      std::vector<double> t[3];
+      for (int r = 0; r < rounds; ++r)
+        for (int k = 0; k < 3; ++k) {
+          std::function<void()> fn;
+          if (k == 0) fn = [&] { comm.all_reduce_async(a, b, count, zt::CommDType::F32, zt::ReduceOp::Sum); };
+          if (k == 1) fn = [&] { comm.reduce_scatter_async(a, b, count, zt::CommDType::F32, zt::ReduceOp::Sum); };
+          if (k == 2) fn = [&] { comm.all_gather_async(a, b, count, zt::CommDType::F32); };
+          t[k].push_back(time_block(boot, fn, sync, iters));
+        }
+      for (int k = 0; k < 3; ++k) rows.push_back({"nccl", zt::comm_op_name(ops[k]), count * 4, median(t[k])});
+      ZT_COMM_CUDA_CHECK(cudaFree(a));
+      ZT_COMM_CUDA_CHECK(cudaFree(b));
+    }
+  }
+#endif
+  if (me != 0) return 0;
+  if (rows.empty()) {
+    std::printf("nothing to measure: world size %d without MPI and no GPU (run under mpirun -np 2 or more)\n", w);
+    return 0;
+  }
+  // The peer for a row: the library's MPI_Allreduce at the same size (all-reduce rows only).
+  auto peer_busbw = [&](size_t bytes) {
+    for (const Row& r : rows)
+      if (r.impl == "MPI_Allreduce" && r.bytes == bytes) return double(bytes) / r.seconds / 1e9 * bus_factor(zt::CommOp::AllReduce, w);
+    return 0.0;
+  };
+  std::printf("# %s, %d ranks on %d node(s); %s\n", "collectives", w, boot.node_count(), zt::collectives_versions().c_str());
+  std::printf("# busbw = algbw x 2(n-1)/n (all_reduce), (n-1)/n (reduce_scatter, all_gather); time = median of %d "
+              "interleaved rounds of the slowest rank\n",
+              rounds);
+  std::printf("%-14s %-15s %12s %11s %11s %10s %10s %12s\n", "impl", "op", "size(B)", "count", "time(us)", "algbw",
+              "busbw", "vs MPI_AR");
+  for (const Row& r : rows) {
+    const zt::CommOp op = r.op == "all_reduce" ? zt::CommOp::AllReduce : r.op == "reduce_scatter" ? zt::CommOp::ReduceScatter : zt::CommOp::AllGather;
+    const double algbw = double(r.bytes) / r.seconds / 1e9, busbw = algbw * bus_factor(op, w);
+    const double peer = peer_busbw(r.bytes);
+    const bool has_ratio = op == zt::CommOp::AllReduce && r.impl == "mpi" && peer > 0;
+    char ratio[32] = "-";
+    if (has_ratio) std::snprintf(ratio, sizeof ratio, "%.2f", busbw / peer);
+    std::printf("%-14s %-15s %12zu %11zu %11.1f %10.3f %10.3f %12s\n", r.impl.c_str(), r.op.c_str(), r.bytes, r.bytes / 4,
+                r.seconds * 1e6, algbw, busbw, ratio);
+  }
+  for (const Row& r : rows) {
+    const zt::CommOp op = r.op == "all_reduce" ? zt::CommOp::AllReduce : r.op == "reduce_scatter" ? zt::CommOp::ReduceScatter : zt::CommOp::AllGather;
+    const double algbw = double(r.bytes) / r.seconds / 1e9, busbw = algbw * bus_factor(op, w);
+    const double peer = peer_busbw(r.bytes);
+    std::printf("{\"bench\":\"collectives\",\"machine\":%s,\"impl\":\"%s\",\"op\":\"%s\",\"dtype\":\"f32\",\"bytes\":%zu,"
+                "\"count\":%zu,\"time_us\":%.3f,\"algbw_GBps\":%.4f,\"busbw_GBps\":%.4f,\"peer\":\"MPI_Allreduce\","
+                "\"peer_busbw_GBps\":%.4f,\"ratio_vs_peer\":%s}\n",
+                machine.c_str(), r.impl.c_str(), r.op.c_str(), r.bytes, r.bytes / 4, r.seconds * 1e6, algbw, busbw, peer,
+                op == zt::CommOp::AllReduce && r.impl == "mpi" && peer > 0 ? std::to_string(busbw / peer).c_str() : "null");
+  }
+  return 0;
+}
