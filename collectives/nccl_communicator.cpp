@@ -152,7 +152,15 @@ struct NcclCommunicator::Impl {
                    "ZT_COMM_TIMEOUT_S). Aborting the NCCL communicator and the job.\n",
                    rank, comm_op_name(r.op), r.count, (unsigned long long)r.seq, rank, limit);
       std::fflush(stderr);
-      ncclCommAbort(comm);
+      // ncclCommAbort stops NCCL's kernels so the peers' watchdogs see the failure too; it may
+      // itself block (e.g. on a device-wide sync), so the job ends after at most 10 s regardless.
+      auto aborted = std::make_shared<std::atomic<bool>>(false);
+      std::thread([c = comm, aborted] {
+        ncclCommAbort(c);
+        aborted->store(true);
+      }).detach();
+      for (int i = 0; i < 100 && !aborted->load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      if (!aborted->load()) std::fprintf(stderr, "[rank %d] zerotrain: ncclCommAbort did not return within 10 s\n", rank);
       boot.abort_job(1);
     }
   }

@@ -1,6 +1,7 @@
 // GPU test of NcclCommunicator at world size 1 (no MPI): every op and dtype on device buffers,
 // ordering after the compute stream, grouped launches, stats. Exits 77 (skip) without a GPU.
 #include <cuda_runtime_api.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstring>
@@ -40,6 +41,23 @@ int main(int argc, char** argv) {
     return 77;
   }
   Bootstrap boot(&argc, &argv);
+  if (argc > 1 && std::string(argv[1]) == "--watchdog") {
+    // The compute stream is held by a 30 s host callback; the collective queued after it cannot
+    // finish, so the watchdog (2 s) must abort the communicator and the process with its message.
+    CommOptions o;
+    o.timeout_s = 2;
+    NcclCommunicator comm(boot, o);
+    cudaStream_t compute;
+    ZT_COMM_CUDA_CHECK(cudaStreamCreateWithFlags(&compute, cudaStreamNonBlocking));
+    comm.set_compute_stream(compute);
+    ZT_COMM_CUDA_CHECK(cudaLaunchHostFunc(compute, [](void*) { sleep(30); }, nullptr));
+    void* a;
+    ZT_COMM_CUDA_CHECK(cudaMalloc(&a, 4096));
+    comm.all_reduce_async(a, a, 1024, CommDType::F32, ReduceOp::Sum);
+    sleep(20);
+    std::printf("FAIL: watchdog did not fire within 20 s\n");
+    return 0;
+  }
   int failures_before_stats = 0;
   {
     NcclCommunicator comm(boot);
