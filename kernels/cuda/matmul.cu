@@ -1,6 +1,7 @@
 // cuBLASLt wrapper for bf16 GEMMs (fp32 compute and scale) with alignment taken from the actual
 // pointers, the row-major linear-layer mapping, and the bias-gradient reduction.
 #include <cstdint>
+#include <cstdio>
 
 #include "kernels/cuda/column_reduce.cuh"
 #include "kernels/cuda/matmul.cuh"
@@ -81,8 +82,16 @@ void gemm_bf16(const LtContext& ctx, bool trans_a, bool trans_b, int m, int n, i
                                                     sizeof(al_d)));
   cublasLtMatmulHeuristicResult_t heur{};
   int found = 0;
-  CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(ctx.handle, ds.op, ds.a, ds.b, ds.d, ds.d, ds.pref, 1, &heur, &found));
-  if (found == 0) CUBLAS_CHECK(CUBLAS_STATUS_NOT_SUPPORTED);  // reports the shape problem through the macro
+  const cublasStatus_t hs =
+      cublasLtMatmulAlgoGetHeuristic(ctx.handle, ds.op, ds.a, ds.b, ds.d, ds.d, ds.pref, 1, &heur, &found);
+  if (hs != CUBLAS_STATUS_SUCCESS || found == 0) {
+    std::fprintf(stderr,
+                 "cuBLASLt has no algorithm for bf16 GEMM m=%d n=%d k=%d trans_a=%d trans_b=%d lda=%d ldb=%d ldd=%d "
+                 "alignment A/B/D=%u/%u/%u bytes bias=%s\n",
+                 m, n, k, (int)trans_a, (int)trans_b, lda, ldb, ldd, al_a, al_b, al_d, epilogue_bias ? "epilogue" : "none");
+    fail_cublas(hs != CUBLAS_STATUS_SUCCESS ? hs : CUBLAS_STATUS_NOT_SUPPORTED, "cublasLtMatmulAlgoGetHeuristic",
+                __FILE__, __LINE__);
+  }
   CUBLAS_CHECK(cublasLtMatmul(ctx.handle, ds.op, &alpha, A, ds.a, B, ds.b, &beta, D, ds.d, D, ds.d, &heur.algo,
                               ctx.workspace, ctx.workspace_bytes, s));
   if (bias && !epilogue_bias) {
