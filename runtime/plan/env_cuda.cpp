@@ -27,7 +27,9 @@ void query_cuda_env(EnvReport& r) {
   const cudaError_t ce = cudaGetDeviceCount(&count);
   if (cuda_absent(ce)) {
     (void)cudaGetLastError();
-    r.gpu_note = std::string("none (") + (ce == cudaErrorNoDevice ? "no device" : cudaGetErrorString(ce)) + ")";
+    if (ce == cudaErrorNoDevice) r.gpu_note = "none (no device)";
+    else if (ce == cudaErrorInsufficientDriver && r.cuda_driver == "no driver") r.gpu_note = "none (no driver)";
+    else r.gpu_note = std::string("none (") + cudaGetErrorString(ce) + ")";
     return;
   }
   ZT_CUDA_RT_CHECK(ce);
