@@ -25,7 +25,7 @@ function(zt_add_mpi_test name target np)
   endif()
   add_test(NAME ${name} COMMAND ${MPIEXEC_EXECUTABLE} ${flags} -np ${np} $<TARGET_FILE:${target}> ${ARGN})
   set_tests_properties(${name} PROPERTIES LABELS mpi PROCESSORS ${np} TIMEOUT 300
-    ENVIRONMENT "OMP_NUM_THREADS=1;OMPI_MCA_rmaps_base_oversubscribe=1")
+    ENVIRONMENT "OMP_NUM_THREADS=1;OMPI_MCA_rmaps_base_oversubscribe=1;OMPI_MCA_mpi_yield_when_idle=1")
 endfunction()
 
 # zt_add_gpu_test(NAME TARGET [ARGS ...]) — label "gpu"; the binary exits ZT_SKIP_CODE without a GPU.

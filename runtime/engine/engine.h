@@ -1,0 +1,73 @@
+// Engine: the ZeRO training step. Walks the model's units forward and backward, gathering,
+// releasing and reducing per the stage (0–3), then clips, unscales and updates the rank's shard.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+
+#include "collectives/communicator.h"
+#include "kernels/backend.h"
+#include "runtime/engine/engine_options.h"
+#include "runtime/engine/memory_ledger.h"
+#include "runtime/model/model_config.h"
+#include "runtime/zero/shard_map.h"
+
+namespace zt {
+
+struct StepStats {
+  int64_t step = 0;            // optimizer steps attempted so far, this one included
+  double loss = 0;             // mean over the global batch
+  double lr = 0;               // lr used by this step
+  double grad_norm = 0;        // global L2 norm of the averaged, unscaled gradients (before clipping)
+  double loss_scale = 1;       // fp16: the scale this step ran with
+  bool skipped = false;        // non-finite gradients: no update
+  int64_t skipped_total = 0;
+  uint64_t comm_bytes[kCommOpCount] = {};  // this rank's algorithm bytes, this step
+  uint64_t comm_calls[kCommOpCount] = {};
+  double seconds = 0;
+  // wall_clock_breakdown: compute and the time spent waiting for communication.
+  double forward_s = 0, backward_s = 0, reduce_wait_s = 0, gather_wait_s = 0, optimizer_s = 0;
+  uint64_t mem_peak = 0;       // ledger peak bytes on this rank, since start
+};
+
+struct ParamSummary {
+  uint64_t checksum = 0;  // FNV-1a 64 over the consolidated fp32 parameters (unit order, no padding)
+  double l2 = 0;          // their L2 norm, accumulated in double in unit order
+  int64_t count = 0;      // parameters hashed (Ψ)
+};
+
+class Engine {
+ public:
+  // Fills one micro-step's tokens and targets ([micro_batch, seq_len] each) for this rank.
+  using BatchFn = std::function<void(int micro_step, int32_t* tokens, int32_t* targets)>;
+
+  Engine(const ModelConfig& model, const EngineOptions& options, Backend& backend, Communicator& comm);
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // One optimizer step over grad_accum micro-steps. Collective: every rank calls it.
+  StepStats train_step(const BatchFn& fill);
+  // Mean loss over `micro_steps` forward-only micro-batches on every rank. Collective.
+  double evaluate(const BatchFn& fill, int micro_steps);
+  // Checksum and L2 of the consolidated fp32 parameters (the master copy). Collective; its own
+  // communication is not counted in any step's bytes.
+  ParamSummary param_summary();
+
+  const ShardMap& shard_map() const;
+  const MemoryLedger& ledger() const;
+  const EngineOptions& options() const;
+  int64_t applied_steps() const;
+  int64_t params() const;  // Ψ
+  // Bytes of parameters and of gradients one step communicates under this stage, counted from the
+  // layout as the ZeRO paper does (stage 0–2: 2Ψ; stage 3: 3Ψ, with padding), for reports.
+  uint64_t expected_comm_bytes_per_step() const;
+
+  struct State;  // the implementation (engine_state.h); public only so its .cpp helpers can name it
+
+ private:
+  std::unique_ptr<State> s_;
+};
+
+}  // namespace zt

@@ -1,0 +1,55 @@
+// EngineOptions: everything the ZeRO engine needs to run a step, as plain values (the config
+// module fills them from a ds_config; tests fill them directly).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "optim/loss_scaler.h"
+#include "optim/lr_scheduler.h"
+#include "runtime/plan/memory_plan.h"
+
+namespace zt {
+
+enum class OptimizerType { AdamW, AdamL2, SGD, Lamb };
+const char* optimizer_type_name(OptimizerType t);
+
+struct OptimizerOptions {
+  OptimizerType type = OptimizerType::AdamW;
+  double lr = 1e-3;
+  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+  double weight_decay = 0.0;  // applied to every parameter, as DeepSpeed's config-built optimizers do
+  bool bias_correction = true;
+  double momentum = 0.0, dampening = 0.0;  // SGD
+  bool nesterov = false;                   // SGD
+  double max_coeff = 10.0, min_coeff = 0.01;  // Lamb
+};
+
+struct EngineOptions {
+  int stage = 0;                    // ZeRO stage 0..3
+  int micro_batch = 1;              // rows per micro-step per rank (M)
+  int grad_accum = 1;               // micro-steps per optimizer step (G)
+  Precision precision = Precision::FP32;
+  bool overlap_comm = false;
+  int64_t reduce_bucket_size = 500000000;     // elements
+  int64_t allgather_bucket_size = 500000000;  // elements
+  // Stage 3.
+  int64_t param_persistence_threshold = 100000;
+  int64_t prefetch_bucket_size = 50000000;
+  int64_t max_live_parameters = 1000000000;
+  int64_t max_reuse_distance = 1000000000;
+  int64_t sub_group_size = 1000000000;
+  // Step math.
+  OptimizerOptions optimizer;
+  std::shared_ptr<const LrScheduler> scheduler;  // null: constant optimizer.lr
+  double gradient_clipping = 0.0;                 // max global norm; 0 = off
+  bool prescale_gradients = false;
+  double gradient_predivide_factor = 1.0;
+  LossScalerConfig loss_scaler;  // fp16 only
+  bool checkpoint_activations = false;
+  uint64_t seed = 1234;
+  int64_t shard_alignment = 16;  // elements; each shard starts at a multiple of it
+};
+
+}  // namespace zt

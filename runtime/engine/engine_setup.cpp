@@ -1,0 +1,122 @@
+// Engine set-up: the unit layout and shard map, every per-stage buffer (recorded in the ledger),
+// and the deterministic initial parameters, which depend on the seed only, never on stage or W.
+#include <cstring>
+#include <stdexcept>
+
+#include "runtime/engine/engine_state.h"
+#include "runtime/engine/precision_emulation.h"
+#include "runtime/model/init.h"
+
+namespace zt {
+
+CommDType comm_dtype_of(DType t) {
+  switch (t) {
+    case DType::F32: return CommDType::F32;
+    case DType::BF16: return CommDType::BF16;
+    case DType::F16: return CommDType::F16;
+  }
+  return CommDType::F32;
+}
+
+static void check_options(const EngineOptions& o, const Backend& b) {
+  if (o.stage < 0 || o.stage > 3) throw std::invalid_argument("engine: stage must be 0..3, got " + std::to_string(o.stage));
+  if (o.micro_batch < 1 || o.grad_accum < 1)
+    throw std::invalid_argument("engine: micro_batch and grad_accum must be >= 1");
+  if (b.act_dtype() != DType::F32 && o.precision != Precision::BF16)
+    throw std::invalid_argument(std::string("engine: the ") + b.name() +
+                                " backend computes in bf16; enable bf16 in the config (fp32 and fp16 "
+                                "training run on the cpu backend)");
+}
+
+static std::vector<UnitSpec> unit_specs(const GPT2& model) {
+  std::vector<UnitSpec> specs;
+  for (const auto& l : model.layouts()) {
+    UnitSpec s{l.name, l.numel, {}};
+    for (const auto& t : l.tensors) s.tensors.push_back({t.name, t.offset, t.numel});
+    specs.push_back(std::move(s));
+  }
+  return specs;
+}
+
+// Host fp32 storage that the ledger counts (master weights, moments, staging).
+static float* host_floats(std::vector<std::vector<float>>& store, MemoryLedger& ledger, MemCategory c,
+                          int64_t n) {
+  store.emplace_back(size_t(n), 0.0f);
+  ledger.record_external(c, uint64_t(n) * 4);
+  return store.back().data();
+}
+
+Engine::State::State(const ModelConfig& m, const EngineOptions& o, Backend& b, Communicator& c)
+    : model_cfg(m), opt(o), backend(b), comm(c), ledger(b) {
+  check_options(o, b);
+  W = comm.world_size();
+  rank = comm.rank();
+  model = std::make_unique<GPT2>(m, b, ModelRunOptions{o.micro_batch, o.checkpoint_activations});
+  ledger.record_external(MemCategory::Activations, model->activation_bytes());
+  U = model->num_units();
+  const auto specs = unit_specs(*model);
+  map = std::make_unique<ShardMap>(specs, W, rank, o.shard_alignment);
+  if (o.stage == 0)
+    for (int q = 0; q < W; ++q) rank_maps.push_back(std::make_unique<ShardMap>(specs, W, q, o.shard_alignment));
+  es = dtype_size(b.act_dtype());
+  cdt = comm_dtype_of(b.act_dtype());
+  host_fp32 = b.act_dtype() == DType::F32 && b.native_stream() == nullptr && b.name() == "cpu";
+  master_aliases_work = host_fp32 && o.precision == Precision::FP32;
+  const bool needs_v = o.optimizer.type != OptimizerType::SGD;
+  const bool needs_m = o.optimizer.type != OptimizerType::SGD || o.optimizer.momentum != 0.0;
+
+  gathered.resize(U);
+  grad_full.assign(U, nullptr);
+  std::vector<float> init;
+  for (int u = 0; u < U; ++u) {
+    const int64_t P = padded(u), S = shard_len(u), L = state_len(u);
+    const int64_t work_len = o.stage == 3 ? S : P;
+    work.push_back(ledger.alloc(MemCategory::Params, size_t(work_len) * es));
+    grads.push_back(ledger.alloc(MemCategory::Grads, size_t(o.stage >= 2 ? S : P) * es));
+    // Initial values of the range this rank keeps (the whole unit for stages 0–2).
+    const int64_t init_begin = o.stage == 3 ? rank_offset(u) : 0;
+    init.assign(size_t(work_len), 0.0f);
+    init_unit_params(model->layout(u), o.seed, init_begin, init_begin + work_len, init.data());
+    const int64_t master_in_init = (o.stage == 1 || o.stage == 2) ? rank_offset(u) : 0;
+    if (master_aliases_work) {
+      std::memcpy(work[u], init.data(), size_t(work_len) * 4);
+      master.push_back(static_cast<float*>(work[u]) + master_in_init);
+    } else {
+      float* ms = host_floats(host_store, ledger, MemCategory::Master, L);
+      std::memcpy(ms, init.data() + master_in_init, size_t(L) * 4);
+      master.push_back(ms);
+      if (host_fp32) {
+        round_to_precision(init.data(), init.size(), o.precision);
+        std::memcpy(work[u], init.data(), size_t(work_len) * 4);
+      } else {
+        stage16.resize(std::max(stage16.size(), init.size()));
+        for (size_t i = 0; i < init.size(); ++i) stage16[i] = f32_to_bf16_bits(init[i]);
+        backend.copy_to_device(work[u], stage16.data(), init.size() * 2);
+      }
+      if (!host_fp32) grad_host.push_back(host_floats(host_store, ledger, MemCategory::CommBuffers, L));
+    }
+    moment1.push_back(needs_m ? host_floats(host_store, ledger, MemCategory::Optimizer, L) : nullptr);
+    moment2.push_back(needs_v ? host_floats(host_store, ledger, MemCategory::Optimizer, L) : nullptr);
+  }
+  if (o.precision == Precision::FP16) scaler = std::make_unique<LossScaler>(o.loss_scaler);
+  tokens.resize(size_t(o.micro_batch) * m.seq_len);
+  targets.resize(tokens.size());
+  backend.synchronize();
+}
+
+void* Engine::State::acquire_full(int u, bool zero) {
+  auto& free_list = pool[padded(u)];
+  void* p;
+  if (free_list.empty()) {
+    p = ledger.alloc(MemCategory::CommBuffers, size_t(padded(u)) * es);  // arrives zeroed
+  } else {
+    p = free_list.back();
+    free_list.pop_back();
+    if (zero) backend.zero(p, size_t(padded(u)) * es);
+  }
+  return p;
+}
+
+void Engine::State::release_full(int u, void* p) { pool[padded(u)].push_back(p); }
+
+}  // namespace zt

@@ -1,0 +1,108 @@
+// Engine::State: the buffers and bookkeeping behind Engine, shared by the engine_*.cpp files that
+// implement set-up, the unit walks (gather / release / reduce), the optimizer step and summaries.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <deque>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "runtime/engine/engine.h"
+#include "runtime/model/gpt2.h"
+
+namespace zt {
+
+using Clock = std::chrono::steady_clock;
+inline double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// A reduce-scatter (stages 2–3) in flight: unit u's full gradient buffer, reduced in place so that
+// this rank's shard slice holds the sum, then accumulated into the unit's gradient shard.
+struct PendingReduce {
+  int unit = 0;
+  void* full = nullptr;
+  CommHandlePtr handle;
+};
+
+// Stage 3: a unit's gathered (full) parameters, if any.
+struct Gathered {
+  void* full = nullptr;
+  CommHandlePtr pending;  // the all-gather filling `full`, until waited
+};
+
+struct Engine::State {
+  State(const ModelConfig& m, const EngineOptions& o, Backend& b, Communicator& c);
+
+  // --- fixed --------------------------------------------------------------------------------
+  ModelConfig model_cfg;
+  EngineOptions opt;
+  Backend& backend;
+  Communicator& comm;
+  MemoryLedger ledger;
+  std::unique_ptr<GPT2> model;
+  std::unique_ptr<ShardMap> map;
+  std::vector<std::unique_ptr<ShardMap>> rank_maps;  // stage 0: every rank's view, for shard-ordered norms
+  int W = 1, rank = 0, U = 0;
+  size_t es = 4;                  // bytes per act_dtype element
+  CommDType cdt = CommDType::F32;  // act_dtype as a communicator type
+  bool host_fp32 = true;          // act_dtype is F32 on host memory: the optimizer reads grads in place
+  bool master_aliases_work = true;  // fp32 training on the CPU backend: master == working params
+
+  // --- per-unit buffers (act_dtype unless noted) -------------------------------------------
+  std::vector<void*> work;         // stage 0–2: full padded params; stage 3: the param shard
+  std::vector<void*> grads;        // stage 0–1: full padded grads; stage 2–3: the grad shard
+  std::vector<float*> master;      // fp32 host; stage 0: full padded; else the shard
+  std::vector<float*> moment1, moment2;  // fp32 host, same extent as master (moment2 unused by SGD)
+  std::vector<float*> grad_host;   // fp32 host staging of the reduced grads (when !host_fp32)
+  std::vector<uint16_t> stage16;   // 16-bit host staging for device copies
+  std::vector<std::vector<float>> host_store;  // owns master, moments and staging when not aliased
+
+  // --- stage 2–3 gradient buffers and stage 3 gathers -----------------------------------------
+  std::map<int64_t, std::vector<void*>> pool;  // free full-unit buffers by padded size
+  std::vector<void*> grad_full;                // unit -> full gradient buffer in use (stage 2–3)
+  std::deque<PendingReduce> reducing;
+  std::vector<Gathered> gathered;
+  std::vector<CommHandlePtr> pending_unit_reductions;  // stage 0–1: all-reduce / reduce-scatter in flight
+  int64_t live_elements = 0;
+
+  // --- progress -------------------------------------------------------------------------------
+  int64_t steps = 0, applied = 0, skipped = 0;
+  std::unique_ptr<LossScaler> scaler;
+  std::vector<int32_t> tokens, targets;
+  StepStats* cur = nullptr;  // stats of the step in progress (timing accumulators)
+
+  // --- helpers (engine_setup.cpp) ------------------------------------------------------------
+  int64_t padded(int u) const { return map->shard(u).padded; }
+  int64_t shard_len(int u) const { return map->shard(u).shard; }
+  int64_t rank_offset(int u) const { return map->shard(u).rank_begin; }
+  // Elements of master/moments per unit and where this rank's first element sits in the unit.
+  int64_t state_len(int u) const { return opt.stage == 0 ? padded(u) : shard_len(u); }
+  void* at(void* base, int64_t elements) const { return static_cast<char*>(base) + elements * int64_t(es); }
+  void* acquire_full(int u, bool zero);  // a full-unit buffer from the pool (zeroed on request)
+  void release_full(int u, void* p);
+
+  // --- walks (engine_walk.cpp) ---------------------------------------------------------------
+  const void* params_for(int u);           // gathers in stage 3
+  void forward_walk();
+  void backward_walk(bool last_micro_step);
+  void finish_reductions();                // waits for every gradient collective of the step
+  void drain_reduce(bool all);             // stage 2–3: completes queued reduce-scatters
+  void gather(int u, bool wait);           // stage 3
+  void maybe_release(int u, int walk_pos); // stage 3
+  void prefetch_after(int walk_pos);       // stage 3
+  void release_all_gathered();
+
+  // --- step (engine_step.cpp) ----------------------------------------------------------------
+  float* reduced_grad_host(int u);         // fp32 host view of this rank's reduced gradient range
+  void optimizer_step(StepStats& st);
+  // Working params from master; stage 1–2 then all-gather the unit (handles appended to `gathers`).
+  void refresh_working(int u, std::vector<CommHandlePtr>& gathers);
+  std::vector<double> allgather_doubles(const std::vector<double>& local);  // every rank's, in rank order
+};
+
+CommDType comm_dtype_of(DType t);
+
+}  // namespace zt

@@ -1,0 +1,220 @@
+// One optimizer step: micro-steps, the gradient average over ranks, the global norm from per-shard
+// sums added in rank order (so every stage gets the same bits), fp16 scaling, clipping, the update
+// of this rank's master shard, and the refresh (plus stage 1–2 all-gather) of the working params.
+#include <cmath>
+#include <cstring>
+#include <stdexcept>
+
+#include "offload/cpu_adam.h"
+#include "optim/grad_clip.h"
+#include "optim/sgd.h"
+#include "runtime/engine/engine_state.h"
+#include "runtime/engine/precision_emulation.h"
+
+namespace zt {
+
+const char* optimizer_type_name(OptimizerType t) {
+  switch (t) {
+    case OptimizerType::AdamW: return "AdamW";
+    case OptimizerType::AdamL2: return "Adam (L2)";
+    case OptimizerType::SGD: return "SGD";
+    case OptimizerType::Lamb: return "Lamb";
+  }
+  return "?";
+}
+
+// Every rank's `local` values, in rank order. Doubles travel as their bit patterns (int64), so
+// the sums made from them are exact and identical on every rank. Goes through backend memory
+// because NCCL needs device buffers.
+std::vector<double> Engine::State::allgather_doubles(const std::vector<double>& local) {
+  const size_t n = local.size();
+  std::vector<double> all(n * size_t(W));
+  if (W == 1) return local;
+  void* buf = ledger.alloc(MemCategory::CommBuffers, all.size() * 8);
+  backend.copy_to_device(static_cast<char*>(buf) + size_t(rank) * n * 8, local.data(), n * 8);
+  comm.all_gather(static_cast<char*>(buf) + size_t(rank) * n * 8, buf, all.size(), CommDType::I64);
+  backend.copy_to_host(all.data(), buf, all.size() * 8);
+  ledger.free(buf);
+  return all;
+}
+
+float* Engine::State::reduced_grad_host(int u) {
+  void* base = grads[u];
+  if (opt.stage == 1) base = at(base, rank_offset(u));
+  const int64_t n = state_len(u);
+  if (host_fp32) {
+    // Emulated bf16/fp16: the reduced sum is stored in the low-precision type, as on a GPU (stages
+    // 2–3 round it as they accumulate the reduce-scatter's result).
+    if (opt.stage < 2) round_to_precision(static_cast<float*>(base), size_t(n), opt.precision);
+    return static_cast<float*>(base);
+  }
+  stage16.resize(std::max(stage16.size(), size_t(n)));
+  backend.copy_to_host(stage16.data(), base, size_t(n) * 2);
+  float* g = grad_host[u];
+  for (int64_t i = 0; i < n; ++i) g[i] = bf16_bits_to_f32(stage16[size_t(i)]);
+  return g;
+}
+
+// Where this rank's updated elements begin and end in master/moment coordinates.
+static std::pair<int64_t, int64_t> update_range(const Engine::State& s, int u) {
+  if (s.opt.stage == 0) return {0, s.map->shard(u).numel};
+  return {0, s.map->shard(u).valid};
+}
+
+void Engine::State::refresh_working(int u, std::vector<CommHandlePtr>& gathers) {
+  const int64_t L = state_len(u);
+  void* dst = opt.stage == 1 || opt.stage == 2 ? at(work[u], rank_offset(u)) : work[u];
+  if (!master_aliases_work) {
+    if (host_fp32) {
+      float* w = static_cast<float*>(dst);
+      std::memcpy(w, master[u], size_t(L) * 4);
+      round_to_precision(w, size_t(L), opt.precision);
+    } else {
+      stage16.resize(std::max(stage16.size(), size_t(L)));
+      for (int64_t i = 0; i < L; ++i) stage16[size_t(i)] = f32_to_bf16_bits(master[u][i]);
+      backend.copy_to_device(dst, stage16.data(), size_t(L) * 2);
+    }
+  }
+  if (opt.stage == 1 || opt.stage == 2) {
+    gathers.push_back(comm.all_gather_async(dst, work[u], size_t(padded(u)), cdt));
+    if (!opt.overlap_comm) {
+      gathers.back()->wait();
+      gathers.pop_back();
+    }
+  }
+}
+
+void Engine::State::optimizer_step(StepStats& st) {
+  const double loss_scale = scaler ? scaler->scale() : 1.0;
+  const double predivide = opt.prescale_gradients ? opt.gradient_predivide_factor : 1.0;
+  const float post = float(predivide / W);  // turns the rank sum into the mean
+
+  // Averaged gradients (still loss-scaled) and this rank's squared-norm partial per shard.
+  std::vector<float*> g(static_cast<size_t>(U), nullptr);
+  for (int u = 0; u < U; ++u) {
+    g[u] = reduced_grad_host(u);
+    if (post != 1.0f)
+      for (int64_t i = 0, n = state_len(u); i < n; ++i) g[u][i] *= post;
+  }
+  std::vector<double> partials;
+  if (opt.stage == 0) {
+    for (int q = 0; q < W; ++q) {
+      double sum = 0;
+      for (int u = 0; u < U; ++u) {
+        const auto& sh = rank_maps[q]->shard(u);
+        sum += sum_squares({g[u] + sh.rank_begin, size_t(sh.valid)});
+      }
+      partials.push_back(sum);
+    }
+  } else {
+    double sum = 0;
+    for (int u = 0; u < U; ++u) sum += sum_squares({g[u], size_t(map->shard(u).valid)});
+    partials = allgather_doubles({sum});
+  }
+  double total = 0;
+  for (double p : partials) total += p;
+  const double scaled_norm = std::sqrt(total);
+  const bool overflow = !std::isfinite(total);
+  st.loss_scale = loss_scale;
+  st.grad_norm = scaled_norm / loss_scale;
+  bool skip = overflow;
+  if (scaler) {
+    const auto ev = scaler->update(overflow);
+    if (scaler->failed()) throw std::runtime_error(scaler->failure_message());
+    skip = is_skip(ev);
+  }
+  st.lr = opt.scheduler ? opt.scheduler->lr_for_step(applied) : opt.optimizer.lr;
+  if (skip) {
+    st.skipped = true;
+    ++skipped;
+    return;
+  }
+  const float grad_scale = float(unscale_and_clip_multiplier(scaled_norm, loss_scale, opt.gradient_clipping));
+  double beta1 = opt.optimizer.beta1, beta2 = opt.optimizer.beta2;
+  if (opt.scheduler) {
+    if (auto b = opt.scheduler->beta1_for_step(applied)) beta1 = *b;
+    if (auto b = opt.scheduler->beta2_for_step(applied)) beta2 = *b;
+  }
+  ++applied;
+
+  const auto t0 = Clock::now();
+  std::vector<CommHandlePtr> gathers;
+  const auto& o = opt.optimizer;
+  for (int u = 0; u < U; ++u) {
+    const auto [lo, hi] = update_range(*this, u);
+    for (int64_t a = lo; a < hi; a += opt.sub_group_size) {  // sub-groups: the unit of NVMe paging
+      const int64_t n = std::min(opt.sub_group_size, hi - a);
+      if (o.type == OptimizerType::SGD) {
+        SgdHyper h{float(st.lr), float(o.momentum), float(o.dampening), float(o.weight_decay), o.nesterov,
+                   int(applied), grad_scale};
+        std::span<float> buf = moment1[u] ? std::span<float>(moment1[u] + a, size_t(n)) : std::span<float>();
+        sgd_step({master[u] + a, size_t(n)}, {g[u] + a, size_t(n)}, buf, h);
+      } else if (o.type == OptimizerType::AdamW || o.type == OptimizerType::AdamL2) {
+        AdamWHyper h;
+        h.lr = float(st.lr);
+        h.beta1 = float(beta1);
+        h.beta2 = float(beta2);
+        h.eps = float(o.eps);
+        h.weight_decay = float(o.weight_decay);
+        h.decoupled = o.type == OptimizerType::AdamW;
+        h.step = int(applied);
+        h.bias_correction = o.bias_correction;
+        h.grad_scale = grad_scale;
+        offload::cpu_adam_step(master[u] + a, g[u] + a, moment1[u] + a, moment2[u] + a, size_t(n), h);
+      } else {
+        throw std::invalid_argument(std::string("engine: optimizer ") + optimizer_type_name(o.type) +
+                                    " is not wired into the engine yet; use Adam, AdamW or SGD");
+      }
+    }
+    refresh_working(u, gathers);
+  }
+  st.optimizer_s += seconds_since(t0);
+  const auto t1 = Clock::now();
+  for (auto& h : gathers) h->wait();
+  st.gather_wait_s += seconds_since(t1);
+}
+
+StepStats Engine::train_step(const BatchFn& fill) {
+  State& s = *s_;
+  StepStats st;
+  st.step = ++s.steps;
+  s.cur = &st;
+  const auto t0 = Clock::now();
+  const CommStats before = s.comm.stats();
+  for (int u = 0; u < s.U; ++u)
+    s.backend.zero(s.grads[u], size_t(s.opt.stage >= 2 ? s.shard_len(u) : s.padded(u)) * s.es);
+
+  const double loss_scale = s.scaler ? s.scaler->scale() : 1.0;
+  const double predivide = s.opt.prescale_gradients ? s.opt.gradient_predivide_factor : 1.0;
+  const float dloss = float(loss_scale / (double(s.opt.grad_accum) * predivide));
+  const int T = s.model_cfg.seq_len;
+  double loss_sum = 0;
+  for (int m = 0; m < s.opt.grad_accum; ++m) {
+    fill(m, s.tokens.data(), s.targets.data());
+    s.model->set_batch(s.tokens.data(), s.targets.data(), s.opt.micro_batch, T, dloss);
+    s.forward_walk();
+    loss_sum += s.model->loss();
+    s.backward_walk(m == s.opt.grad_accum - 1);
+  }
+  s.finish_reductions();
+  double total = 0;
+  for (double l : s.allgather_doubles({loss_sum})) total += l;
+  st.loss = total / (double(s.opt.grad_accum) * s.W);
+
+  s.optimizer_step(st);
+  if (s.opt.stage == 3) s.release_all_gathered();  // gathered copies are stale after the update
+  s.backend.synchronize();
+
+  const CommStats after = s.comm.stats();
+  for (int i = 0; i < kCommOpCount; ++i) {
+    st.comm_bytes[i] = after.op[i].bytes - before.op[i].bytes;
+    st.comm_calls[i] = after.op[i].calls - before.op[i].calls;
+  }
+  st.skipped_total = s.skipped;
+  st.seconds = seconds_since(t0);
+  st.mem_peak = s.ledger.peak_total();
+  s.cur = nullptr;
+  return st;
+}
+
+}  // namespace zt

@@ -1,0 +1,55 @@
+// MemoryLedger: every buffer the engine allocates on its backend, by category (params, grads,
+// master weights, optimizer states, activations, communication buffers), with current and peak bytes.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "kernels/backend.h"
+
+namespace zt {
+
+enum class MemCategory { Params, Grads, Master, Optimizer, Activations, CommBuffers };
+inline constexpr int kMemCategories = 6;
+const char* mem_category_name(MemCategory c);
+
+struct MemCounts {
+  std::array<uint64_t, kMemCategories> bytes{};
+  uint64_t total() const;
+  uint64_t operator[](MemCategory c) const { return bytes[size_t(c)]; }
+};
+
+// Allocates through the backend and records each allocation; free() must get a pointer from here.
+class MemoryLedger {
+ public:
+  explicit MemoryLedger(Backend& backend) : backend_(backend) {}
+  ~MemoryLedger();
+  MemoryLedger(const MemoryLedger&) = delete;
+  MemoryLedger& operator=(const MemoryLedger&) = delete;
+
+  void* alloc(MemCategory c, size_t bytes);  // zero-filled
+  void free(void* p);
+  // Memory owned elsewhere (the model's activations) but counted here.
+  void record_external(MemCategory c, uint64_t bytes);
+
+  const MemCounts& current() const { return current_; }
+  const MemCounts& peak_by_category() const { return peak_cat_; }
+  uint64_t peak_total() const { return peak_total_; }
+  void reset_peak();
+
+ private:
+  void grew();
+  Backend& backend_;
+  std::unordered_map<void*, std::pair<MemCategory, size_t>> live_;
+  MemCounts current_, peak_cat_;
+  uint64_t peak_total_ = 0;
+};
+
+nlohmann::json mem_counts_json(const MemCounts& m);
+
+}  // namespace zt

@@ -1,0 +1,120 @@
+// The equivalence matrix (run under mpirun at 1, 2 and 4 ranks): stages 0–3 × {fp32, bf16} ×
+// accumulation {1, 3} × overlap {off, on} train the tiny model to the same losses and the same
+// consolidated-parameter checksum; stage 3's knobs never change the result. Each run also writes
+// its numbers for the cross-world-size comparison (engine_cross_world_test).
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "tests/engine/engine_test_util.h"
+
+namespace zt::test {
+namespace {
+
+constexpr int kSteps = 10;
+
+std::string key(Precision p, int accum, bool overlap) {
+  return std::string(p == Precision::FP32 ? "fp32" : "bf16") + "_ga" + std::to_string(accum) +
+         (overlap ? "_overlap" : "_inline");
+}
+
+nlohmann::json& results() {
+  static nlohmann::json j = nlohmann::json::object();
+  return j;
+}
+
+struct MatrixCase {
+  Precision precision;
+  int accum;
+  bool overlap;
+};
+
+class Matrix : public ::testing::TestWithParam<MatrixCase> {};
+
+TEST_P(Matrix, EveryStageGivesTheSameTraining) {
+  const auto c = GetParam();
+  const ModelConfig model = tiny_model();
+  std::vector<RunResult> by_stage;
+  for (int stage = 0; stage <= 3; ++stage)
+    by_stage.push_back(run_engine(model, base_options(stage, c.accum, c.precision, c.overlap), kSteps));
+  const int W = world().comm->world_size();
+  // With one micro-step per step every stage sums the same per-rank gradients in rank order, so the
+  // results are bitwise equal. With accumulation, stages 0–1 add micro-steps before the reduction
+  // and stages 2–3 after it (each micro-step is reduce-scattered): the two pairs are each bitwise
+  // equal, and equal to each other up to fp32 rounding of that reordered sum (exact at W = 1).
+  const bool all_bitwise = c.accum == 1 || W == 1;
+  for (int stage = 1; stage <= 3; ++stage) {
+    const int ref = (all_bitwise || stage < 2) ? 0 : 2;
+    SCOPED_TRACE("stage " + std::to_string(stage) + " vs stage " + std::to_string(ref));
+    EXPECT_EQ(by_stage[stage].summary.checksum, by_stage[ref].summary.checksum);
+    for (int s = 0; s < kSteps; ++s) EXPECT_EQ(by_stage[stage].losses[s], by_stage[ref].losses[s]) << "step " << s;
+  }
+  // The reordered sum: relative 1e-5 on losses and the parameter norm after 10 steps.
+  for (int s = 0; s < kSteps; ++s) EXPECT_NEAR(by_stage[2].losses[s], by_stage[0].losses[s], 1e-5 * by_stage[0].losses[s]);
+  EXPECT_NEAR(by_stage[2].summary.l2, by_stage[0].summary.l2, 1e-5 * by_stage[0].summary.l2);
+  // Training happened: the loss fell and nothing was skipped.
+  EXPECT_LT(by_stage[0].losses.back(), by_stage[0].losses.front());
+  EXPECT_EQ(by_stage[0].skipped, 0);
+
+  auto& j = results()[key(c.precision, c.accum, c.overlap)];
+  j["losses"] = by_stage[0].losses;
+  j["l2"] = by_stage[0].summary.l2;
+  j["checksum"] = std::to_string(by_stage[0].summary.checksum);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Engine, Matrix,
+    ::testing::Values(MatrixCase{Precision::FP32, 1, false}, MatrixCase{Precision::FP32, 1, true},
+                      MatrixCase{Precision::FP32, 3, false}, MatrixCase{Precision::FP32, 3, true},
+                      MatrixCase{Precision::BF16, 1, false}, MatrixCase{Precision::BF16, 1, true},
+                      MatrixCase{Precision::BF16, 3, false}, MatrixCase{Precision::BF16, 3, true}),
+    [](const auto& info) { return key(info.param.precision, info.param.accum, info.param.overlap); });
+
+TEST(Stage3Knobs, PersistencePrefetchAndLiveLimitsNeverChangeTheResult) {
+  const ModelConfig model = tiny_model();
+  const RunResult ref = run_engine(model, base_options(3, 1, Precision::FP32, true), 4);
+  struct Knob {
+    const char* name;
+    void (*apply)(EngineOptions&);
+  };
+  const Knob knobs[] = {
+      {"persistence 0", [](EngineOptions& o) { o.param_persistence_threshold = 0; }},
+      {"persistence huge", [](EngineOptions& o) { o.param_persistence_threshold = int64_t(1) << 40; }},
+      {"prefetch 0", [](EngineOptions& o) { o.prefetch_bucket_size = 0; }},
+      {"prefetch large", [](EngineOptions& o) { o.prefetch_bucket_size = int64_t(1) << 40; }},
+      {"max_live small", [](EngineOptions& o) { o.max_live_parameters = 100; }},
+      {"reuse distance 0", [](EngineOptions& o) { o.max_reuse_distance = 0; }},
+      {"sub_group_size 1000", [](EngineOptions& o) { o.sub_group_size = 1000; }},
+  };
+  for (const auto& k : knobs) {
+    EngineOptions o = base_options(3, 1, Precision::FP32, true);
+    k.apply(o);
+    const RunResult r = run_engine(model, o, 4);
+    EXPECT_EQ(r.summary.checksum, ref.summary.checksum) << k.name;
+    EXPECT_EQ(r.losses, ref.losses) << k.name;
+  }
+}
+
+}  // namespace
+}  // namespace zt::test
+
+int main(int argc, char** argv) {
+  using namespace zt;
+  auto& w = test::world();
+  w.boot = std::make_unique<Bootstrap>(&argc, &argv);
+  w.comm = make_communicator(*w.boot, CommBackend::Auto);
+  w.backend = make_cpu_backend();
+  w.data = make_synthetic_dataset(3, size_t(1) << 16, 1024);
+  ::testing::InitGoogleTest(&argc, argv);
+  const int rc = RUN_ALL_TESTS();
+  if (w.comm->rank() == 0 && argc > 1) {  // argv[1]: where to write this world size's results
+    std::ofstream(argv[1]) << zt::test::results().dump(1) << "\n";
+  }
+  w.comm.reset();
+  w.backend.reset();
+  w.boot.reset();
+  return rc;
+}

@@ -1,0 +1,41 @@
+// Shared helpers for the engine tests: one process-wide MPI bootstrap and communicator, the
+// built-in data, and a runner that trains the tiny model for a few steps under given options.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "collectives/factory.h"
+#include "kernels/backend.h"
+#include "runtime/data/sampler.h"
+#include "runtime/data/synthetic.h"
+#include "runtime/engine/engine.h"
+#include "runtime/model/model_config.h"
+
+namespace zt::test {
+
+// Set up once in main() (MPI must start before GoogleTest runs any test).
+struct World {
+  std::unique_ptr<Bootstrap> boot;
+  std::unique_ptr<Communicator> comm;
+  std::unique_ptr<Backend> backend;
+  TokenDataset data;
+};
+World& world();
+
+struct RunResult {
+  std::vector<double> losses, norms;
+  std::vector<StepStats> stats;
+  ParamSummary summary;
+  MemCounts resident;  // ledger bytes after the last step
+  int64_t skipped = 0;
+};
+
+// Global batch of `global_batch` rows split as micro_batch = global / (W * grad_accum).
+inline constexpr int kGlobalBatch = 12;
+ModelConfig tiny_model(bool tied = true);
+EngineOptions base_options(int stage, int grad_accum, Precision precision, bool overlap);
+RunResult run_engine(const ModelConfig& model, EngineOptions options, int steps);
+
+}  // namespace zt::test
