@@ -1,0 +1,172 @@
+// The invalid-combination table of configs/README.md: each combination gives its own message with
+// the path, the value and a fix; the warning rows warn without failing.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <set>
+
+#include "tests/config/config_test_util.h"
+
+namespace zt {
+namespace {
+
+using test::find;
+using test::load;
+
+struct ComboCase {
+  const char* name;
+  const char* body;
+  const char* path;
+  const char* value;
+  const char* text;
+  bool warning;
+};
+
+const ComboCase kCombos[] = {
+    {"fp16_and_bf16", R"("fp16": {"enabled": true}, "bf16": {"enabled": true})", "fp16.enabled", "true", "mutually exclusive", false},
+    {"offload_param_stage2", R"("zero_optimization": {"stage": 2, "offload_param": {"device": "cpu"}})",
+     "zero_optimization.offload_param.device", "\"cpu\"", "parameter offload needs ZeRO stage 3", false},
+    {"offload_param_stage1_nvme", R"("zero_optimization": {"stage": 1, "offload_param": {"device": "nvme", "nvme_path": "/tmp"}})",
+     "zero_optimization.offload_param.device", "\"nvme\"", "parameter offload needs ZeRO stage 3", false},
+    {"offload_optimizer_stage0", R"("zero_optimization": {"stage": 0, "offload_optimizer": {"device": "cpu"}})",
+     "zero_optimization.offload_optimizer.device", "\"cpu\"", "needs ZeRO stage 1, 2 or 3", false},
+    {"ratio_stage2", R"("zero_optimization": {"stage": 2, "offload_optimizer": {"device": "cpu", "ratio": 0.5}})",
+     "zero_optimization.offload_optimizer.ratio", "0.5", "works only with ZeRO stage 3", false},
+    {"ratio_out_of_range", R"("zero_optimization": {"stage": 3, "offload_optimizer": {"device": "cpu", "ratio": 1.5}})",
+     "zero_optimization.offload_optimizer.ratio", "1.5", "must be in (0, 1]", false},
+    {"nvme_without_path", R"("zero_optimization": {"stage": 3, "offload_optimizer": {"device": "nvme"}})",
+     "zero_optimization.offload_optimizer.nvme_path", "", "needs nvme_path", false},
+    {"nvme_path_missing", R"("zero_optimization": {"stage": 3, "offload_param": {"device": "nvme", "nvme_path": "/nonexistent/zt_nvme"}})",
+     "zero_optimization.offload_param.nvme_path", "\"/nonexistent/zt_nvme\"", "does not exist", false},
+    {"nvme_path_is_file", R"("zero_optimization": {"stage": 3, "offload_optimizer": {"device": "nvme", "nvme_path": "/proc/meminfo"}})",
+     "zero_optimization.offload_optimizer.nvme_path", "\"/proc/meminfo\"", "not a directory", false},
+    {"stage_4", R"("zero_optimization": {"stage": 4})", "zero_optimization.stage", "4", "must be 0, 1, 2 or 3", false},
+    {"stage_negative", R"("zero_optimization": {"stage": -1})", "zero_optimization.stage", "-1", "must be 0, 1, 2 or 3", false},
+    {"max_grad_norm_in_optimizer", R"("optimizer": {"type": "AdamW", "params": {"max_grad_norm": 1.0}})",
+     "optimizer.params.max_grad_norm", "1.0", "gradient_clipping", false},
+    {"decay_without_total", R"("scheduler": {"type": "WarmupDecayLR", "params": {"warmup_num_steps": 10}})",
+     "scheduler.params.total_num_steps", "", "WarmupDecayLR needs total_num_steps", false},
+    {"cosine_without_total", R"("scheduler": {"type": "WarmupCosineLR", "params": {}})",
+     "scheduler.params.total_num_steps", "", "WarmupCosineLR needs total_num_steps", false},
+    {"loss_scale_negative", R"("fp16": {"enabled": true, "loss_scale": -1})", "fp16.loss_scale", "-1", "must be >= 0", false},
+    {"loss_scale_window_zero", R"("fp16": {"enabled": true, "loss_scale_window": 0})", "fp16.loss_scale_window", "0", "at least 1", false},
+    {"min_loss_scale_zero", R"("fp16": {"enabled": true, "min_loss_scale": 0})", "fp16.min_loss_scale", "0", "> 0", false},
+    {"hysteresis_zero", R"("fp16": {"enabled": true, "hysteresis": 0})", "fp16.hysteresis", "0", "at least 1", false},
+    {"scale_power_huge", R"("fp16": {"enabled": true, "initial_scale_power": 200})", "fp16.initial_scale_power", "200", "out of range", false},
+    {"unsupported_optimizer", R"("optimizer": {"type": "Adagrad"})", "optimizer.type", "\"Adagrad\"", "unsupported optimizer type", false},
+    {"unsupported_scheduler", R"("scheduler": {"type": "LRRangeTest"})", "scheduler.type", "\"LRRangeTest\"", "unsupported scheduler type", false},
+    {"betas_out_of_range", R"("optimizer": {"type": "Adam", "params": {"betas": [0.9, 1.0]}})", "optimizer.params.betas[1]", "1", "[0, 1)", false},
+    {"eps_zero", R"("optimizer": {"type": "Adam", "params": {"eps": 0}})", "optimizer.params.eps", "0", "> 0", false},
+    {"lr_negative", R"("optimizer": {"type": "Adam", "params": {"lr": -0.1}})", "optimizer.params.lr", "-0.1", ">= 0", false},
+    {"warmup_longer_than_total", R"("scheduler": {"type": "WarmupDecayLR", "params": {"warmup_num_steps": 200, "total_num_steps": 100}})",
+     "scheduler.params.warmup_num_steps", "200", "longer than total_num_steps", false},
+    {"warmup_min_above_max", R"("scheduler": {"type": "WarmupLR", "params": {"warmup_min_lr": 0.1, "warmup_max_lr": 0.01}})",
+     "scheduler.params.warmup_min_lr", "0.1", "greater than warmup_max_lr", false},
+    {"bucket_zero", R"("zero_optimization": {"stage": 2, "reduce_bucket_size": 0})", "zero_optimization.reduce_bucket_size", "0", "at least 1", false},
+    {"aio_queue_zero", R"("aio": {"queue_depth": 0})", "aio.queue_depth", "0", "at least 1", false},
+    {"clipping_negative", R"("gradient_clipping": -1)", "gradient_clipping", "-1", ">= 0", false},
+    // Warnings.
+    {"stage3_key_at_stage2", R"("zero_optimization": {"stage": 2, "stage3_max_live_parameters": 1e9})",
+     "zero_optimization.stage3_max_live_parameters", "", "no effect at stage 2", true},
+    {"bare_stage3_key_at_stage1", R"("zero_optimization": {"stage": 1, "param_persistence_threshold": 10})",
+     "zero_optimization.stage3_param_persistence_threshold", "", "no effect at stage 1", true},
+    {"activation_checkpointing_noop", R"("activation_checkpointing": {"profile": true})", "activation_checkpointing", "",
+     "has no effect", true},
+    {"ratio_without_offload", R"("zero_optimization": {"stage": 3, "offload_optimizer": {"ratio": 0.5}})",
+     "zero_optimization.offload_optimizer.ratio", "0.5", "has no effect", true},
+};
+
+void check_combo(const ComboCase& c) {
+  SCOPED_TRACE(c.name);
+  const auto r = load(std::string(R"({"train_micro_batch_size_per_gpu": 1, )") + c.body + "}");
+  const Diagnostic* d = find(r, c.path, c.text, c.warning ? Severity::Warning : Severity::Error);
+  ASSERT_NE(d, nullptr) << test::dump(r);
+  EXPECT_EQ(d->value, c.value);
+  EXPECT_FALSE(d->fix.empty());
+  if (c.warning) EXPECT_TRUE(r.valid()) << test::dump(r);
+  else EXPECT_FALSE(r.valid());
+}
+TEST(Validate, EveryInvalidCombination) {
+  for (const auto& c : kCombos) check_combo(c);
+}
+
+// Each combination's message differs from every other's: no catch-all text.
+TEST(Validate, MessagesAreDistinct) {
+  std::set<std::string> seen;
+  for (const auto& c : kCombos) {
+    const auto r = load(std::string(R"({"train_micro_batch_size_per_gpu": 1, )") + c.body + "}");
+    const Diagnostic* d = find(r, c.path, c.text, c.warning ? Severity::Warning : Severity::Error);
+    ASSERT_NE(d, nullptr) << c.name;
+    seen.insert(d->path + "|" + d->message);
+  }
+  EXPECT_GE(seen.size(), std::size(kCombos) - 6);  // a few rows share a message on purpose (same check, another key)
+}
+
+TEST(Validate, NvmePathNotWritable) {
+  if (geteuid() == 0) GTEST_SKIP() << "root can write anywhere";
+  const std::string dir = ::testing::TempDir() + "zt_ro_dir";
+  mkdir(dir.c_str(), 0555);
+  chmod(dir.c_str(), 0555);
+  const auto r = load(R"({"train_micro_batch_size_per_gpu": 1, "zero_optimization": {"stage": 3, "offload_param": {"device": "nvme", "nvme_path": ")" +
+                      dir + "\"}}}");
+  EXPECT_NE(find(r, "zero_optimization.offload_param.nvme_path", "not writable"), nullptr) << test::dump(r);
+  rmdir(dir.c_str());
+}
+
+TEST(Validate, NvmePathGoodDirectory) {
+  const auto r = load(R"({"train_micro_batch_size_per_gpu": 1, "zero_optimization": {"stage": 3,
+      "offload_optimizer": {"device": "nvme", "nvme_path": "/tmp"}, "offload_param": {"device": "nvme", "nvme_path": "/tmp"}}})");
+  EXPECT_TRUE(r.valid()) << test::dump(r);
+}
+
+TEST(Validate, AllErrorsAtOnce) {
+  const auto r = load(R"({"train_batch_size": 32, "train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": 4,
+      "fp16": {"enabled": true}, "bf16": {"enabled": true}, "zero_optimization": {"stage": 2, "offload_param": {"device": "cpu"}},
+      "optimizer": {"type": "AdamW", "params": {"max_grad_norm": 1}}, "scheduler": {"type": "WarmupDecayLR"}, "bogus": 1})");
+  EXPECT_GE(r.diagnostics.error_count(), 6u) << test::dump(r);
+  for (const auto& d : r.diagnostics.all()) {
+    EXPECT_FALSE(d.path.empty());
+    EXPECT_FALSE(d.message.empty());
+    EXPECT_FALSE(d.fix.empty()) << format_diagnostic(d);
+  }
+}
+
+TEST(Validate, OverlapCommDefaultFollowsStage) {
+  auto r = load(R"({"train_micro_batch_size_per_gpu": 1, "zero_optimization": {"stage": 3}})");
+  EXPECT_TRUE(r.config.zero_optimization.overlap_comm.value);
+  EXPECT_EQ(r.config.zero_optimization.overlap_comm.source.kind, SourceKind::Derived);
+  r = load(R"({"train_micro_batch_size_per_gpu": 1, "zero_optimization": {"stage": 2}})");
+  EXPECT_FALSE(r.config.zero_optimization.overlap_comm.value);
+}
+
+TEST(Validate, DeepSpeedDefaults) {
+  const auto r = load(R"({"train_micro_batch_size_per_gpu": 1})");
+  ASSERT_TRUE(r.valid());
+  const Config& c = r.config;
+  const auto& z = c.zero_optimization;
+  EXPECT_EQ(z.stage.value, 0);
+  EXPECT_EQ(z.reduce_bucket_size.value, 500000000);
+  EXPECT_EQ(z.allgather_bucket_size.value, 500000000);
+  EXPECT_EQ(z.prefetch_bucket_size.value, 50000000);
+  EXPECT_EQ(z.param_persistence_threshold.value, 100000);
+  EXPECT_EQ(z.max_live_parameters.value, 1000000000);
+  EXPECT_EQ(z.max_reuse_distance.value, 1000000000);
+  EXPECT_EQ(z.sub_group_size.value, 1000000000);
+  EXPECT_EQ(z.offload_optimizer.device.value, "none");
+  EXPECT_TRUE(z.offload_optimizer.pin_memory.value);
+  EXPECT_EQ(z.offload_optimizer.buffer_count.value, 4);
+  EXPECT_EQ(z.offload_param.buffer_count.value, 5);
+  EXPECT_EQ(c.fp16.initial_scale_power.value, 16);
+  EXPECT_EQ(c.fp16.loss_scale_window.value, 1000);
+  EXPECT_EQ(c.fp16.hysteresis.value, 2);
+  EXPECT_DOUBLE_EQ(c.fp16.min_loss_scale.value, 1.0);
+  EXPECT_EQ(c.aio.block_size.value, 1048576);
+  EXPECT_EQ(c.aio.queue_depth.value, 8);
+  EXPECT_EQ(c.steps_per_print.value, 10);
+  EXPECT_EQ(z.stage.source.kind, SourceKind::Default);
+}
+
+}  // namespace
+}  // namespace zt
