@@ -8,8 +8,9 @@ mkdir -p "$OUT"
 CUDA=$(dirname "$(dirname "$(command -v nvcc)")")
 NCCL=${NCCL_HOME:-}
 if [ -z "$NCCL" ] && [ -f "$CUDA/include/nccl.h" ]; then NCCL=$CUDA; fi
-if [ -z "$NCCL" ]; then NCCL=$(python3 -c "import nvidia.nccl, os; print(os.path.dirname(nvidia.nccl.__file__))"); fi
-NCCL_LIB=$(ls -d "$NCCL"/lib64 "$NCCL"/lib 2>/dev/null | head -1)
+if [ -z "$NCCL" ]; then NCCL=$(python3 -c "import nvidia.nccl as m; print(list(m.__path__)[0])"); fi
+NCCL_LIB=$NCCL/lib
+if [ -d "$NCCL/lib64" ]; then NCCL_LIB=$NCCL/lib64; fi
 echo "cuda=$CUDA nccl=$NCCL lib=$NCCL_LIB"
 src="collectives/comm_common.cpp collectives/fixed_order_reduce.cpp collectives/single_communicator.cpp
      collectives/bootstrap.cpp collectives/factory.cpp collectives/cuda_check.cpp collectives/nccl_communicator.cpp"
