@@ -2,6 +2,7 @@
 // built-in data, and a runner that trains the tiny model for a few steps under given options.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -21,6 +22,7 @@ struct World {
   std::unique_ptr<Communicator> comm;
   std::unique_ptr<Backend> backend;
   TokenDataset data;
+  std::function<void(int, char**)> at_exit;  // runs on every rank after the tests, before MPI ends
 };
 World& world();
 

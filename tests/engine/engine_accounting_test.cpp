@@ -1,0 +1,62 @@
+// Measured communication and memory (run at 1, 2 and 4 ranks): per-step bytes per collective equal
+// the ZeRO volumes computed from the padded layout (stage 0: one all-reduce of Ψ; stages 1–2: a
+// reduce-scatter and an all-gather of Ψ; stage 3: two all-gathers and a reduce-scatter), and the
+// bytes resident per rank equal the memory plan up to padding.
+#include <gtest/gtest.h>
+
+#include "tests/engine/engine_test_util.h"
+
+namespace zt::test {
+namespace {
+
+class Accounting : public ::testing::TestWithParam<int> {};
+
+TEST_P(Accounting, StepBytesAreTheZeroVolumesAndResidentBytesMatchThePlan) {
+  const int stage = GetParam();
+  const int W = world().comm->world_size();
+  // Untied head and no stage-3 reuse or persistence: every unit is gathered once per walk direction.
+  const ModelConfig model = tiny_model(/*tied=*/false);
+  EngineOptions o = base_options(stage, 1, Precision::FP32, true);
+  o.param_persistence_threshold = 0;
+  o.max_reuse_distance = 0;
+  const RunResult r = run_engine(model, o, 3);
+
+  Engine probe(model, o, *world().backend, *world().comm);
+  const uint64_t full = uint64_t(probe.shard_map().total_padded()) * 4;  // fp32 elements
+  const int64_t psi = probe.params();
+  EXPECT_EQ(psi, model.total_params());
+  // The engine's own small exchanges ride on all-gather: the step's loss (one double per rank) and,
+  // for stages 1–3, the gradient norm's per-shard partial (one double per rank).
+  const uint64_t control = W == 1 ? 0 : 8ull * W * (stage == 0 ? 1 : 2);  // none at one rank
+  const uint64_t expect_ar = stage == 0 ? full : 0;
+  const uint64_t expect_rs = stage == 0 ? 0 : full;
+  const uint64_t expect_ag = (stage == 0 ? 0 : stage == 3 ? 2 * full : full) + control;
+  for (const auto& st : r.stats) {
+    EXPECT_EQ(st.comm_bytes[int(CommOp::AllReduce)], expect_ar);
+    EXPECT_EQ(st.comm_bytes[int(CommOp::ReduceScatter)], expect_rs);
+    EXPECT_EQ(st.comm_bytes[int(CommOp::AllGather)], expect_ag);
+  }
+  EXPECT_EQ(probe.expected_comm_bytes_per_step(), expect_ar + expect_rs + expect_ag - control);
+
+  PlanInput in;
+  in.params = psi;
+  in.world_size = W;
+  in.stage = stage;
+  in.precision = Precision::FP32;
+  in.optimizer = OptimizerKind::AdamW;
+  const MemoryPlan plan = make_memory_plan(in);
+  // Padding: each unit is rounded up to W × alignment elements; per rank that is at most this much.
+  const double pad = double(full) - 4.0 * psi;
+  const auto& m = r.resident;
+  EXPECT_NEAR(double(m[MemCategory::Params]), plan.device_params, pad + 1);
+  EXPECT_NEAR(double(m[MemCategory::Grads]), plan.device_grads, pad + 1);
+  EXPECT_NEAR(double(m[MemCategory::Optimizer] + m[MemCategory::Master]), plan.device_optimizer, 2 * pad + 1);
+  EXPECT_EQ(m[MemCategory::Master], 0u) << "fp32 on the CPU backend updates the working params in place";
+  if (W > 1 && stage >= 1) EXPECT_LT(double(m[MemCategory::Optimizer]), plan.device_optimizer * W / 1.5);
+}
+
+INSTANTIATE_TEST_SUITE_P(Engine, Accounting, ::testing::Values(0, 1, 2, 3),
+                         [](const auto& info) { return "stage" + std::to_string(info.param); });
+
+}  // namespace
+}  // namespace zt::test
