@@ -157,6 +157,7 @@ if [ -f "$GPU_BUILD/CMakeCache.txt" ]; then
   stage gpu_tests 150 "$TEST_LOG" ctest --test-dir "$GPU_BUILD" -L gpu -R '^test_gpu_' --output-on-failure --timeout 140
   note "$(grep -E 'tests passed|tests failed' "$TEST_LOG" | tail -1); skipped: $(grep -c '(Skipped)' "$TEST_LOG")"
   stage gpu_bench 120 "$BENCH_LOG" bench
+  grep -q 'bench_gpu: skipped' "$BENCH_LOG" && note "skipped: no GPU"
 fi
 # ---- 4. the rest of the project, and the unit suite ------------------------------------------
 if [ $CONFIGURED -eq 0 ]; then
@@ -169,6 +170,7 @@ if [ $CONFIGURED -eq 0 ]; then
     }
     export -f model_bench
     stage model_bench 90 "$BENCH_LOG" model_bench
+    grep -q 'bench_gpu_model: skipped' "$BENCH_LOG" && note "skipped: no GPU"
   fi
   # The whole single-process suite: unit tests and every module's gpu-labelled tests (MPI is off).
   stage all_tests 150 "$TEST_LOG" ctest --test-dir "$BUILD" -LE mpi -j 4 --output-on-failure --timeout 120
