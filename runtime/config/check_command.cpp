@@ -100,6 +100,7 @@ int run_check(const CheckArgs& a) {
   } else {
     if (config_ok) std::printf("%s\n", config_to_text(r.config).c_str());
     if (!plan_text.empty()) std::printf("%s\n", plan_text.c_str());
+    std::fflush(stdout);  // keep the echo and the diagnostics in order on a terminal
     if (!d.all().empty()) std::fputs(d.format().c_str(), stderr);
     if (valid) {
       std::printf("%s: valid (%zu warning(s))\n", a.config.c_str(), d.warning_count());
