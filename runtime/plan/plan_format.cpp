@@ -102,6 +102,15 @@ std::string plan_to_table(const MemoryPlan& p) {
            (in.ds_zero_init ? "1" : "0");
   }
   out += "); its host number includes model loading, ours only what offload keeps there.\n";
+  const bool opt_off = in.offload_optimizer != OffloadDevice::None;
+  const bool param_off = in.offload_param != OffloadDevice::None;
+  if (in.offload_optimizer == OffloadDevice::NVMe || in.offload_param == OffloadDevice::NVMe) {
+    out += "  DeepSpeed's estimator knows only CPU offload: NVMe offload is shown as if it were CPU.\n";
+  }
+  if (in.stage == 3 && param_off && !opt_off) {
+    out += "  DeepSpeed's estimator has no offload_param-only case: its no-offload numbers are shown.\n";
+  }
+  if (in.stage < 2) out += "  DeepSpeed has no stage-0/1 estimator: its ZeRO-2 formula is shown.\n";
   return out;
 }
 

@@ -212,6 +212,12 @@ TEST(MemoryPlan, JsonAndTableCarryOursAndDeepSpeeds) {
   EXPECT_NE(t.find("39.12"), std::string::npos) << t;
   EXPECT_NE(t.find("device optimizer states / rank"), std::string::npos);
   EXPECT_NE(t.find("host RAM (offload) / node"), std::string::npos);
+  EXPECT_EQ(t.find("no stage-0/1 estimator"), std::string::npos);
+  in.stage = 1;
+  EXPECT_NE(plan_to_table(make_memory_plan(in)).find("no stage-0/1 estimator"), std::string::npos);
+  in.stage = 3;
+  in.offload_optimizer = OffloadDevice::NVMe;
+  EXPECT_NE(plan_to_table(make_memory_plan(in)).find("NVMe offload is shown as if it were CPU"), std::string::npos);
 }
 
 }  // namespace
