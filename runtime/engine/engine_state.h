@@ -9,6 +9,7 @@
 #include <memory>
 #include <vector>
 
+#include "optim/lamb.h"
 #include "runtime/engine/engine.h"
 #include "runtime/model/gpt2.h"
 
@@ -98,6 +99,7 @@ struct Engine::State {
   // --- step (engine_step.cpp) ----------------------------------------------------------------
   float* reduced_grad_host(int u);         // fp32 host view of this rank's reduced gradient range
   void optimizer_step(StepStats& st);
+  void lamb_step(const std::vector<float*>& g, const LambHyper& h);  // engine_lamb.cpp
   // Working params from master; stage 1–2 then all-gather the unit (handles appended to `gathers`).
   void refresh_working(int u, std::vector<CommHandlePtr>& gathers);
   std::vector<double> allgather_doubles(const std::vector<double>& local);  // every rank's, in rank order

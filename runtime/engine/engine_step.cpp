@@ -140,7 +140,22 @@ void Engine::State::optimizer_step(StepStats& st) {
   const auto t0 = Clock::now();
   std::vector<CommHandlePtr> gathers;
   const auto& o = opt.optimizer;
-  for (int u = 0; u < U; ++u) {
+  if (o.type == OptimizerType::Lamb) {
+    LambHyper h;
+    h.lr = float(st.lr);
+    h.beta1 = float(beta1);
+    h.beta2 = float(beta2);
+    h.eps = float(o.eps);
+    h.weight_decay = float(o.weight_decay);
+    h.bias_correction = o.bias_correction;
+    h.max_coeff = float(o.max_coeff);
+    h.min_coeff = float(o.min_coeff);
+    h.step = int(applied);
+    h.grad_scale = grad_scale;
+    lamb_step(g, h);
+    for (int u = 0; u < U; ++u) refresh_working(u, gathers);
+  }
+  for (int u = 0; u < U && o.type != OptimizerType::Lamb; ++u) {
     const auto [lo, hi] = update_range(*this, u);
     for (int64_t a = lo; a < hi; a += opt.sub_group_size) {  // sub-groups: the unit of NVMe paging
       const int64_t n = std::min(opt.sub_group_size, hi - a);
@@ -149,7 +164,7 @@ void Engine::State::optimizer_step(StepStats& st) {
                    int(applied), grad_scale};
         std::span<float> buf = moment1[u] ? std::span<float>(moment1[u] + a, size_t(n)) : std::span<float>();
         sgd_step({master[u] + a, size_t(n)}, {g[u] + a, size_t(n)}, buf, h);
-      } else if (o.type == OptimizerType::AdamW || o.type == OptimizerType::AdamL2) {
+      } else {  // AdamW / Adam with L2
         AdamWHyper h;
         h.lr = float(st.lr);
         h.beta1 = float(beta1);
@@ -161,9 +176,6 @@ void Engine::State::optimizer_step(StepStats& st) {
         h.bias_correction = o.bias_correction;
         h.grad_scale = grad_scale;
         offload::cpu_adam_step(master[u] + a, g[u] + a, moment1[u] + a, moment2[u] + a, size_t(n), h);
-      } else {
-        throw std::invalid_argument(std::string("engine: optimizer ") + optimizer_type_name(o.type) +
-                                    " is not wired into the engine yet; use Adam, AdamW or SGD");
       }
     }
     refresh_working(u, gathers);

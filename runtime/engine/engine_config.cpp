@@ -1,0 +1,96 @@
+// engine_options_from_config: the mapping from DeepSpeed's keys to the engine's options.
+#include "runtime/engine/engine_config.h"
+
+#include <stdexcept>
+
+namespace zt {
+
+namespace {
+
+template <class T>
+bool given(const Field<T>& f) {
+  return f.source.kind != SourceKind::Default;
+}
+
+OptimizerOptions optimizer_options(const OptimizerConfig& o) {
+  OptimizerOptions r;
+  const std::string& type = o.type.value;
+  if (type == "AdamW") r.type = OptimizerType::AdamW;
+  else if (type == "Adam") r.type = o.adam_w_mode.value ? OptimizerType::AdamW : OptimizerType::AdamL2;
+  else if (type == "SGD") r.type = OptimizerType::SGD;
+  else if (type == "Lamb") r.type = OptimizerType::Lamb;
+  else throw std::invalid_argument("optimizer.type = \"" + type + "\" is not supported by the engine");
+  r.lr = o.lr.value;
+  if (o.betas.value.size() == 2) {
+    r.beta1 = o.betas.value[0];
+    r.beta2 = o.betas.value[1];
+  }
+  r.eps = o.eps.value;
+  r.weight_decay = o.weight_decay.value;
+  r.bias_correction = o.bias_correction.value;
+  r.momentum = o.momentum.value;
+  r.dampening = o.dampening.value;
+  r.nesterov = o.nesterov.value;
+  r.max_coeff = o.max_coeff.value;
+  r.min_coeff = o.min_coeff.value;
+  return r;
+}
+
+// Only the keys the file (or a flag) set, and only those the scheduler type reads, so that
+// DeepSpeed's per-type defaults apply.
+SchedulerParams scheduler_params(const SchedulerConfig& s) {
+  SchedulerParams p;
+  const std::string& t = s.type.value;
+  auto num = [&](const char* k, const auto& f) {
+    if (given(f)) p.numbers[k] = double(f.value);
+  };
+  num("warmup_num_steps", s.warmup_num_steps);
+  if (given(s.warmup_type)) p.strings["warmup_type"] = s.warmup_type.value;
+  if (t == "WarmupLR" || t == "WarmupDecayLR") {
+    num("warmup_min_lr", s.warmup_min_lr);
+    num("warmup_max_lr", s.warmup_max_lr);
+  }
+  if (t == "WarmupDecayLR" || t == "WarmupCosineLR") num("total_num_steps", s.total_num_steps);
+  if (t == "WarmupCosineLR") {
+    num("warmup_min_ratio", s.warmup_min_ratio);
+    num("cos_min_ratio", s.cos_min_ratio);
+  }
+  return p;
+}
+
+}  // namespace
+
+EngineOptions engine_options_from_config(const Config& c, uint64_t seed, bool recompute) {
+  EngineOptions e;
+  const auto& z = c.zero_optimization;
+  e.stage = int(z.stage.value);
+  e.micro_batch = int(c.train_micro_batch_size_per_gpu.value);
+  e.grad_accum = int(c.gradient_accumulation_steps.value);
+  e.precision = c.bf16_enabled() ? Precision::BF16 : c.fp16_enabled() ? Precision::FP16 : Precision::FP32;
+  e.overlap_comm = z.overlap_comm.value;
+  e.reduce_bucket_size = z.reduce_bucket_size.value;
+  e.allgather_bucket_size = z.allgather_bucket_size.value;
+  e.param_persistence_threshold = z.param_persistence_threshold.value;
+  e.prefetch_bucket_size = z.prefetch_bucket_size.value;
+  e.max_live_parameters = z.max_live_parameters.value;
+  e.max_reuse_distance = z.max_reuse_distance.value;
+  e.sub_group_size = z.sub_group_size.value;
+  e.optimizer = optimizer_options(c.optimizer);
+  if (!c.scheduler.type.value.empty())
+    e.scheduler = make_lr_scheduler(c.scheduler.type.value, scheduler_params(c.scheduler), e.optimizer.lr);
+  e.gradient_clipping = c.gradient_clipping.value;
+  e.prescale_gradients = c.prescale_gradients.value;
+  e.gradient_predivide_factor = c.gradient_predivide_factor.value;
+  const auto& f = c.fp16;
+  e.loss_scaler.loss_scale = f.loss_scale.value;
+  e.loss_scaler.initial_scale_power = int(f.initial_scale_power.value);
+  e.loss_scaler.loss_scale_window = f.loss_scale_window.value;
+  e.loss_scaler.hysteresis = int(f.hysteresis.value);
+  e.loss_scaler.consecutive_hysteresis = f.consecutive_hysteresis.value;
+  e.loss_scaler.min_loss_scale = f.min_loss_scale.value;
+  e.checkpoint_activations = recompute;
+  e.seed = seed;
+  return e;
+}
+
+}  // namespace zt
