@@ -30,6 +30,10 @@ PlanInput plan_input(const Config& c, int64_t params, const ModelConfig* model, 
   in.allgather_bucket_size = z.allgather_bucket_size.value;
   in.stage3_prefetch_bucket_size = z.prefetch_bucket_size.value;
   in.stage3_max_live_parameters = z.max_live_parameters.value;
+  in.sub_group_size = z.sub_group_size.value;
+  in.optimizer_buffer_count = static_cast<int>(z.offload_optimizer.buffer_count.value);
+  in.param_buffer_count = static_cast<int>(z.offload_param.buffer_count.value);
+  in.param_buffer_size = z.offload_param.buffer_size.value;
   const auto& a = c.activation_checkpointing;
   in.activation_checkpointing = a.partition_activations.value || a.cpu_checkpointing.value || a.number_checkpoints.value.has_value();
   if (model) {
