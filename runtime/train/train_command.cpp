@@ -1,24 +1,27 @@
-// register_train: the root app's training options (model shape, data, schedule via AutoFlags) and
-// the root callback that runs train_single when no subcommand is given.
+// register_train: the root app's training options (config, model shape, data, backend, metrics;
+// the "auto" flags) and the root callback that runs the ZeRO engine when no subcommand is given.
 #include <CLI/CLI.hpp>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 
+#include "collectives/factory.h"
+#include "kernels/cpu/cpu_threads.h"
 #include "runtime/cli/commands.h"
 #include "runtime/common/diagnostics.h"
-#include "runtime/config/auto_flags.h"
-#include "runtime/train/train_single.h"
+#include "runtime/train/training_run.h"
 
 namespace zt {
 
 namespace {
 
 struct TrainFlags {
-  AutoFlags autos;
+  RunOptions run;
   std::string model = "small";
   std::optional<int> layers, heads, dim, vocab, seq_len;
   bool untied = false;
-  TrainOptions opts;
+  std::string backend = "cpu";
+  int threads = 0;
 };
 
 std::string preset_list() {
@@ -27,37 +30,45 @@ std::string preset_list() {
   return s;
 }
 
-TrainOptions resolve(const TrainFlags& f) {
-  TrainOptions o = f.opts;
+ModelConfig resolve_model(const TrainFlags& f) {
   auto preset = model_preset(f.model);
   if (!preset) throw UserError("--model", f.model, "unknown model preset", "use one of: " + preset_list());
-  o.model = *preset;
-  if (f.layers) o.model.layers = *f.layers;
-  if (f.heads) o.model.heads = *f.heads;
-  if (f.dim) o.model.dim = *f.dim;
-  if (f.vocab) o.model.vocab = *f.vocab;
-  if (f.seq_len) o.model.seq_len = *f.seq_len;
-  if (f.layers || f.heads || f.dim || f.vocab || f.seq_len) o.model.name = f.model + "+custom";
-  if (f.untied) o.model.tied_embeddings = false;
-  const AutoFlags& a = f.autos;
-  if (a.micro_batch) o.micro_batch = int(*a.micro_batch);
-  if (a.grad_accum) o.grad_accum = int(*a.grad_accum);
-  if (a.lr) o.lr = *a.lr;
-  if (a.weight_decay) o.weight_decay = *a.weight_decay;
-  if (a.adam_beta1) o.beta1 = *a.adam_beta1;
-  if (a.adam_beta2) o.beta2 = *a.adam_beta2;
-  if (a.adam_eps) o.eps = *a.adam_eps;
-  if (a.max_grad_norm) o.max_grad_norm = *a.max_grad_norm;
-  if (a.warmup_steps) o.warmup_steps = *a.warmup_steps;
-  if (a.steps) o.steps = *a.steps;
-  return o;
+  ModelConfig m = *preset;
+  if (f.layers) m.layers = *f.layers;
+  if (f.heads) m.heads = *f.heads;
+  if (f.dim) m.dim = *f.dim;
+  if (f.vocab) m.vocab = *f.vocab;
+  if (f.seq_len) m.seq_len = *f.seq_len;
+  if (f.layers || f.heads || f.dim || f.vocab || f.seq_len) m.name = f.model + "+custom";
+  if (f.untied) m.tied_embeddings = false;
+  return m;
+}
+
+void run(TrainFlags& f) {
+  if (f.backend != "cpu" && f.backend != "cuda")
+    throw UserError("--backend", f.backend, "unknown backend", "use --backend cpu or --backend cuda");
+  f.run.model = resolve_model(f);
+  Bootstrap boot;  // MPI when launched by mpirun; otherwise a world of one
+  f.run.local_ranks = boot.local_size();
+  // With N ranks on a host of C cores each rank uses C/N threads unless told otherwise.
+  set_cpu_threads(f.threads > 0 ? f.threads : std::max(1, cpu_threads() / boot.local_size()));
+  std::unique_ptr<Backend> backend;
+  try {
+    backend = f.backend == "cuda" ? make_cuda_backend(boot.local_rank()) : make_cpu_backend();
+  } catch (const std::runtime_error& e) {
+    throw UserError("--backend", f.backend, e.what(), "use --backend cpu on a machine without a usable GPU");
+  }
+  auto comm = make_communicator(boot, f.backend == "cuda" ? CommBackend::Nccl : CommBackend::Auto);
+  run_training(f.run, *comm, *backend);
 }
 
 }  // namespace
 
 void register_train(CLI::App& app, int& exit_code) {
   auto f = std::make_shared<TrainFlags>();
-  add_auto_flags(app, f->autos);
+  add_auto_flags(app, f->run.flags);
+  app.add_option("--config", f->run.config_path, "DeepSpeed-style ds_config.json (default: built-in, all \"auto\")");
+  app.add_flag("--allow-unknown-keys", f->run.allow_unknown_keys, "Unknown config keys are warnings, not errors");
   app.add_option("--model", f->model, "Model preset: " + preset_list())->capture_default_str();
   app.add_option("--layers", f->layers, "Override the preset's number of blocks");
   app.add_option("--heads", f->heads, "Override the preset's attention heads");
@@ -65,18 +76,20 @@ void register_train(CLI::App& app, int& exit_code) {
   app.add_option("--vocab", f->vocab, "Override the preset's vocabulary size");
   app.add_option("--seq-len", f->seq_len, "Override the preset's context length");
   app.add_flag("--untied-embeddings", f->untied, "Give the LM head its own matrix instead of reusing wte");
-  app.add_option("--seed", f->opts.seed, "Seed for initialisation, built-in data and sample order")
+  app.add_option("--seed", f->run.seed, "Seed for initialisation, built-in data and sample order")->capture_default_str();
+  app.add_option("--data", f->run.data_dir, "Directory with train.bin/val.bin (default: built-in language)");
+  app.add_option("--eval-every", f->run.eval_every, "Validation loss every K steps (0: only at the end)")
       ->capture_default_str();
-  app.add_option("--data", f->opts.data_dir, "Directory with train.bin/val.bin (default: built-in language)");
-  app.add_option("--eval-every", f->opts.eval_every, "Validation loss every K steps (0: only at the end)")
+  app.add_option("--eval-batches", f->run.eval_batches, "Micro-batches per rank per validation")->capture_default_str();
+  app.add_flag("--recompute,--checkpoint-activations", f->run.recompute,
+               "Activation checkpointing: recompute each block's forward in backward");
+  app.add_option("--metrics", f->run.metrics_path, "Write JSON lines (start, one per step, end) here (rank 0)");
+  app.add_option("--backend", f->backend, "cpu (fp32/bf16/fp16, MPI) or cuda (bf16, NCCL, one GPU per rank)")
       ->capture_default_str();
-  app.add_option("--eval-batches", f->opts.eval_batches, "Micro-batches per validation")->capture_default_str();
-  app.add_flag("--checkpoint-activations", f->opts.checkpoint_activations,
-               "Recompute each block's forward in backward instead of keeping its activations");
-  app.add_option("--threads", f->opts.threads, "CPU threads (default: OpenMP's)");
+  app.add_option("--threads", f->threads, "CPU threads per rank (default: cores / ranks on this host)");
   app.callback([&app, f, &exit_code] {
     if (!app.get_subcommands().empty()) return;  // a subcommand ran instead
-    train_single(resolve(*f));
+    run(*f);
     exit_code = 0;
   });
 }

@@ -1,0 +1,58 @@
+// The run's config: the user's ds_config, or the built-in one in which every tunable is "auto" and
+// resolved from the flags, with the flags' defaults filled in (the HF Trainer's way of working).
+#include <algorithm>
+
+#include "runtime/common/diagnostics.h"
+#include "runtime/config/config_load.h"
+#include "runtime/train/training_run.h"
+
+namespace zt {
+
+namespace {
+
+// Everything a user would tune is "auto", so each value comes from a flag or its default below.
+constexpr const char* kBuiltinConfig = R"({
+  "train_micro_batch_size_per_gpu": "auto",
+  "gradient_accumulation_steps": "auto",
+  "gradient_clipping": "auto",
+  "steps_per_print": 10,
+  "optimizer": {"type": "AdamW",
+                "params": {"lr": "auto", "betas": "auto", "eps": "auto", "weight_decay": "auto"}},
+  "scheduler": {"type": "WarmupCosineLR",
+                "params": {"warmup_num_steps": "auto", "total_num_steps": "auto", "warmup_type": "linear"}},
+  "zero_optimization": {"stage": 0}
+})";
+
+AutoFlags with_defaults(AutoFlags f, int64_t steps) {
+  if (!f.micro_batch) f.micro_batch = 8;
+  if (!f.grad_accum) f.grad_accum = 1;
+  if (!f.lr) f.lr = 3e-3;
+  if (!f.weight_decay) f.weight_decay = 0.1;
+  if (!f.adam_beta1) f.adam_beta1 = 0.9;
+  if (!f.adam_beta2) f.adam_beta2 = 0.95;
+  if (!f.adam_eps) f.adam_eps = 1e-8;
+  if (!f.max_grad_norm) f.max_grad_norm = 1.0;
+  if (!f.steps) f.steps = steps;
+  if (!f.warmup_steps) f.warmup_steps = std::clamp<int64_t>(steps / 10, 1, 100);
+  return f;
+}
+
+}  // namespace
+
+int64_t run_steps(const RunOptions& o) { return o.flags.steps ? *o.flags.steps : 200; }
+
+Config load_run_config(const RunOptions& o, int world_size, std::FILE* warnings_to) {
+  LoadOptions lo;
+  lo.world_size = world_size;
+  lo.world_source = WorldSizeSource::Launch;
+  lo.allow_unknown_keys = o.allow_unknown_keys;
+  lo.model_hidden = o.model.dim;
+  const bool builtin = o.config_path.empty();
+  lo.flags = builtin ? with_defaults(o.flags, run_steps(o)) : o.flags;
+  LoadResult r = builtin ? load_config_text(kBuiltinConfig, "<built-in config>", lo) : load_config(o.config_path, lo);
+  if (r.diagnostics.has_errors()) throw UserError(r.diagnostics);
+  if (warnings_to && !r.diagnostics.all().empty()) std::fputs(r.diagnostics.format().c_str(), warnings_to);
+  return r.config;
+}
+
+}  // namespace zt

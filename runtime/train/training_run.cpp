@@ -1,0 +1,194 @@
+// run_training: config, data and pre-flight checks first (all problems reported at once), then the
+// engine's steps with rank 0's reports (steps_per_print, wall_clock_breakdown, memory_breakdown),
+// validation every K steps, and the metrics file's start / step / end records.
+#include "runtime/train/training_run.h"
+
+#include <algorithm>
+#include <cinttypes>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+
+#include "runtime/common/diagnostics.h"
+#include "runtime/config/config_plan.h"
+#include "runtime/data/sampler.h"
+#include "runtime/data/synthetic.h"
+#include "runtime/engine/engine_config.h"
+#include "runtime/plan/machine_probe.h"
+
+namespace zt {
+
+namespace {
+
+void check_inputs(const RunOptions& o, const Config& c, const TokenDataset& data, const Backend& backend) {
+  Diagnostics d;
+  const auto& m = o.model;
+  if (run_steps(o) < 1) d.error("--steps", std::to_string(run_steps(o)), "must be at least 1");
+  if (o.eval_batches < 1) d.error("--eval-batches", std::to_string(o.eval_batches), "must be at least 1");
+  if (m.layers < 1 || m.heads < 1 || m.dim < 1 || m.vocab < 2 || m.seq_len < 1)
+    d.error("--model", m.name, "layers, heads, dim, seq-len must be >= 1 and vocab >= 2");
+  else if (m.dim % m.heads != 0)
+    d.error("--dim", std::to_string(m.dim), "must be divisible by --heads " + std::to_string(m.heads),
+            "pick a width that is a multiple of the head count");
+  if (m.vocab < data.vocab)
+    d.error("--vocab", std::to_string(m.vocab), "smaller than the data's vocabulary (" + std::to_string(data.vocab) + ")",
+            "use --vocab " + std::to_string(data.vocab) + " or a larger preset");
+  const auto& z = c.zero_optimization;
+  for (const auto* off : {&z.offload_optimizer, &z.offload_param})
+    if (off->device.value == "nvme")
+      d.error(off == &z.offload_optimizer ? "zero_optimization.offload_optimizer.device"
+                                          : "zero_optimization.offload_param.device",
+              "\"nvme\"", "NVMe offload is validated and planned but not yet wired into the training engine",
+              "use \"cpu\" or \"none\" for now (zerotrain check still plans NVMe offload)");
+  if (backend.act_dtype() != DType::F32 && !c.bf16_enabled())
+    d.error("bf16.enabled", c.fp16_enabled() ? "false (fp16 enabled)" : "false",
+            std::string("the ") + backend.name() + " backend computes in bf16",
+            "set \"bf16\": {\"enabled\": true}, or run fp32/fp16 on --backend cpu");
+  if (d.has_errors()) throw UserError(d);
+}
+
+std::string gib(uint64_t bytes) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.3f GiB", double(bytes) / double(1ull << 30));
+  return b;
+}
+
+std::string hex64(uint64_t v) {
+  char b[24];
+  std::snprintf(b, sizeof b, "0x%016" PRIx64, v);
+  return b;
+}
+
+nlohmann::json comm_json(const StepStats& st) {
+  return {{"all_reduce", st.comm_bytes[int(CommOp::AllReduce)]},
+          {"reduce_scatter", st.comm_bytes[int(CommOp::ReduceScatter)]},
+          {"all_gather", st.comm_bytes[int(CommOp::AllGather)]}};
+}
+
+}  // namespace
+
+RunReport run_training(const RunOptions& o, Communicator& comm, Backend& backend, std::FILE* out) {
+  const int W = comm.world_size(), rank = comm.rank();
+  std::FILE* say = (rank == 0 && o.print) ? out : nullptr;
+  const Config cfg = load_run_config(o, W, rank == 0 ? stderr : nullptr);
+  const TokenDataset data = o.data_dir.empty() ? make_synthetic_dataset(o.seed) : load_token_dataset(o.data_dir);
+  check_inputs(o, cfg, data, backend);
+
+  // Pre-flight: the plan against this machine, before the engine allocates anything.
+  const MemoryPlan plan = make_memory_plan(plan_input(cfg, o.model.total_params(), &o.model, o.local_ranks));
+  const Diagnostics pre = preflight(plan, probe_machine(), cfg.zero_optimization.offload_optimizer.nvme_path.value);
+  if (pre.has_errors()) throw UserError(pre);
+  EngineOptions eo;
+  try {
+    eo = engine_options_from_config(cfg, o.seed, o.recompute);
+  } catch (const std::invalid_argument& e) {
+    throw UserError(o.config_path.empty() ? "<built-in config>" : o.config_path, "", e.what(),
+                    "see configs/README.md for what the engine supports");
+  }
+  Engine engine(o.model, eo, backend, comm);
+
+  RunReport rep;
+  rep.params = engine.params();
+  rep.stage = eo.stage;
+  rep.unigram_entropy = unigram_entropy(data.train);
+  const int64_t steps = run_steps(o);
+  const int T = o.model.seq_len;
+  const double tokens_per_step = double(eo.micro_batch) * eo.grad_accum * W * T;
+  if (say) {
+    std::fprintf(say,
+                 "zerotrain: %s on %d rank(s), backend %s, stage %d, %s | model %s: %d layers, dim %d, vocab %d, "
+                 "seq %d, %" PRId64 " params | micro batch %d x accum %d x world %d = %lld samples/step | data: %s\n",
+                 o.config_path.empty() ? "built-in config" : o.config_path.c_str(), W, backend.name().c_str(),
+                 eo.stage, precision_name(eo.precision), o.model.name.c_str(), o.model.layers, o.model.dim,
+                 o.model.vocab, o.model.seq_len, rep.params, eo.micro_batch, eo.grad_accum, W,
+                 (long long)eo.micro_batch * eo.grad_accum * W, data.description.c_str());
+    std::fprintf(say, "memory plan (per rank):\n%s", plan_to_table(plan).c_str());
+    const auto& a = engine.ledger().current();
+    std::fprintf(say, "allocated (rank 0): params %s, grads %s, master %s, optimizer %s, activations %s, buffers %s\n",
+                 gib(a[MemCategory::Params]).c_str(), gib(a[MemCategory::Grads]).c_str(),
+                 gib(a[MemCategory::Master]).c_str(), gib(a[MemCategory::Optimizer]).c_str(),
+                 gib(a[MemCategory::Activations]).c_str(), gib(a[MemCategory::CommBuffers]).c_str());
+  }
+  std::unique_ptr<std::ofstream> metrics;
+  if (rank == 0 && !o.metrics_path.empty()) {
+    metrics = std::make_unique<std::ofstream>(o.metrics_path);
+    if (!*metrics)
+      throw UserError("--metrics", o.metrics_path, "cannot open the metrics file for writing",
+                      "give a path in an existing, writable directory");
+    *metrics << nlohmann::json{{"event", "start"},
+                               {"world_size", W},
+                               {"stage", eo.stage},
+                               {"params", rep.params},
+                               {"precision", precision_name(eo.precision)},
+                               {"plan", plan_to_json(plan)},
+                               {"allocated", mem_counts_json(engine.ledger().current())}}
+                    .dump()
+             << "\n";
+  }
+
+  BatchSampler train_sampler(data.train, T, o.seed);
+  const BatchSampler val_sampler(data.val, T, o.seed);
+  const BatchGeometry geom{W, eo.micro_batch, eo.grad_accum};
+  auto validate = [&](int64_t step) {
+    const int64_t windows = std::max<int64_t>(1, val_sampler.num_windows() - eo.micro_batch);
+    const double val = engine.evaluate(
+        [&](int micro, int32_t* tok, int32_t* tgt) {
+          const int64_t first = (int64_t(micro) * W + rank) * eo.micro_batch % windows;
+          val_sampler.fill_sequential(first, eo.micro_batch, tok, tgt);
+        },
+        o.eval_batches);
+    rep.val_losses.emplace_back(step, val);
+    if (say) std::fprintf(say, "eval  step %6lld | val loss %.4f\n", (long long)step, val);
+  };
+
+  std::vector<double> rates;
+  const int64_t every = std::max<int64_t>(1, cfg.steps_per_print.value);
+  for (int64_t s = 0; s < steps; ++s) {
+    const StepStats st = engine.train_step(
+        [&](int micro, int32_t* tok, int32_t* tgt) { train_sampler.fill(s, geom, rank, micro, tok, tgt); });
+    const double rate = tokens_per_step / st.seconds;
+    if (s > 0 || steps == 1) rates.push_back(rate);
+    rep.losses.push_back(st.loss);
+    if (say && (st.step == 1 || st.step % every == 0 || st.step == steps)) {
+      std::fprintf(say, "step  %6lld | loss %.4f | lr %.3e | grad norm %.3f%s | skipped %lld | %.0f tokens/s | peak %s\n",
+                   (long long)st.step, st.loss, st.lr, st.grad_norm, st.skipped ? " (skipped)" : "",
+                   (long long)st.skipped_total, rate, gib(st.mem_peak).c_str());
+      if (cfg.wall_clock_breakdown.value)
+        std::fprintf(say, "        time | step %.1f ms: forward %.1f, backward %.1f, reduce wait %.1f, gather wait %.1f, "
+                          "optimizer %.1f\n",
+                     1e3 * st.seconds, 1e3 * st.forward_s, 1e3 * st.backward_s, 1e3 * st.reduce_wait_s,
+                     1e3 * st.gather_wait_s, 1e3 * st.optimizer_s);
+      if (cfg.memory_breakdown.value)
+        std::fprintf(say, "      memory | %s\n", mem_counts_json(engine.ledger().peak_by_category()).dump().c_str());
+    }
+    if (metrics)
+      *metrics << nlohmann::json{{"event", "step"},      {"step", st.step},          {"loss", st.loss},
+                                 {"lr", st.lr},          {"grad_norm", st.grad_norm}, {"loss_scale", st.loss_scale},
+                                 {"skipped", st.skipped}, {"step_ms", 1e3 * st.seconds},
+                                 {"tokens_per_s", rate}, {"comm_bytes", comm_json(st)}, {"mem_peak", st.mem_peak}}
+                      .dump()
+               << "\n";
+    if (o.eval_every > 0 && (s + 1) % o.eval_every == 0 && s + 1 < steps) validate(s + 1);
+  }
+  validate(steps);
+  std::sort(rates.begin(), rates.end());
+  rep.tokens_per_s = rates.empty() ? 0 : rates[rates.size() / 2];
+  rep.summary = engine.param_summary();
+  if (say)
+    std::fprintf(say, "done: %lld steps, final val loss %.4f (unigram entropy %.3f), median %.0f tokens/s, "
+                      "param checksum %s, param L2 %.6f\n",
+                 (long long)steps, rep.val_losses.back().second, rep.unigram_entropy, rep.tokens_per_s,
+                 hex64(rep.summary.checksum).c_str(), rep.summary.l2);
+  if (metrics)
+    *metrics << nlohmann::json{{"event", "end"},
+                               {"steps", steps},
+                               {"param_checksum", hex64(rep.summary.checksum)},
+                               {"param_l2", rep.summary.l2},
+                               {"val_loss", rep.val_losses.back().second}}
+                    .dump()
+             << "\n";
+  return rep;
+}
+
+}  // namespace zt

@@ -1,0 +1,56 @@
+// run_training: the main job — a ds_config (or the built-in all-"auto" one) resolved against the
+// launch, the pre-flight plan, the ZeRO engine over the model and data, per-step reports, periodic
+// validation, and the metrics file.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "collectives/communicator.h"
+#include "kernels/backend.h"
+#include "runtime/config/auto_flags.h"
+#include "runtime/config/config.h"
+#include "runtime/engine/engine.h"
+#include "runtime/model/model_config.h"
+
+namespace zt {
+
+struct RunOptions {
+  std::string config_path;    // "" = the built-in config: everything "auto", resolved from flags/defaults
+  AutoFlags flags;            // --micro-batch, --lr, --steps, ...
+  bool allow_unknown_keys = false;
+  ModelConfig model;
+  uint64_t seed = 1;          // initialisation, built-in data, sample order
+  std::string data_dir;       // "" = built-in synthetic language; else DIR/train.bin and DIR/val.bin
+  int64_t eval_every = 50;    // validation every K steps (0: only after the last step)
+  int eval_batches = 4;       // micro-batches per rank per validation
+  bool recompute = false;     // activation checkpointing: recompute each block in backward
+  std::string metrics_path;   // JSON lines, rank 0
+  bool print = true;          // rank 0's per-step lines
+  int local_ranks = 1;        // ranks sharing this host (host RAM in the plan)
+};
+
+struct RunReport {
+  std::vector<double> losses;
+  std::vector<std::pair<int64_t, double>> val_losses;
+  double unigram_entropy = 0;
+  double tokens_per_s = 0;  // median over steps after the first, whole job
+  int64_t params = 0;
+  int stage = 0;
+  ParamSummary summary;
+};
+
+// The step count a run takes: --steps, else 200.
+int64_t run_steps(const RunOptions& o);
+
+// Loads and checks the config for this world size; throws zt::UserError with every problem.
+Config load_run_config(const RunOptions& o, int world_size, std::FILE* warnings_to);
+
+// Collective: every rank calls it with its communicator and backend. Throws zt::UserError for bad
+// input (config, data, plan that cannot fit) before anything large is allocated.
+RunReport run_training(const RunOptions& o, Communicator& comm, Backend& backend, std::FILE* out = stdout);
+
+}  // namespace zt
