@@ -10,7 +10,7 @@ cd "$root"
 OUT="${OUT:-$root/out}"
 mkdir -p "$OUT"
 JOBS="${ZT_JOBS:-$(nproc)}"
-BUDGET="${ZT_GPU_CHECK_BUDGET:-430}"   # seconds for the whole run (the device call allows ~8 min)
+BUDGET="${ZT_GPU_CHECK_BUDGET:-440}"   # seconds for the whole run (the device call allows ~8 min)
 BUILD="${ZT_GPU_BUILD_DIR:-$root/build-gpu}"
 DEPS="${ZT_GPU_DEPS:-/tmp/zt-gpu-deps}"
 ARCH="${ZT_CUDA_ARCH:-90}"
@@ -172,6 +172,11 @@ if [ $CONFIGURED -eq 0 ]; then
     stage model_bench 90 "$BENCH_LOG" model_bench
     grep -q 'bench_gpu_model: skipped' "$BENCH_LOG" && note "skipped: no GPU"
   fi
+  # The ZeRO engine on the GPU: stages 0-3 (tiny vs the CPU backend; gpt2-124m throughput).
+  if [ -x "$BUILD/runtime/cli/zerotrain" ]; then
+    ENGINE_LOG="$OUT/engine.log"; : >"$ENGINE_LOG"
+    stage engine 150 "$ENGINE_LOG" "$root/scripts/gpu_engine_check.sh" "$BUILD/runtime/cli/zerotrain" "$ENGINE_LOG"
+  fi
   # The whole single-process suite: unit tests and every module's gpu-labelled tests (MPI is off).
   stage all_tests 150 "$TEST_LOG" ctest --test-dir "$BUILD" -LE mpi -j 4 --output-on-failure --timeout 120
   note "$(grep -E 'tests passed|tests failed' "$TEST_LOG" | tail -1)"
@@ -212,6 +217,7 @@ if n == 0:
     print("  (no benchmark numbers: see bench.log)")
 PY
 } >"$OUT/summary.txt" 2>&1
+[ -f "$OUT/engine.log" ] && sed -n '/^ENGINE tiny/,$p' "$OUT/engine.log" >>"$OUT/summary.txt"
 cat "$OUT/summary.txt" >&3
 # Keep the returned files within the 16 MiB-per-file limit.
 for f in "$LOG" "$BUILD_LOG" "$TEST_LOG" "$BENCH_LOG"; do

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# The engine on a GPU (world size 1): stages 0–3 with a bf16 config train `tiny` on the CUDA and the
+# CPU backend (losses compared: bf16 on both sides, so a bf16-sized tolerance) and `gpt2-124m` on
+# CUDA (tokens/s, peak memory, bytes per collective per stage). Called by scripts/gpu_check.sh.
+#   usage: gpu_engine_check.sh ZEROTRAIN_BINARY OUT_FILE
+set -u
+zt="$1"
+out="$2"
+work="$(mktemp -d)"
+config() {  # stage micro_batch -> path
+  local f="$work/stage$1_mb$2.json"
+  cat >"$f" <<JSON
+{"train_micro_batch_size_per_gpu": $2, "gradient_accumulation_steps": 1, "steps_per_print": 1,
+ "optimizer": {"type": "AdamW", "params": {"lr": 1e-3, "weight_decay": 0.1}},
+ "gradient_clipping": 1.0, "bf16": {"enabled": true},
+ "zero_optimization": {"stage": $1, "stage3_param_persistence_threshold": 0}}
+JSON
+  echo "$f"
+}
+for s in 0 1 2 3; do
+  for be in cuda cpu; do
+    echo "=== tiny stage $s backend $be"
+    timeout 60 "$zt" --config "$(config $s 4)" --model tiny --vocab 256 --steps 5 --eval-every 0 --eval-batches 1 \
+      --backend "$be" --metrics "$work/tiny_${be}_$s.jsonl" 2>&1 | tail -4
+  done
+done
+for s in 0 1 2 3; do
+  echo "=== gpt2-124m stage $s backend cuda"
+  timeout 90 "$zt" --config "$(config $s 8)" --model gpt2-124m --steps 4 --eval-every 0 --eval-batches 1 \
+    --backend cuda --metrics "$work/g124_$s.jsonl" 2>&1 | tail -3
+done
+for f in "$work"/*.jsonl; do echo "--- $(basename "$f")"; cat "$f"; done
+python3 - "$work" <<'PY'
+import json, os, sys, statistics
+d = sys.argv[1]
+def load(name):
+    p = os.path.join(d, name)
+    if not os.path.exists(p):
+        return None
+    return [json.loads(l) for l in open(p)]
+print("ENGINE tiny: CUDA vs CPU backend (bf16 both), 5 steps")
+for s in range(4):
+    a, b = load(f"tiny_cuda_{s}.jsonl"), load(f"tiny_cpu_{s}.jsonl")
+    if not a or not b:
+        print(f"  stage {s}: missing run"); continue
+    la = [r["loss"] for r in a if r["event"] == "step"]
+    lb = [r["loss"] for r in b if r["event"] == "step"]
+    rel = max(abs(x - y) / abs(y) for x, y in zip(la, lb)) if la and len(la) == len(lb) else float("nan")
+    print(f"  stage {s}: cuda losses {['%.4f' % x for x in la]} max rel diff vs cpu {rel:.2e}")
+print("ENGINE gpt2-124m on CUDA, micro batch 8 x 1024 tokens, 4 steps")
+for s in range(4):
+    a = load(f"g124_{s}.jsonl")
+    steps = [r for r in (a or []) if r["event"] == "step"]
+    if not steps:
+        print(f"  stage {s}: no steps"); continue
+    tps = statistics.median(r["tokens_per_s"] for r in steps[1:]) if len(steps) > 1 else steps[0]["tokens_per_s"]
+    last = steps[-1]
+    print(f"  stage {s}: {tps:9.0f} tokens/s  step {last['step_ms']:.0f} ms  peak {last['mem_peak']/2**30:.2f} GiB  "
+          f"comm {json.dumps(last['comm_bytes'])}  loss {last['loss']:.3f}")
+PY
+rm -rf "$work"
