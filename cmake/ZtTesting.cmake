@@ -10,7 +10,9 @@ function(zt_add_unit_test name)
   cmake_parse_arguments(ARG "" "" "LIBS" ${ARGN})
   add_executable(${name} ${ARG_UNPARSED_ARGUMENTS})
   target_link_libraries(${name} PRIVATE zt_options GTest::gtest_main ${ARG_LIBS})
-  gtest_discover_tests(${name} PROPERTIES LABELS unit DISCOVERY_TIMEOUT 60)
+  # Two OpenMP threads per test: several tests run at once, and a many-core machine would otherwise
+  # oversubscribe itself with spinning teams (results never depend on the thread count).
+  gtest_discover_tests(${name} PROPERTIES LABELS unit ENVIRONMENT OMP_NUM_THREADS=2 DISCOVERY_TIMEOUT 60)
 endfunction()
 
 # zt_add_mpi_test(NAME TARGET NP [ARGS ...]) — runs TARGET under mpirun with NP ranks, label "mpi".
