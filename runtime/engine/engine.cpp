@@ -52,15 +52,18 @@ ParamSummary Engine::param_summary() {
   uint64_t h = 1469598103934665603ull;  // FNV-1a 64 offset basis
   double sq = 0;
   std::vector<float> full;
+  // With NVMe offload (and no aliasing) the master weights live in the swap file.
+  const bool paged = s.pipeline && !s.master_aliases_work;
+  const std::vector<std::vector<float>> paged_master = paged ? s.read_masters() : std::vector<std::vector<float>>{};
   for (int u = 0; u < s.U; ++u) {
     const int64_t numel = s.map->shard(u).numel;
-    const float* values = s.master[u];
+    const float* values = paged ? paged_master[u].data() : s.master[u];
     if (s.opt.stage != 0 && s.W > 1) {
       // Consolidate the unit from every rank's master shard (through backend memory for NCCL).
       const int64_t S = s.shard_len(u), P = s.padded(u);
       void* buf = s.ledger.alloc(MemCategory::CommBuffers, size_t(P) * 4);
       void* mine = static_cast<char*>(buf) + size_t(s.rank_offset(u)) * 4;
-      s.backend.copy_to_device(mine, s.master[u], size_t(S) * 4);
+      s.backend.copy_to_device(mine, values, size_t(S) * 4);
       s.comm.all_gather(mine, buf, size_t(P), CommDType::F32);
       full.resize(size_t(P));
       s.backend.copy_to_host(full.data(), buf, size_t(P) * 4);

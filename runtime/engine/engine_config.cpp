@@ -88,6 +88,18 @@ EngineOptions engine_options_from_config(const Config& c, uint64_t seed, bool re
   e.loss_scaler.hysteresis = int(f.hysteresis.value);
   e.loss_scaler.consecutive_hysteresis = f.consecutive_hysteresis.value;
   e.loss_scaler.min_loss_scale = f.min_loss_scale.value;
+  const auto& oo = z.offload_optimizer;
+  e.offload.optimizer = oo.device.value == "nvme"  ? OffloadDevice::NVMe
+                        : oo.device.value == "cpu" ? OffloadDevice::CPU
+                                                   : OffloadDevice::None;
+  e.offload.nvme_path = oo.nvme_path.value;
+  e.offload.buffer_count = int(oo.buffer_count.value);
+  e.offload.pin_memory = oo.pin_memory.value;
+  e.offload.aio.block_size = size_t(c.aio.block_size.value);
+  e.offload.aio.queue_depth = int(c.aio.queue_depth.value);
+  e.offload.aio.intra_op_parallelism = int(c.aio.thread_count.value);
+  e.offload.aio.single_submit = c.aio.single_submit.value;
+  e.offload.aio.overlap_events = c.aio.overlap_events.value;
   e.checkpoint_activations = recompute;
   e.seed = seed;
   return e;

@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "offload/aio_uring.h"
 #include "optim/loss_scaler.h"
 #include "optim/lr_scheduler.h"
 #include "runtime/plan/memory_plan.h"
@@ -24,6 +25,17 @@ struct OptimizerOptions {
   double momentum = 0.0, dampening = 0.0;  // SGD
   bool nesterov = false;                   // SGD
   double max_coeff = 10.0, min_coeff = 0.01;  // Lamb
+};
+
+// Where the optimizer's fp32 state lives. CPU: host memory (on the CPU backend it is there anyway).
+// NVMe: master weights (when not aliased to the working params) and moments are paged per sub-group
+// to a direct-I/O file under nvme_path, read ahead and written behind with buffer_count buffers.
+struct OffloadOptions {
+  OffloadDevice optimizer = OffloadDevice::None;
+  std::string nvme_path;
+  int buffer_count = 4;
+  bool pin_memory = true;
+  offload::AioConfig aio;
 };
 
 struct EngineOptions {
@@ -47,6 +59,7 @@ struct EngineOptions {
   bool prescale_gradients = false;
   double gradient_predivide_factor = 1.0;
   LossScalerConfig loss_scaler;  // fp16 only
+  OffloadOptions offload;
   bool checkpoint_activations = false;
   uint64_t seed = 1234;
   int64_t shard_alignment = 16;  // elements; each shard starts at a multiple of it

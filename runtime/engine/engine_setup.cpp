@@ -1,5 +1,6 @@
 // Engine set-up: the unit layout and shard map, every per-stage buffer (recorded in the ledger),
 // and the deterministic initial parameters, which depend on the seed only, never on stage or W.
+#include <algorithm>
 #include <cstring>
 #include <stdexcept>
 
@@ -65,6 +66,10 @@ Engine::State::State(const ModelConfig& m, const EngineOptions& o, Backend& b, C
   const bool needs_v = o.optimizer.type != OptimizerType::SGD;
   const bool needs_m = o.optimizer.type != OptimizerType::SGD || o.optimizer.momentum != 0.0;
 
+  const bool nvme = o.offload.optimizer == OffloadDevice::NVMe;
+  if (nvme && o.optimizer.type == OptimizerType::Lamb)
+    throw std::invalid_argument("engine: Lamb needs every tensor's state at once; it cannot page it to NVMe");
+  std::vector<std::vector<float>> initial_master;  // NVMe without aliasing: written to the swap file
   gathered.resize(U);
   grad_full.assign(U, nullptr);
   std::vector<float> init;
@@ -82,8 +87,13 @@ Engine::State::State(const ModelConfig& m, const EngineOptions& o, Backend& b, C
       std::memcpy(work[u], init.data(), size_t(work_len) * 4);
       master.push_back(static_cast<float*>(work[u]) + master_in_init);
     } else {
-      float* ms = host_floats(host_store, ledger, MemCategory::Master, L);
-      std::memcpy(ms, init.data() + master_in_init, size_t(L) * 4);
+      float* ms = nullptr;
+      if (nvme) {
+        initial_master.emplace_back(init.begin() + master_in_init, init.begin() + master_in_init + L);
+      } else {
+        ms = host_floats(host_store, ledger, MemCategory::Master, L);
+        std::memcpy(ms, init.data() + master_in_init, size_t(L) * 4);
+      }
       master.push_back(ms);
       if (host_fp32) {
         round_to_precision(init.data(), init.size(), o.precision);
@@ -95,9 +105,16 @@ Engine::State::State(const ModelConfig& m, const EngineOptions& o, Backend& b, C
       }
       if (!host_fp32) grad_host.push_back(host_floats(host_store, ledger, MemCategory::CommBuffers, L));
     }
-    moment1.push_back(needs_m ? host_floats(host_store, ledger, MemCategory::Optimizer, L) : nullptr);
-    moment2.push_back(needs_v ? host_floats(host_store, ledger, MemCategory::Optimizer, L) : nullptr);
+    moment1.push_back(needs_m && !nvme ? host_floats(host_store, ledger, MemCategory::Optimizer, L) : nullptr);
+    moment2.push_back(needs_v && !nvme ? host_floats(host_store, ledger, MemCategory::Optimizer, L) : nullptr);
   }
+  // The optimizer walks each unit's real elements (all of them in stage 0, the rank's shard
+  // otherwise; never the padding) in sub-groups of at most sub_group_size elements.
+  for (int u = 0; u < U; ++u) {
+    const int64_t hi = o.stage == 0 ? map->shard(u).numel : map->shard(u).valid;
+    for (int64_t a = 0; a < hi; a += o.sub_group_size) subgroups.push_back({u, a, std::min(o.sub_group_size, hi - a)});
+  }
+  if (nvme) setup_nvme(initial_master);
   if (o.precision == Precision::FP16) scaler = std::make_unique<LossScaler>(o.loss_scaler);
   tokens.resize(size_t(o.micro_batch) * m.seq_len);
   targets.resize(tokens.size());

@@ -9,7 +9,11 @@
 #include <memory>
 #include <vector>
 
+#include "offload/nvme_swapper.h"
+#include "offload/pinned_memory.h"
+#include "offload/swap_pipeline.h"
 #include "optim/lamb.h"
+#include "optim/sgd.h"
 #include "runtime/engine/engine.h"
 #include "runtime/model/gpt2.h"
 
@@ -26,6 +30,14 @@ struct PendingReduce {
   int unit = 0;
   void* full = nullptr;
   CommHandlePtr handle;
+};
+
+// One piece of the optimizer's walk: elements [begin, begin + n) of unit `unit`'s state arrays.
+// With NVMe offload each sub-group is one record in the swap file: [master n (when not aliased)]
+// [moment1 n] [moment2 n (Adam, Lamb)] fp32 values.
+struct SubGroup {
+  int unit = 0;
+  int64_t begin = 0, n = 0;
 };
 
 // Stage 3: a unit's gathered (full) parameters, if any.
@@ -69,6 +81,15 @@ struct Engine::State {
   std::vector<CommHandlePtr> pending_unit_reductions;  // stage 0–1: all-reduce / reduce-scatter in flight
   int64_t live_elements = 0;
 
+  // --- NVMe offload of the optimizer state (engine_offload.cpp) -----------------------------
+  std::vector<SubGroup> subgroups;
+  std::unique_ptr<offload::PinnedAllocator> pinned;
+  std::unique_ptr<offload::NvmeSwapper> swapper;
+  std::unique_ptr<offload::SwapPipeline> pipeline;
+  void setup_nvme(const std::vector<std::vector<float>>& initial_master);  // initial_master: when not aliased
+  size_t record_floats(int64_t n) const;  // fp32 values per element-range record
+  std::vector<std::vector<float>> read_masters();  // every unit's master from NVMe (summaries)
+
   // --- progress -------------------------------------------------------------------------------
   int64_t steps = 0, applied = 0, skipped = 0;
   std::unique_ptr<LossScaler> scaler;
@@ -100,8 +121,14 @@ struct Engine::State {
   float* reduced_grad_host(int u);         // fp32 host view of this rank's reduced gradient range
   void optimizer_step(StepStats& st);
   void lamb_step(const std::vector<float*>& g, const LambHyper& h);  // engine_lamb.cpp
-  // Working params from master; stage 1–2 then all-gather the unit (handles appended to `gathers`).
-  void refresh_working(int u, std::vector<CommHandlePtr>& gathers);
+  // Working params [begin, begin + n) of unit u's state range from fp32 master values.
+  void write_working(int u, int64_t begin, int64_t n, const float* master_values);
+  // Stage 1–2: all-gather the unit's updated shard (handle appended to `gathers` when overlapping).
+  void gather_updated(int u, std::vector<CommHandlePtr>& gathers);
+  // One optimizer update of n elements (AdamW / Adam-L2 / SGD) with this step's hyper-parameters.
+  void update_range(float* p, const float* g, float* m, float* v, int64_t n);
+  AdamWHyper adam_h;
+  SgdHyper sgd_h;
   std::vector<double> allgather_doubles(const std::vector<double>& local);  // every rank's, in rank order
 };
 

@@ -55,33 +55,35 @@ float* Engine::State::reduced_grad_host(int u) {
   return g;
 }
 
-// Where this rank's updated elements begin and end in master/moment coordinates.
-static std::pair<int64_t, int64_t> update_range(const Engine::State& s, int u) {
-  if (s.opt.stage == 0) return {0, s.map->shard(u).numel};
-  return {0, s.map->shard(u).valid};
+void Engine::State::write_working(int u, int64_t begin, int64_t n, const float* values) {
+  if (master_aliases_work) return;  // the update wrote the working params themselves
+  const int64_t dst_begin = (opt.stage == 1 || opt.stage == 2 ? rank_offset(u) : 0) + begin;
+  void* dst = at(work[u], dst_begin);
+  if (host_fp32) {
+    float* w = static_cast<float*>(dst);
+    std::memcpy(w, values, size_t(n) * 4);
+    round_to_precision(w, size_t(n), opt.precision);
+  } else {
+    stage16.resize(std::max(stage16.size(), size_t(n)));
+    for (int64_t i = 0; i < n; ++i) stage16[size_t(i)] = f32_to_bf16_bits(values[i]);
+    backend.copy_to_device(dst, stage16.data(), size_t(n) * 2);
+  }
 }
 
-void Engine::State::refresh_working(int u, std::vector<CommHandlePtr>& gathers) {
-  const int64_t L = state_len(u);
-  void* dst = opt.stage == 1 || opt.stage == 2 ? at(work[u], rank_offset(u)) : work[u];
-  if (!master_aliases_work) {
-    if (host_fp32) {
-      float* w = static_cast<float*>(dst);
-      std::memcpy(w, master[u], size_t(L) * 4);
-      round_to_precision(w, size_t(L), opt.precision);
-    } else {
-      stage16.resize(std::max(stage16.size(), size_t(L)));
-      for (int64_t i = 0; i < L; ++i) stage16[size_t(i)] = f32_to_bf16_bits(master[u][i]);
-      backend.copy_to_device(dst, stage16.data(), size_t(L) * 2);
-    }
+void Engine::State::gather_updated(int u, std::vector<CommHandlePtr>& gathers) {
+  if (opt.stage != 1 && opt.stage != 2) return;
+  gathers.push_back(comm.all_gather_async(at(work[u], rank_offset(u)), work[u], size_t(padded(u)), cdt));
+  if (!opt.overlap_comm) {
+    gathers.back()->wait();
+    gathers.pop_back();
   }
-  if (opt.stage == 1 || opt.stage == 2) {
-    gathers.push_back(comm.all_gather_async(dst, work[u], size_t(padded(u)), cdt));
-    if (!opt.overlap_comm) {
-      gathers.back()->wait();
-      gathers.pop_back();
-    }
-  }
+}
+
+void Engine::State::update_range(float* p, const float* g, float* m, float* v, int64_t n) {
+  if (opt.optimizer.type == OptimizerType::SGD)
+    sgd_step({p, size_t(n)}, {g, size_t(n)}, m ? std::span<float>(m, size_t(n)) : std::span<float>(), sgd_h);
+  else
+    offload::cpu_adam_step(p, g, m, v, size_t(n), adam_h);
 }
 
 void Engine::State::optimizer_step(StepStats& st) {
@@ -153,33 +155,42 @@ void Engine::State::optimizer_step(StepStats& st) {
     h.step = int(applied);
     h.grad_scale = grad_scale;
     lamb_step(g, h);
-    for (int u = 0; u < U; ++u) refresh_working(u, gathers);
-  }
-  for (int u = 0; u < U && o.type != OptimizerType::Lamb; ++u) {
-    const auto [lo, hi] = update_range(*this, u);
-    for (int64_t a = lo; a < hi; a += opt.sub_group_size) {  // sub-groups: the unit of NVMe paging
-      const int64_t n = std::min(opt.sub_group_size, hi - a);
-      if (o.type == OptimizerType::SGD) {
-        SgdHyper h{float(st.lr), float(o.momentum), float(o.dampening), float(o.weight_decay), o.nesterov,
-                   int(applied), grad_scale};
-        std::span<float> buf = moment1[u] ? std::span<float>(moment1[u] + a, size_t(n)) : std::span<float>();
-        sgd_step({master[u] + a, size_t(n)}, {g[u] + a, size_t(n)}, buf, h);
-      } else {  // AdamW / Adam with L2
-        AdamWHyper h;
-        h.lr = float(st.lr);
-        h.beta1 = float(beta1);
-        h.beta2 = float(beta2);
-        h.eps = float(o.eps);
-        h.weight_decay = float(o.weight_decay);
-        h.decoupled = o.type == OptimizerType::AdamW;
-        h.step = int(applied);
-        h.bias_correction = o.bias_correction;
-        h.grad_scale = grad_scale;
-        offload::cpu_adam_step(master[u] + a, g[u] + a, moment1[u] + a, moment2[u] + a, size_t(n), h);
+    for (int u = 0; u < U; ++u) write_working(u, 0, state_len(u), master[u]);
+  } else {
+    sgd_h = SgdHyper{float(st.lr), float(o.momentum), float(o.dampening), float(o.weight_decay), o.nesterov,
+                     int(applied), grad_scale};
+    adam_h = AdamWHyper{};
+    adam_h.lr = float(st.lr);
+    adam_h.beta1 = float(beta1);
+    adam_h.beta2 = float(beta2);
+    adam_h.eps = float(o.eps);
+    adam_h.weight_decay = float(o.weight_decay);
+    adam_h.decoupled = o.type == OptimizerType::AdamW;
+    adam_h.step = int(applied);
+    adam_h.bias_correction = o.bias_correction;
+    adam_h.grad_scale = grad_scale;
+    if (pipeline) {
+      // NVMe: read sub-group k+1 while k steps and k-1 is written back.
+      pipeline->run([&](size_t k, void* data, size_t) {
+        const SubGroup& sg = subgroups[k];
+        float* rec = static_cast<float*>(data);
+        float* p = master_aliases_work ? master[sg.unit] + sg.begin : rec;
+        float* m = rec + (master_aliases_work ? 0 : sg.n);
+        float* v = o.type == OptimizerType::SGD ? nullptr : m + sg.n;
+        if (o.type == OptimizerType::SGD && o.momentum == 0.0) m = nullptr;
+        update_range(p, g[sg.unit] + sg.begin, m, v, sg.n);
+        write_working(sg.unit, sg.begin, sg.n, p);
+      });
+    } else {
+      for (const SubGroup& sg : subgroups) {
+        const int u = sg.unit;
+        update_range(master[u] + sg.begin, g[u] + sg.begin, moment1[u] ? moment1[u] + sg.begin : nullptr,
+                     moment2[u] ? moment2[u] + sg.begin : nullptr, sg.n);
+        write_working(u, sg.begin, sg.n, master[u] + sg.begin);
       }
     }
-    refresh_working(u, gathers);
   }
+  for (int u = 0; u < U; ++u) gather_updated(u, gathers);
   st.optimizer_s += seconds_since(t0);
   const auto t1 = Clock::now();
   for (auto& h : gathers) h->wait();

@@ -35,12 +35,14 @@ void check_inputs(const RunOptions& o, const Config& c, const TokenDataset& data
     d.error("--vocab", std::to_string(m.vocab), "smaller than the data's vocabulary (" + std::to_string(data.vocab) + ")",
             "use --vocab " + std::to_string(data.vocab) + " or a larger preset");
   const auto& z = c.zero_optimization;
-  for (const auto* off : {&z.offload_optimizer, &z.offload_param})
-    if (off->device.value == "nvme")
-      d.error(off == &z.offload_optimizer ? "zero_optimization.offload_optimizer.device"
-                                          : "zero_optimization.offload_param.device",
-              "\"nvme\"", "NVMe offload is validated and planned but not yet wired into the training engine",
-              "use \"cpu\" or \"none\" for now (zerotrain check still plans NVMe offload)");
+  if (z.offload_param.device.value == "nvme")
+    d.error("zero_optimization.offload_param.device", "\"nvme\"",
+            "parameter offload to NVMe is validated and planned but not yet wired into the training engine",
+            "use \"cpu\" or \"none\" (optimizer offload to NVMe does work)");
+  if (z.offload_param.device.value == "cpu" && backend.act_dtype() != DType::F32)
+    d.error("zero_optimization.offload_param.device", "\"cpu\"",
+            "parameter offload is not wired into the CUDA path yet (on the cpu backend the shard is in host memory)",
+            "use \"none\" with --backend cuda");
   if (backend.act_dtype() != DType::F32 && !c.bf16_enabled())
     d.error("bf16.enabled", c.fp16_enabled() ? "false (fp16 enabled)" : "false",
             std::string("the ") + backend.name() + " backend computes in bf16",
@@ -86,7 +88,16 @@ RunReport run_training(const RunOptions& o, Communicator& comm, Backend& backend
     throw UserError(o.config_path.empty() ? "<built-in config>" : o.config_path, "", e.what(),
                     "see configs/README.md for what the engine supports");
   }
-  Engine engine(o.model, eo, backend, comm);
+  std::unique_ptr<Engine> made;
+  try {
+    made = std::make_unique<Engine>(o.model, eo, backend, comm);
+  } catch (const std::invalid_argument& e) {
+    throw UserError(o.config_path.empty() ? "<built-in config>" : o.config_path, "", e.what(),
+                    "see configs/README.md for what the engine supports");
+  } catch (const std::runtime_error& e) {  // the NVMe swap file: path, errno and fix in the message
+    throw UserError("zero_optimization.offload_optimizer.nvme_path", eo.offload.nvme_path, e.what());
+  }
+  Engine& engine = *made;
 
   RunReport rep;
   rep.params = engine.params();
@@ -95,6 +106,11 @@ RunReport run_training(const RunOptions& o, Communicator& comm, Backend& backend
   const int64_t steps = run_steps(o);
   const int T = o.model.seq_len;
   const double tokens_per_step = double(eo.micro_batch) * eo.grad_accum * W * T;
+  if (say && eo.offload.optimizer == OffloadDevice::CPU && backend.name() == "cpu")
+    std::fprintf(say, "note: offload_optimizer=cpu: on the cpu backend the optimizer state is in host memory anyway\n");
+  if (say && eo.offload.optimizer == OffloadDevice::NVMe)
+    std::fprintf(say, "optimizer state paged to NVMe under %s (sub-groups of %lld elements, %d buffers)\n",
+                 eo.offload.nvme_path.c_str(), (long long)eo.sub_group_size, eo.offload.buffer_count);
   if (say) {
     std::fprintf(say,
                  "zerotrain: %s on %d rank(s), backend %s, stage %d, %s | model %s: %d layers, dim %d, vocab %d, "
