@@ -123,7 +123,7 @@ class CudaBackend final : public Backend {
   }
   void matmul_backward(void* dinp, void* dw, void* dbias, const void* dout, const void* inp, const void* w, int N,
                        int IC, int OC) override {
-    float* scratch = dbias ? scratch_floats(cuda::matmul_backward_scratch_floats(N, OC)) : nullptr;
+    float* scratch = scratch_floats(cuda::matmul_backward_scratch_floats(N, IC, OC));
     cuda::matmul_backward(lt_, dinp, dw, dbias, dout, inp, w, N, IC, OC, scratch, stream_);
   }
   size_t attention_saved_bytes(int B, int T, int C, int NH) const override {

@@ -1,5 +1,6 @@
 // cuBLASLt wrapper for bf16 GEMMs (fp32 compute and scale) with alignment taken from the actual
 // pointers, the row-major linear-layer mapping, and the bias-gradient reduction.
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 
@@ -45,10 +46,44 @@ struct BiasGrad {
   __device__ void operator()(int r, int c, float* v) const { v[0] = ld(dout, (size_t)r * C + c); }
 };
 
+
+// D += the fp32 product, rounded once (the product was computed into fp32 scratch).
+__global__ void add_f32_into_bf16_kernel(bf16* D, int ldd, const float* P, int m, int n) {
+  const size_t total = (size_t)m * n;
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total; i += (size_t)gridDim.x * blockDim.x) {
+    const int col = static_cast<int>(i / m), row = static_cast<int>(i % m);
+    const size_t idx = (size_t)col * ldd + row;
+    st(D, idx, ld(D, idx) + P[i]);
+  }
+}
+
+// The cuBLASLt call behind both entry points; D has type d_type (bf16 or fp32).
+void gemm_lt(const LtContext& ctx, bool trans_a, bool trans_b, int m, int n, int k, float alpha, const void* A,
+             int lda, const void* B, int ldb, float beta, void* D, cudaDataType_t d_type, int ldd, const void* bias,
+             cudaStream_t s);
+
 }  // namespace
 
 void gemm_bf16(const LtContext& ctx, bool trans_a, bool trans_b, int m, int n, int k, float alpha, const void* A,
                int lda, const void* B, int ldb, float beta, void* D, int ldd, const void* bias, cudaStream_t s) {
+  gemm_lt(ctx, trans_a, trans_b, m, n, k, alpha, A, lda, B, ldb, beta, D, CUDA_R_16BF, ldd, bias, s);
+}
+
+// cuBLASLt with beta = 1 on a bf16 D was measured (H200) to round the product before adding it:
+// two roundings. Compute the product in fp32 and add it in one rounding instead.
+void gemm_bf16_accumulate(const LtContext& ctx, bool trans_a, bool trans_b, int m, int n, int k, const void* A,
+                          int lda, const void* B, int ldb, void* D, int ldd, float* scratch, cudaStream_t s) {
+  if (m <= 0 || n <= 0) return;
+  gemm_lt(ctx, trans_a, trans_b, m, n, k, 1.0f, A, lda, B, ldb, 0.0f, scratch, CUDA_R_32F, m, nullptr, s);
+  add_f32_into_bf16_kernel<<<grid_for((size_t)m * n, 256), 256, 0, s>>>(static_cast<bf16*>(D), ldd, scratch, m, n);
+  ZT_LAUNCH_CHECK(add_f32_into_bf16_kernel);
+}
+
+namespace {
+
+void gemm_lt(const LtContext& ctx, bool trans_a, bool trans_b, int m, int n, int k, float alpha, const void* A,
+             int lda, const void* B, int ldb, float beta, void* D, cudaDataType_t d_type, int ldd, const void* bias,
+             cudaStream_t s) {
   if (m <= 0 || n <= 0) return;
   // The bias epilogue wants an aligned vector; otherwise add the bias with a small kernel after.
   const bool epilogue_bias = bias && alignment_of(bias) >= 16;
@@ -67,7 +102,7 @@ void gemm_bf16(const LtContext& ctx, bool trans_a, bool trans_b, int m, int n, i
   }
   CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&ds.a, CUDA_R_16BF, trans_a ? k : m, trans_a ? m : k, lda));
   CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&ds.b, CUDA_R_16BF, trans_b ? n : k, trans_b ? k : n, ldb));
-  CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&ds.d, CUDA_R_16BF, m, n, ldd));
+  CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&ds.d, d_type, m, n, ldd));
   CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&ds.pref));
   CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(ds.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                                     &ctx.workspace_bytes, sizeof(ctx.workspace_bytes)));
@@ -101,20 +136,26 @@ void gemm_bf16(const LtContext& ctx, bool trans_a, bool trans_b, int m, int n, i
   }
 }
 
+}  // namespace
+
 // Row-major X[N,IC] is column-major Xᵀ[IC,N]; so outᵀ[OC,N] = op_T(Wᵀ[IC,OC]) · Xᵀ[IC,N].
 void matmul_forward(const LtContext& ctx, void* out, const void* inp, const void* w, const void* bias, int N, int IC,
                     int OC, cudaStream_t s) {
   gemm_bf16(ctx, true, false, OC, N, IC, 1.0f, w, IC, inp, IC, 0.0f, out, OC, bias, s);
 }
 
-size_t matmul_backward_scratch_floats(int N, int OC) { return column_reduce_scratch_floats(N, OC); }
+size_t matmul_backward_scratch_floats(int N, int IC, int OC) {
+  const size_t products = std::max((size_t)IC * N, (size_t)IC * OC);  // fp32 dinpᵀ or dwᵀ before adding
+  return std::max(products, column_reduce_scratch_floats(N, OC));
+}
 
 void matmul_backward(const LtContext& ctx, void* dinp, void* dw, void* dbias, const void* dout, const void* inp,
                      const void* w, int N, int IC, int OC, float* scratch, cudaStream_t s) {
   // dinpᵀ[IC,N] += Wᵀ[IC,OC] · doutᵀ[OC,N]
-  if (dinp) gemm_bf16(ctx, false, false, IC, N, OC, 1.0f, w, IC, dout, OC, 1.0f, dinp, IC, nullptr, s);
+  // (stream order makes the shared scratch safe: each product is consumed before the next is made)
+  if (dinp) gemm_bf16_accumulate(ctx, false, false, IC, N, OC, w, IC, dout, OC, dinp, IC, scratch, s);
   // dwᵀ[IC,OC] += inpᵀ[IC,N] · op_T(doutᵀ[OC,N])
-  if (dw) gemm_bf16(ctx, false, true, IC, OC, N, 1.0f, inp, IC, dout, OC, 1.0f, dw, IC, nullptr, s);
+  if (dw) gemm_bf16_accumulate(ctx, false, true, IC, OC, N, inp, IC, dout, OC, dw, IC, scratch, s);
   if (dbias) column_reduce<1>(static_cast<bf16*>(dbias), nullptr, scratch, N, OC,
                               BiasGrad{static_cast<const bf16*>(dout), OC}, s);
 }

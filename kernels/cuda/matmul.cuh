@@ -23,7 +23,11 @@ void gemm_bf16(const LtContext& ctx, bool trans_a, bool trans_b, int m, int n, i
 // out[N,OC] = inp[N,IC] · Wᵀ + bias (row-major, W is [OC,IC]).
 void matmul_forward(const LtContext& ctx, void* out, const void* inp, const void* w, const void* bias, int N, int IC,
                     int OC, cudaStream_t s);
-size_t matmul_backward_scratch_floats(int N, int OC);
+// D[m,n] (bf16, column-major) += op(A)·op(B), the product made in fp32 `scratch` (m·n floats) and
+// added with one rounding.
+void gemm_bf16_accumulate(const LtContext& ctx, bool trans_a, bool trans_b, int m, int n, int k, const void* A,
+                          int lda, const void* B, int ldb, void* D, int ldd, float* scratch, cudaStream_t s);
+size_t matmul_backward_scratch_floats(int N, int IC, int OC);
 // dinp += dout·W; dw += doutᵀ·inp; dbias += Σ_rows dout (each may be null).
 void matmul_backward(const LtContext& ctx, void* dinp, void* dw, void* dbias, const void* dout, const void* inp,
                      const void* w, int N, int IC, int OC, float* scratch, cudaStream_t s);
