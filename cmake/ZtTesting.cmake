@@ -10,9 +10,11 @@ function(zt_add_unit_test name)
   cmake_parse_arguments(ARG "" "" "LIBS" ${ARGN})
   add_executable(${name} ${ARG_UNPARSED_ARGUMENTS})
   target_link_libraries(${name} PRIVATE zt_options GTest::gtest_main ${ARG_LIBS})
-  # Two OpenMP threads per test: several tests run at once, and a many-core machine would otherwise
-  # oversubscribe itself with spinning teams (results never depend on the thread count).
-  gtest_discover_tests(${name} PROPERTIES LABELS unit ENVIRONMENT OMP_NUM_THREADS=2 DISCOVERY_TIMEOUT 60)
+  # One OpenMP thread per test unless the test sets its own (the thread-count tests do): CTest runs
+  # tests side by side with multi-rank jobs, and tiny ops in oversubscribed OpenMP teams waited on
+  # descheduled threads at every barrier (two 0.2 s tests took 120 s in a CI run). Results never
+  # depend on the thread count.
+  gtest_discover_tests(${name} PROPERTIES LABELS unit ENVIRONMENT OMP_NUM_THREADS=1 DISCOVERY_TIMEOUT 60)
 endfunction()
 
 # zt_add_mpi_test(NAME TARGET NP [ARGS ...]) — runs TARGET under mpirun with NP ranks, label "mpi".

@@ -66,6 +66,10 @@ class Communicator {
   void broadcast(void* b, size_t n, CommDType t, int root) { broadcast_async(b, n, t, root)->wait(); }
   void barrier() { barrier_async()->wait(); }
 
+  // Device implementations order every collective after the work already queued on this stream
+  // (a cudaStream_t); host implementations ignore it.
+  virtual void set_compute_stream(void* stream) {}
+
   virtual CommStats stats() const = 0;
   virtual void reset_stats() = 0;
 };

@@ -40,7 +40,7 @@ class NcclCommunicator final : public Communicator {
   void reset_stats() override;
 
   // cudaStream_t the collectives are ordered after (default: the legacy default stream, nullptr).
-  void set_compute_stream(void* stream);
+  void set_compute_stream(void* stream) override;
   void* comm_stream() const;
   int device() const;
   // Makes the compute stream wait (on the device, without blocking the host) for handle h,

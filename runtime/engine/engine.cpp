@@ -1,5 +1,7 @@
 // Engine: construction, accessors, evaluation, and the consolidated-parameter summary.
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "runtime/engine/engine_state.h"
@@ -10,9 +12,13 @@ Engine::Engine(const ModelConfig& model, const EngineOptions& options, Backend& 
     : s_(std::make_unique<State>(model, options, backend, comm)) {}
 
 Engine::~Engine() {
-  if (s_) {
+  if (!s_) return;
+  try {  // collectives still in flight after a failed step must finish before their buffers go
     s_->finish_reductions();
     s_->release_all_gathered();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "zerotrain: rank %d: a collective failed while shutting down: %s\n", s_->rank, e.what());
+    std::abort();  // the other ranks cannot be left waiting on a half-finished collective
   }
 }
 

@@ -60,8 +60,10 @@ class Engine {
   const EngineOptions& options() const;
   int64_t applied_steps() const;
   int64_t params() const;  // Ψ
-  // Bytes of parameters and of gradients one step communicates under this stage, counted from the
-  // layout as the ZeRO paper does (stage 0–2: 2Ψ; stage 3: 3Ψ, with padding), for reports.
+  // Algorithm bytes one step with one micro-step communicates under this stage, from the padded
+  // layout: stage 0 all-reduces Ψ (2Ψ on the wire), stages 1–2 reduce-scatter and all-gather Ψ each,
+  // stage 3 all-gathers 2Ψ and reduce-scatters Ψ (no reuse, untied head; accumulation repeats the
+  // stage 2–3 reductions and stage 3 gathers per micro-step). Element bytes of the working type.
   uint64_t expected_comm_bytes_per_step() const;
 
   struct State;  // the implementation (engine_state.h); public only so its .cpp helpers can name it

@@ -63,6 +63,16 @@ SchedulerParams scheduler_params(const SchedulerConfig& s) {
 EngineOptions engine_options_from_config(const Config& c, uint64_t seed, bool recompute) {
   EngineOptions e;
   const auto& z = c.zero_optimization;
+  // Keys the config module accepts whose behaviour the engine does not have: refuse rather than
+  // ignore them silently.
+  if (c.optimizer.amsgrad.value)
+    throw std::invalid_argument("optimizer.params.amsgrad = true is not implemented; remove it or set it to false");
+  if (c.fp16.fp16_master_weights_and_grads.value)
+    throw std::invalid_argument(
+        "fp16.fp16_master_weights_and_grads = true is not implemented (master weights are fp32); remove it");
+  if (!z.reduce_scatter.value)
+    throw std::invalid_argument(
+        "zero_optimization.reduce_scatter = false is not implemented: stages 1-3 always reduce-scatter; remove it");
   e.stage = int(z.stage.value);
   e.micro_batch = int(c.train_micro_batch_size_per_gpu.value);
   e.grad_accum = int(c.gradient_accumulation_steps.value);

@@ -23,6 +23,7 @@ static void check_options(const EngineOptions& o, const Backend& b) {
   if (o.stage < 0 || o.stage > 3) throw std::invalid_argument("engine: stage must be 0..3, got " + std::to_string(o.stage));
   if (o.micro_batch < 1 || o.grad_accum < 1)
     throw std::invalid_argument("engine: micro_batch and grad_accum must be >= 1");
+  if (o.sub_group_size < 1) throw std::invalid_argument("engine: sub_group_size must be >= 1");
   if (b.act_dtype() != DType::F32 && o.precision != Precision::BF16)
     throw std::invalid_argument(std::string("engine: the ") + b.name() +
                                 " backend computes in bf16; enable bf16 in the config (fp32 and fp16 "
@@ -52,6 +53,7 @@ Engine::State::State(const ModelConfig& m, const EngineOptions& o, Backend& b, C
   check_options(o, b);
   W = comm.world_size();
   rank = comm.rank();
+  comm.set_compute_stream(b.native_stream());  // NCCL: collectives wait for the kernels before them
   model = std::make_unique<GPT2>(m, b, ModelRunOptions{o.micro_batch, o.checkpoint_activations});
   ledger.record_external(MemCategory::Activations, model->activation_bytes());
   U = model->num_units();

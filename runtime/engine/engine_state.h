@@ -98,6 +98,10 @@ struct Engine::State {
 
   // --- helpers (engine_setup.cpp) ------------------------------------------------------------
   int64_t padded(int u) const { return map->shard(u).padded; }
+  // DeepSpeed's gradient averaging: with prescale_gradients each rank's gradient is divided by the
+  // world size before the reduction; otherwise by gradient_predivide_factor before it and by
+  // world_size / factor after it. (Here the pre-division is folded into the loss's gradient.)
+  double s_predivide() const { return opt.prescale_gradients ? double(W) : opt.gradient_predivide_factor; }
   int64_t shard_len(int u) const { return map->shard(u).shard; }
   int64_t rank_offset(int u) const { return map->shard(u).rank_begin; }
   // Elements of master/moments per unit and where this rank's first element sits in the unit.

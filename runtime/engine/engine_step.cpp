@@ -88,8 +88,7 @@ void Engine::State::update_range(float* p, const float* g, float* m, float* v, i
 
 void Engine::State::optimizer_step(StepStats& st) {
   const double loss_scale = scaler ? scaler->scale() : 1.0;
-  const double predivide = opt.prescale_gradients ? opt.gradient_predivide_factor : 1.0;
-  const float post = float(predivide / W);  // turns the rank sum into the mean
+  const float post = float(s_predivide() / W);  // turns the (pre-divided) rank sum into the mean
 
   // Averaged gradients (still loss-scaled) and this rank's squared-norm partial per shard.
   std::vector<float*> g(static_cast<size_t>(U), nullptr);
@@ -141,6 +140,14 @@ void Engine::State::optimizer_step(StepStats& st) {
 
   const auto t0 = Clock::now();
   std::vector<CommHandlePtr> gathers;
+  // Stage 1–2 all-gathers are issued in unit order on every rank (collectives must match across
+  // ranks), each as soon as its unit's last sub-group is updated; a unit with no element on this
+  // rank (all padding) has no sub-group, so units up to the finished one are issued together.
+  int next_gather = 0;
+  auto gathers_through = [&](int u) {
+    for (; next_gather <= u; ++next_gather) gather_updated(next_gather, gathers);
+  };
+  auto last_of_unit = [&](size_t k) { return k + 1 == subgroups.size() || subgroups[k + 1].unit != subgroups[k].unit; };
   const auto& o = opt.optimizer;
   if (o.type == OptimizerType::Lamb) {
     LambHyper h;
@@ -180,17 +187,20 @@ void Engine::State::optimizer_step(StepStats& st) {
         if (o.type == OptimizerType::SGD && o.momentum == 0.0) m = nullptr;
         update_range(p, g[sg.unit] + sg.begin, m, v, sg.n);
         write_working(sg.unit, sg.begin, sg.n, p);
+        if (last_of_unit(k)) gathers_through(sg.unit);
       });
     } else {
-      for (const SubGroup& sg : subgroups) {
+      for (size_t k = 0; k < subgroups.size(); ++k) {
+        const SubGroup& sg = subgroups[k];
         const int u = sg.unit;
         update_range(master[u] + sg.begin, g[u] + sg.begin, moment1[u] ? moment1[u] + sg.begin : nullptr,
                      moment2[u] ? moment2[u] + sg.begin : nullptr, sg.n);
         write_working(u, sg.begin, sg.n, master[u] + sg.begin);
+        if (last_of_unit(k)) gathers_through(u);  // overlaps the next units' updates
       }
     }
   }
-  for (int u = 0; u < U; ++u) gather_updated(u, gathers);
+  gathers_through(U - 1);
   st.optimizer_s += seconds_since(t0);
   const auto t1 = Clock::now();
   for (auto& h : gathers) h->wait();
@@ -202,14 +212,17 @@ StepStats Engine::train_step(const BatchFn& fill) {
   StepStats st;
   st.step = ++s.steps;
   s.cur = &st;
+  struct ResetCur {  // the timing pointer never outlives this frame, even when a step throws
+    State& s;
+    ~ResetCur() { s.cur = nullptr; }
+  } reset_cur{s};
   const auto t0 = Clock::now();
   const CommStats before = s.comm.stats();
   for (int u = 0; u < s.U; ++u)
     s.backend.zero(s.grads[u], size_t(s.opt.stage >= 2 ? s.shard_len(u) : s.padded(u)) * s.es);
 
   const double loss_scale = s.scaler ? s.scaler->scale() : 1.0;
-  const double predivide = s.opt.prescale_gradients ? s.opt.gradient_predivide_factor : 1.0;
-  const float dloss = float(loss_scale / (double(s.opt.grad_accum) * predivide));
+  const float dloss = float(loss_scale / (double(s.opt.grad_accum) * s.s_predivide()));
   const int T = s.model_cfg.seq_len;
   double loss_sum = 0;
   for (int m = 0; m < s.opt.grad_accum; ++m) {
@@ -236,7 +249,6 @@ StepStats Engine::train_step(const BatchFn& fill) {
   st.skipped_total = s.skipped;
   st.seconds = seconds_since(t0);
   st.mem_peak = s.ledger.peak_total();
-  s.cur = nullptr;
   return st;
 }
 

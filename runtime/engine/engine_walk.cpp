@@ -48,8 +48,9 @@ void Engine::State::maybe_release(int u, int pos) {
   int next = -1;
   for (int q = pos + 1; q < 2 * U && next < 0; ++q)
     if (uses_unit(q, u, U, tied)) next = q;
-  bool keep = persistent && next >= 0;
-  if (!keep && next >= 0) {
+  if (persistent) return;  // kept until the step's update makes it stale (release_all_gathered)
+  bool keep = false;
+  if (next >= 0) {
     int64_t distance = 0;  // parameters computed on before the next use
     for (int q = pos + 1; q < next; ++q) distance += map->shard(unit_at(q, U)).numel;
     keep = distance < opt.max_reuse_distance && live_elements <= opt.max_live_parameters;
@@ -151,8 +152,8 @@ static void issue_unit_reduction(Engine::State& s, int u) {
 void Engine::State::backward_walk(bool last_micro_step) {
   const bool tied = model_cfg.tied_embeddings;
   // Every stage computes a micro-step's gradient into a zeroed full-unit buffer and then adds it
-  // to the accumulated gradient (stages 0–1 in place, stages 2–3 after the reduce-scatter), so
-  // the additions happen in the same order whatever the stage.
+  // to the accumulated gradient (stages 0–1 in place, stages 2–3 after the reduce-scatter), so at
+  // one micro-step, or one rank, the additions happen in the same order whatever the stage.
   auto grad_target = [&](int u) -> void* {
     if (!grad_full[u]) grad_full[u] = acquire_full(u, true);
     return grad_full[u];

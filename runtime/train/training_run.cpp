@@ -68,36 +68,80 @@ nlohmann::json comm_json(const StepStats& st) {
           {"all_gather", st.comm_bytes[int(CommOp::AllGather)]}};
 }
 
+// Start-up checks run on every rank (data, this machine's memory, the swap file); a rank that
+// fails must not leave the others waiting in their first collective, so all ranks agree first.
+bool any_rank_failed(Communicator& comm, Backend& backend, bool failed) {
+  if (comm.world_size() == 1) return failed;
+  int64_t flag = failed ? 1 : 0;
+  void* buf = backend.alloc(sizeof flag);
+  backend.copy_to_device(buf, &flag, sizeof flag);
+  comm.all_reduce(buf, buf, 1, CommDType::I64, ReduceOp::Sum);
+  backend.copy_to_host(&flag, buf, sizeof flag);
+  backend.free(buf);
+  return flag > 0;
+}
+
+struct Started {
+  Config cfg;
+  TokenDataset data;
+  MemoryPlan plan;
+  EngineOptions eo;
+  std::unique_ptr<Engine> engine;
+  std::unique_ptr<std::ofstream> metrics;
+};
+
+void start(Started& st, const RunOptions& o, Communicator& comm, Backend& backend) {
+  const int W = comm.world_size(), rank = comm.rank();
+  st.cfg = load_run_config(o, W, rank == 0 ? stderr : nullptr);
+  st.data = o.data_dir.empty() ? make_synthetic_dataset(o.seed) : load_token_dataset(o.data_dir);
+  check_inputs(o, st.cfg, st.data, backend);
+  // Pre-flight: the plan against this machine, before the engine allocates anything.
+  st.plan = make_memory_plan(plan_input(st.cfg, o.model.total_params(), &o.model, o.local_ranks));
+  const Diagnostics pre = preflight(st.plan, probe_machine(), st.cfg.zero_optimization.offload_optimizer.nvme_path.value);
+  if (pre.has_errors()) throw UserError(pre);
+  const std::string source = o.config_path.empty() ? "<built-in config>" : o.config_path;
+  try {
+    st.eo = engine_options_from_config(st.cfg, o.seed, o.recompute);
+    st.engine = std::make_unique<Engine>(o.model, st.eo, backend, comm);
+  } catch (const std::invalid_argument& e) {
+    throw UserError(source, "", e.what(), "see configs/README.md for what the engine supports");
+  } catch (const std::runtime_error& e) {
+    if (st.eo.offload.optimizer != OffloadDevice::NVMe) throw;
+    // The NVMe swap file: the message names the path, the errno and the fix.
+    throw UserError("zero_optimization.offload_optimizer.nvme_path", st.eo.offload.nvme_path, e.what());
+  }
+  if (rank == 0 && !o.metrics_path.empty()) {
+    st.metrics = std::make_unique<std::ofstream>(o.metrics_path);
+    if (!*st.metrics)
+      throw UserError("--metrics", o.metrics_path, "cannot open the metrics file for writing",
+                      "give a path in an existing, writable directory");
+  }
+}
+
 }  // namespace
 
 RunReport run_training(const RunOptions& o, Communicator& comm, Backend& backend, std::FILE* out) {
   const int W = comm.world_size(), rank = comm.rank();
   std::FILE* say = (rank == 0 && o.print) ? out : nullptr;
-  const Config cfg = load_run_config(o, W, rank == 0 ? stderr : nullptr);
-  const TokenDataset data = o.data_dir.empty() ? make_synthetic_dataset(o.seed) : load_token_dataset(o.data_dir);
-  check_inputs(o, cfg, data, backend);
-
-  // Pre-flight: the plan against this machine, before the engine allocates anything.
-  const MemoryPlan plan = make_memory_plan(plan_input(cfg, o.model.total_params(), &o.model, o.local_ranks));
-  const Diagnostics pre = preflight(plan, probe_machine(), cfg.zero_optimization.offload_optimizer.nvme_path.value);
-  if (pre.has_errors()) throw UserError(pre);
-  EngineOptions eo;
+  Started started;
+  std::exception_ptr failure;
   try {
-    eo = engine_options_from_config(cfg, o.seed, o.recompute);
-  } catch (const std::invalid_argument& e) {
-    throw UserError(o.config_path.empty() ? "<built-in config>" : o.config_path, "", e.what(),
-                    "see configs/README.md for what the engine supports");
+    start(started, o, comm, backend);
+  } catch (...) {
+    failure = std::current_exception();
   }
-  std::unique_ptr<Engine> made;
-  try {
-    made = std::make_unique<Engine>(o.model, eo, backend, comm);
-  } catch (const std::invalid_argument& e) {
-    throw UserError(o.config_path.empty() ? "<built-in config>" : o.config_path, "", e.what(),
-                    "see configs/README.md for what the engine supports");
-  } catch (const std::runtime_error& e) {  // the NVMe swap file: path, errno and fix in the message
-    throw UserError("zero_optimization.offload_optimizer.nvme_path", eo.offload.nvme_path, e.what());
+  if (any_rank_failed(comm, backend, failure != nullptr)) {
+    started.engine.reset();
+    if (failure) std::rethrow_exception(failure);
+    throw UserError("rank " + std::to_string(rank), "", "stopped because another rank could not start",
+                    "read that rank's errors above");
   }
-  Engine& engine = *made;
+  const Config& cfg = started.cfg;
+  const TokenDataset& data = started.data;
+  const MemoryPlan& plan = started.plan;
+  const EngineOptions& eo = started.eo;
+  Engine& engine = *started.engine;
+  std::unique_ptr<std::ofstream>& metrics = started.metrics;
 
   RunReport rep;
   rep.params = engine.params();
@@ -126,12 +170,7 @@ RunReport run_training(const RunOptions& o, Communicator& comm, Backend& backend
                  gib(a[MemCategory::Master]).c_str(), gib(a[MemCategory::Optimizer]).c_str(),
                  gib(a[MemCategory::Activations]).c_str(), gib(a[MemCategory::CommBuffers]).c_str());
   }
-  std::unique_ptr<std::ofstream> metrics;
-  if (rank == 0 && !o.metrics_path.empty()) {
-    metrics = std::make_unique<std::ofstream>(o.metrics_path);
-    if (!*metrics)
-      throw UserError("--metrics", o.metrics_path, "cannot open the metrics file for writing",
-                      "give a path in an existing, writable directory");
+  if (metrics) {
     *metrics << nlohmann::json{{"event", "start"},
                                {"world_size", W},
                                {"stage", eo.stage},
@@ -184,7 +223,7 @@ RunReport run_training(const RunOptions& o, Communicator& comm, Backend& backend
                                  {"skipped", st.skipped}, {"step_ms", 1e3 * st.seconds},
                                  {"tokens_per_s", rate}, {"comm_bytes", comm_json(st)}, {"mem_peak", st.mem_peak}}
                       .dump()
-               << "\n";
+               << std::endl;  // flushed: a run that dies later keeps its steps
     if (o.eval_every > 0 && (s + 1) % o.eval_every == 0 && s + 1 < steps) validate(s + 1);
   }
   validate(steps);

@@ -1,4 +1,4 @@
-// Optimizer offload in the engine (run at 1 and 2 ranks): stages 1–3 × offload_optimizer {none, cpu,
+// Optimizer offload in the engine (run at 1 and 2 ranks): stages 1–3 × offload_optimizer {none,
 // nvme} give the same consolidated parameters, for fp32 (master aliased to the working params: only
 // the moments are paged) and emulated bf16 (master weights paged too), with several sub-groups and
 // 1 or 4 swap buffers. A missing nvme_path stops the engine with the path in the message.
@@ -26,9 +26,8 @@ TEST(EngineOffload, NvmeAndCpuOffloadGiveTheSameTrainingAsNone) {
       EngineOptions o = base_options(stage, 1, prec, true);
       o.sub_group_size = 1000;  // several sub-groups per unit
       const RunResult none = run_engine(tiny_model(), o, 4);
-      o.offload.optimizer = OffloadDevice::CPU;
-      const RunResult cpu = run_engine(tiny_model(), o, 4);
-      EXPECT_EQ(cpu.summary.checksum, none.summary.checksum);
+      // (offload_optimizer "cpu" is not run here: on the CPU backend the state is in host memory
+      // either way, so the engine treats it exactly like "none".)
       for (int buffers : {1, 4}) {
         o.offload.optimizer = OffloadDevice::NVMe;
         o.offload.nvme_path = swap_dir();
@@ -37,8 +36,11 @@ TEST(EngineOffload, NvmeAndCpuOffloadGiveTheSameTrainingAsNone) {
         EXPECT_EQ(nvme.summary.checksum, none.summary.checksum) << buffers << " buffers";
         EXPECT_EQ(nvme.losses, none.losses) << buffers << " buffers";
         EXPECT_EQ(nvme.resident[MemCategory::Master], 0u);
-        EXPECT_LT(nvme.resident[MemCategory::Optimizer], none.resident[MemCategory::Optimizer] + 4 * 4096 * 8)
-            << "moments must be paged, only the swap buffers stay";
+        // Only the swap buffers stay in memory: one record of the largest sub-group (moments, plus
+        // the master when not aliased) per buffer, rounded up to the 4096-byte direct-I/O alignment.
+        const uint64_t floats = 1000ull * (prec == Precision::FP32 ? 2 : 3);
+        const uint64_t record = (floats * 4 + 4095) / 4096 * 4096;
+        EXPECT_EQ(nvme.resident[MemCategory::Optimizer], uint64_t(buffers) * record) << buffers << " buffers";
       }
     }
   }
