@@ -72,6 +72,24 @@ TEST(EngineFp16, OverflowingStepsAreSkippedAndTheScaleFallsAlikeInEveryStage) {
   expect_stages_equal(o, "fp16");
 }
 
+TEST(EngineAveraging, PredivideAndPrescaleGiveTheMean) {
+  // Scaling by powers of two is exact, so dividing before the reduction by 4 (predivide) or by the
+  // world size (prescale, W = 1 or 2) and restoring the mean after it must give the same bits as
+  // dividing by the world size after the reduction alone. A wrong post-scale changes the update.
+  EngineOptions o = base_options(2, 1, Precision::FP32, true);
+  const RunResult ref = run_engine(tiny_model(), o, 3);
+  EngineOptions pre = o;
+  pre.gradient_predivide_factor = 4.0;
+  const RunResult predivided = run_engine(tiny_model(), pre, 3);
+  EXPECT_EQ(predivided.summary.checksum, ref.summary.checksum);
+  EXPECT_EQ(predivided.norms, ref.norms);
+  EngineOptions ps = o;
+  ps.prescale_gradients = true;
+  ps.gradient_predivide_factor = 3.0;  // ignored under prescale_gradients, as in DeepSpeed
+  const RunResult prescaled = run_engine(tiny_model(), ps, 3);
+  EXPECT_EQ(prescaled.summary.checksum, ref.summary.checksum);
+}
+
 // The plain loop: whole-model buffers, forward_backward, per-unit squared norms, clip, update.
 RunResult reference_loop(const ModelConfig& mc, const EngineOptions& o, int steps) {
   auto& w = world();
