@@ -77,6 +77,12 @@ EngineOptions engine_options_from_config(const Config& c, uint64_t seed, bool re
   e.micro_batch = int(c.train_micro_batch_size_per_gpu.value);
   e.grad_accum = int(c.gradient_accumulation_steps.value);
   e.precision = c.bf16_enabled() ? Precision::BF16 : c.fp16_enabled() ? Precision::FP16 : Precision::FP32;
+  auto precision_of = [](const std::string& s) {
+    return s == "bf16" ? Precision::BF16 : s == "fp16" ? Precision::FP16 : Precision::FP32;
+  };
+  if (!c.communication_data_type.value.empty()) e.comm_precision = precision_of(c.communication_data_type.value);
+  if (!c.data_types.grad_accum_dtype.value.empty())
+    e.grad_accum_precision = precision_of(c.data_types.grad_accum_dtype.value);
   e.overlap_comm = z.overlap_comm.value;
   e.reduce_bucket_size = z.reduce_bucket_size.value;
   e.allgather_bucket_size = z.allgather_bucket_size.value;

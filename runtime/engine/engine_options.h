@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "offload/aio_uring.h"
@@ -43,6 +44,10 @@ struct EngineOptions {
   int micro_batch = 1;              // rows per micro-step per rank (M)
   int grad_accum = 1;               // micro-steps per optimizer step (G)
   Precision precision = Precision::FP32;
+  // communication_data_type and data_types.grad_accum_dtype; unset = the training precision. The CPU
+  // backend emulates them by rounding where the data would be stored in that type (before and after
+  // each gradient collective; after each accumulation); the CUDA backend supports only bf16 for both.
+  std::optional<Precision> comm_precision, grad_accum_precision;
   bool overlap_comm = false;
   int64_t reduce_bucket_size = 500000000;     // elements
   int64_t allgather_bucket_size = 500000000;  // elements

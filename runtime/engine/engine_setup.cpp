@@ -28,6 +28,12 @@ static void check_options(const EngineOptions& o, const Backend& b) {
     throw std::invalid_argument(std::string("engine: the ") + b.name() +
                                 " backend computes in bf16; enable bf16 in the config (fp32 and fp16 "
                                 "training run on the cpu backend)");
+  if (b.act_dtype() != DType::F32 &&
+      (o.comm_precision.value_or(Precision::BF16) != Precision::BF16 ||
+       o.grad_accum_precision.value_or(Precision::BF16) != Precision::BF16))
+    throw std::invalid_argument(std::string("engine: the ") + b.name() +
+                                " backend communicates and accumulates gradients in bf16 only; remove "
+                                "communication_data_type / data_types.grad_accum_dtype or set them to \"bf16\"");
 }
 
 static std::vector<UnitSpec> unit_specs(const GPT2& model) {

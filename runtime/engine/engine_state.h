@@ -15,6 +15,7 @@
 #include "optim/lamb.h"
 #include "optim/sgd.h"
 #include "runtime/engine/engine.h"
+#include "runtime/engine/precision_emulation.h"
 #include "runtime/model/gpt2.h"
 
 namespace zt {
@@ -101,6 +102,13 @@ struct Engine::State {
   // DeepSpeed's gradient averaging: with prescale_gradients each rank's gradient is divided by the
   // world size before the reduction; otherwise by gradient_predivide_factor before it and by
   // world_size / factor after it. (Here the pre-division is folded into the loss's gradient.)
+  Precision comm_p() const { return opt.comm_precision.value_or(opt.precision); }
+  Precision accum_p() const { return opt.grad_accum_precision.value_or(opt.precision); }
+  // Emulated 16-bit storage on the CPU backend: rounds fp32 host values to `p` (no-op on CUDA, where
+  // the buffers really are bf16, and for FP32).
+  void emulate(void* x, int64_t n, Precision p) const {
+    if (host_fp32) round_to_precision(static_cast<float*>(x), size_t(n), p);
+  }
   double s_predivide() const { return opt.prescale_gradients ? double(W) : opt.gradient_predivide_factor; }
   int64_t shard_len(int u) const { return map->shard(u).shard; }
   int64_t rank_offset(int u) const { return map->shard(u).rank_begin; }

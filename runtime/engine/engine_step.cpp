@@ -43,9 +43,9 @@ float* Engine::State::reduced_grad_host(int u) {
   if (opt.stage == 1) base = at(base, rank_offset(u));
   const int64_t n = state_len(u);
   if (host_fp32) {
-    // Emulated bf16/fp16: the reduced sum is stored in the low-precision type, as on a GPU (stages
+    // Emulated 16-bit communication: the reduced sum is stored in the communication type (stages
     // 2–3 round it as they accumulate the reduce-scatter's result).
-    if (opt.stage < 2) round_to_precision(static_cast<float*>(base), size_t(n), opt.precision);
+    if (opt.stage < 2) emulate(base, n, comm_p());
     return static_cast<float*>(base);
   }
   stage16.resize(std::max(stage16.size(), size_t(n)));

@@ -131,14 +131,16 @@ void Engine::State::drain_reduce(bool all) {
     const auto t0 = Clock::now();
     r.handle->wait();
     if (cur) cur->reduce_wait_s += seconds_since(t0);
-    backend.accumulate(grads[r.unit], at(r.full, rank_offset(r.unit)), size_t(shard_len(r.unit)));
-    if (host_fp32 && opt.precision != Precision::FP32)
-      round_to_precision(static_cast<float*>(grads[r.unit]), size_t(shard_len(r.unit)), opt.precision);
+    void* reduced = at(r.full, rank_offset(r.unit));
+    emulate(reduced, shard_len(r.unit), comm_p());  // the sum as the communication type holds it
+    backend.accumulate(grads[r.unit], reduced, size_t(shard_len(r.unit)));
+    emulate(grads[r.unit], shard_len(r.unit), accum_p());
     release_full(r.unit, r.full);
   }
 }
 
 static void issue_unit_reduction(Engine::State& s, int u) {
+  s.emulate(s.grads[u], s.padded(u), s.comm_p());  // sent in the communication type
   if (s.opt.stage == 0) {
     issue_all_reduce(s, u, s.pending_unit_reductions);
   } else if (s.opt.stage == 1) {
@@ -172,18 +174,17 @@ void Engine::State::backward_walk(bool last_micro_step) {
     const auto t0 = Clock::now();
     model->backward_unit(u, p, g, emb_p, emb_g);
     if (cur) cur->backward_s += seconds_since(t0);
-    if (host_fp32 && opt.precision != Precision::FP32)
-      round_to_precision(static_cast<float*>(g), size_t(padded(u)), opt.precision);
+    emulate(g, padded(u), opt.precision);  // backward writes gradients in the working type
 
     void* full = grad_full[u];
     grad_full[u] = nullptr;
     if (opt.stage < 2) {
       backend.accumulate(grads[u], full, size_t(padded(u)));
-      if (host_fp32 && opt.precision != Precision::FP32)
-        round_to_precision(static_cast<float*>(grads[u]), size_t(padded(u)), opt.precision);
+      emulate(grads[u], padded(u), accum_p());
       release_full(u, full);
     }
     if (opt.stage >= 2) {
+      emulate(full, padded(u), comm_p());  // sent in the communication type
       // Reduce-scatter in place: this rank's slice of the full buffer receives the sum.
       reducing.push_back({u, full,
                           comm.reduce_scatter_async(full, at(full, rank_offset(u)), size_t(padded(u)), cdt,

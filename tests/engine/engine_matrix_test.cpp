@@ -54,9 +54,12 @@ TEST_P(Matrix, EveryStageGivesTheSameTraining) {
     EXPECT_EQ(by_stage[stage].summary.checksum, by_stage[ref].summary.checksum);
     for (int s = 0; s < kSteps; ++s) EXPECT_EQ(by_stage[stage].losses[s], by_stage[ref].losses[s]) << "step " << s;
   }
-  // The reordered sum: relative 1e-5 on losses and the parameter norm after 10 steps.
-  for (int s = 0; s < kSteps; ++s) EXPECT_NEAR(by_stage[2].losses[s], by_stage[0].losses[s], 1e-5 * by_stage[0].losses[s]);
-  EXPECT_NEAR(by_stage[2].summary.l2, by_stage[0].summary.l2, 1e-5 * by_stage[0].summary.l2);
+  // The reordered sum, after 10 steps: fp32 within 1e-5 relative on losses and the parameter norm;
+  // emulated bf16 within 1e-4 (each micro-step's reduced sum is rounded to bf16 before it is added in
+  // stages 2–3, once per step in stages 0–1; measured up to 1.4e-5).
+  const double tol = c.precision == Precision::FP32 ? 1e-5 : 1e-4;
+  for (int s = 0; s < kSteps; ++s) EXPECT_NEAR(by_stage[2].losses[s], by_stage[0].losses[s], tol * by_stage[0].losses[s]);
+  EXPECT_NEAR(by_stage[2].summary.l2, by_stage[0].summary.l2, tol * by_stage[0].summary.l2);
   // Training happened: the loss fell and nothing was skipped.
   EXPECT_LT(by_stage[0].losses.back(), by_stage[0].losses.front());
   EXPECT_EQ(by_stage[0].skipped, 0);

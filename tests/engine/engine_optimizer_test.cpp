@@ -72,6 +72,29 @@ TEST(EngineFp16, OverflowingStepsAreSkippedAndTheScaleFallsAlikeInEveryStage) {
   expect_stages_equal(o, "fp16");
 }
 
+TEST(EngineDtypes, CommunicationDataTypeIsHonouredInEveryStage) {
+  EngineOptions o = base_options(0, 1, Precision::FP32, true);
+  const RunResult fp32_comm = run_engine(tiny_model(), o, kSteps);
+  o.comm_precision = Precision::BF16;  // fp32 training, gradients sent as bf16
+  expect_stages_equal(o, "bf16 communication");
+  const RunResult bf16_comm = run_engine(tiny_model(), o, kSteps);
+  EXPECT_NE(bf16_comm.summary.checksum, fp32_comm.summary.checksum) << "communication_data_type had no effect";
+}
+
+TEST(EngineDtypes, GradAccumDtypeIsHonouredInEveryStage) {
+  if (world().comm->world_size() != 1) GTEST_SKIP() << "with accumulation, stages agree bitwise only at one rank";
+  EngineOptions o = base_options(0, 3, Precision::BF16, true);
+  const RunResult bf16_accum = run_engine(tiny_model(), o, kSteps);
+  // bf16 training, micro-step gradients summed and sent in fp32. (With fp32 accumulation but bf16
+  // communication the stages differ by design: stages 0–1 send the fp32 sum once, rounded to bf16;
+  // stages 2–3 send every micro-step's bf16 gradient.)
+  o.grad_accum_precision = Precision::FP32;
+  o.comm_precision = Precision::FP32;
+  expect_stages_equal(o, "fp32 accumulation");
+  const RunResult fp32_accum = run_engine(tiny_model(), o, kSteps);
+  EXPECT_NE(fp32_accum.summary.checksum, bf16_accum.summary.checksum) << "grad_accum_dtype had no effect";
+}
+
 TEST(EngineAveraging, PredivideAndPrescaleGiveTheMean) {
   // Scaling by powers of two is exact, so dividing before the reduction by 4 (predivide) or by the
   // world size (prescale, W = 1 or 2) and restoring the mean after it must give the same bits as
