@@ -95,6 +95,19 @@ TEST(EngineDtypes, GradAccumDtypeIsHonouredInEveryStage) {
   EXPECT_NE(fp32_accum.summary.checksum, bf16_accum.summary.checksum) << "grad_accum_dtype had no effect";
 }
 
+TEST(EngineRecompute, ActivationCheckpointingSavesMemoryAndChangesNothing) {
+  for (int stage : {0, 3}) {
+    EngineOptions o = base_options(stage, 1, Precision::FP32, true);
+    const RunResult kept = run_engine(tiny_model(), o, 3);
+    o.checkpoint_activations = true;
+    const RunResult recomputed = run_engine(tiny_model(), o, 3);
+    EXPECT_EQ(recomputed.summary.checksum, kept.summary.checksum) << "stage " << stage;
+    EXPECT_EQ(recomputed.losses, kept.losses) << "stage " << stage;
+    EXPECT_LT(recomputed.resident[MemCategory::Activations], kept.resident[MemCategory::Activations])
+        << "stage " << stage;
+  }
+}
+
 TEST(EngineAveraging, PredivideAndPrescaleGiveTheMean) {
   // Scaling by powers of two is exact, so dividing before the reduction by 4 (predivide) or by the
   // world size (prescale, W = 1 or 2) and restoring the mean after it must give the same bits as
