@@ -2,6 +2,8 @@
 // scalar path. Internal: everything has internal linkage so each ISA's file keeps its own copy.
 #pragma once
 
+#include <immintrin.h>
+
 #include <cstdint>
 #include <cstring>
 #include <cmath>
@@ -10,6 +12,27 @@
 
 namespace zt::offload {
 namespace {
+
+// How far ahead (in elements) the SIMD paths prefetch each of p, g, m and v: 1 KiB per stream.
+// Measured on a 2-thread Cascade Lake guest against the same-pattern probe: without prefetch the
+// AVX-512 loop ran at ~0.95 of the probe, with 0.5-2 KiB ahead at ~1.0 (the L2 streamer alone
+// leaves the L1 misses of four interleaved streams exposed).
+constexpr size_t kAdamPrefetchElems = 256;
+
+// Prefetches the 64-byte line at element i of each stream into L1 (a hint: never faults).
+inline void adam_prefetch(const float* p, const float* g, const float* m, const float* v, size_t i) {
+  _mm_prefetch(reinterpret_cast<const char*>(p + i), _MM_HINT_T0);
+  _mm_prefetch(reinterpret_cast<const char*>(g + i), _MM_HINT_T0);
+  _mm_prefetch(reinterpret_cast<const char*>(m + i), _MM_HINT_T0);
+  _mm_prefetch(reinterpret_cast<const char*>(v + i), _MM_HINT_T0);
+}
+
+// Elements before p's next 64-byte boundary (0 when p is line-aligned): the SIMD paths do these
+// with the scalar update so their vector stores cover whole aligned lines.
+inline size_t adam_head_elems(const float* p) {
+  const auto mis = reinterpret_cast<uintptr_t>(p) & 63u;
+  return mis == 0 ? 0 : (64u - mis) / sizeof(float) % 16u;
+}
 
 inline uint32_t f32_bits(float f) {
   uint32_t x;
