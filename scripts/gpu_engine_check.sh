@@ -7,13 +7,15 @@ set -u
 zt="$1"
 out="$2"
 work="$(mktemp -d)"
-config() {  # stage micro_batch -> path
-  local f="$work/stage$1_mb$2.json"
+config() {  # stage micro_batch [offload device] -> path
+  local off="${3:-none}"
+  local f="$work/stage$1_mb$2_$off.json"
   cat >"$f" <<JSON
 {"train_micro_batch_size_per_gpu": $2, "gradient_accumulation_steps": 1, "steps_per_print": 1,
  "optimizer": {"type": "AdamW", "params": {"lr": 1e-3, "weight_decay": 0.1}},
  "gradient_clipping": 1.0, "bf16": {"enabled": true},
- "zero_optimization": {"stage": $1, "stage3_param_persistence_threshold": 0}}
+ "zero_optimization": {"stage": $1, "stage3_param_persistence_threshold": 0,
+                       "offload_optimizer": {"device": "$off"}}}
 JSON
   echo "$f"
 }
@@ -29,6 +31,9 @@ for s in 0 1 2 3; do
   timeout 90 "$zt" --config "$(config $s 8)" --model gpt2-124m --steps 4 --eval-every 0 --eval-batches 1 \
     --backend cuda --metrics "$work/g124_$s.jsonl" 2>&1 | tail -3
 done
+echo "=== gpt2-124m stage 2 backend cuda, offload_optimizer cpu (the host CPU Adam path)"
+timeout 90 "$zt" --config "$(config 2 8 cpu)" --model gpt2-124m --steps 4 --eval-every 0 --eval-batches 1 \
+  --backend cuda --metrics "$work/g124_2_offload.jsonl" 2>&1 | tail -3
 for f in "$work"/*.jsonl; do echo "--- $(basename "$f")"; cat "$f"; done
 python3 - "$work" <<'PY'
 import json, os, sys, statistics
@@ -47,8 +52,9 @@ for s in range(4):
     lb = [r["loss"] for r in b if r["event"] == "step"]
     rel = max(abs(x - y) / abs(y) for x, y in zip(la, lb)) if la and len(la) == len(lb) else float("nan")
     print(f"  stage {s}: cuda losses {['%.4f' % x for x in la]} max rel diff vs cpu {rel:.2e}")
-print("ENGINE gpt2-124m on CUDA, micro batch 8 x 1024 tokens, 4 steps")
-for s in range(4):
+print("ENGINE gpt2-124m on CUDA, micro batch 8 x 1024 tokens, 4 steps (stages 0-3: fused GPU AdamW; "
+      "2+offload: host CPU Adam)")
+for s in [0, 1, 2, 3, "2_offload"]:
     a = load(f"g124_{s}.jsonl")
     steps = [r for r in (a or []) if r["event"] == "step"]
     if not steps:

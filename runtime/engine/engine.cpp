@@ -52,6 +52,13 @@ double Engine::evaluate(const BatchFn& fill, int micro_steps) {
   return total / (double(micro_steps) * s.W);
 }
 
+const float* Engine::State::host_master(int u, std::vector<float>& tmp) {
+  if (!device_optimizer) return master[u];
+  tmp.resize(size_t(state_len(u)));
+  backend.copy_to_host(tmp.data(), master[u], tmp.size() * 4);
+  return tmp.data();
+}
+
 ParamSummary Engine::param_summary() {
   State& s = *s_;
   ParamSummary out;
@@ -63,7 +70,8 @@ ParamSummary Engine::param_summary() {
   const std::vector<std::vector<float>> paged_master = paged ? s.read_masters() : std::vector<std::vector<float>>{};
   for (int u = 0; u < s.U; ++u) {
     const int64_t numel = s.map->shard(u).numel;
-    const float* values = paged ? paged_master[u].data() : s.master[u];
+    std::vector<float> copy;
+    const float* values = paged ? paged_master[u].data() : s.host_master(u, copy);
     if (s.opt.stage != 0 && s.W > 1) {
       // Consolidate the unit from every rank's master shard (through backend memory for NCCL).
       const int64_t S = s.shard_len(u), P = s.padded(u);

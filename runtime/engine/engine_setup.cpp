@@ -71,6 +71,10 @@ Engine::State::State(const ModelConfig& m, const EngineOptions& o, Backend& b, C
   cdt = comm_dtype_of(b.act_dtype());
   host_fp32 = b.act_dtype() == DType::F32 && b.native_stream() == nullptr && b.name() == "cpu";
   master_aliases_work = host_fp32 && o.precision == Precision::FP32;
+  // On a GPU without optimizer offload, Adam runs on the device (the fused multi-tensor kernel);
+  // offload_optimizer cpu/nvme, SGD and Lamb step on the host.
+  device_optimizer = !host_fp32 && o.offload.optimizer == OffloadDevice::None &&
+                     (o.optimizer.type == OptimizerType::AdamW || o.optimizer.type == OptimizerType::AdamL2);
   const bool needs_v = o.optimizer.type != OptimizerType::SGD;
   const bool needs_m = o.optimizer.type != OptimizerType::SGD || o.optimizer.momentum != 0.0;
 
@@ -98,6 +102,9 @@ Engine::State::State(const ModelConfig& m, const EngineOptions& o, Backend& b, C
       float* ms = nullptr;
       if (nvme) {
         initial_master.emplace_back(init.begin() + master_in_init, init.begin() + master_in_init + L);
+      } else if (device_optimizer) {
+        ms = static_cast<float*>(ledger.alloc(MemCategory::Master, size_t(L) * 4));
+        backend.copy_to_device(ms, init.data() + master_in_init, size_t(L) * 4);
       } else {
         ms = host_floats(host_store, ledger, MemCategory::Master, L);
         std::memcpy(ms, init.data() + master_in_init, size_t(L) * 4);
@@ -113,8 +120,13 @@ Engine::State::State(const ModelConfig& m, const EngineOptions& o, Backend& b, C
       }
       if (!host_fp32) grad_host.push_back(host_floats(host_store, ledger, MemCategory::CommBuffers, L));
     }
-    moment1.push_back(needs_m && !nvme ? host_floats(host_store, ledger, MemCategory::Optimizer, L) : nullptr);
-    moment2.push_back(needs_v && !nvme ? host_floats(host_store, ledger, MemCategory::Optimizer, L) : nullptr);
+    auto moment = [&](bool needed) -> float* {
+      if (!needed || nvme) return nullptr;
+      if (device_optimizer) return static_cast<float*>(ledger.alloc(MemCategory::Optimizer, size_t(L) * 4));
+      return host_floats(host_store, ledger, MemCategory::Optimizer, L);
+    };
+    moment1.push_back(moment(needs_m));
+    moment2.push_back(moment(needs_v));
   }
   // The optimizer walks each unit's real elements (all of them in stage 0, the rank's shard
   // otherwise; never the padding) in sub-groups of at most sub_group_size elements.

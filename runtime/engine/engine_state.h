@@ -64,6 +64,9 @@ struct Engine::State {
   CommDType cdt = CommDType::F32;  // act_dtype as a communicator type
   bool host_fp32 = true;          // act_dtype is F32 on host memory: the optimizer reads grads in place
   bool master_aliases_work = true;  // fp32 training on the CPU backend: master == working params
+  bool device_optimizer = false;    // master and moments in device memory, fused GPU AdamW
+  // fp32 master values of unit u on the host (a copy when they live on the device).
+  const float* host_master(int u, std::vector<float>& tmp);
 
   // --- per-unit buffers (act_dtype unless noted) -------------------------------------------
   std::vector<void*> work;         // stage 0–2: full padded params; stage 3: the param shard

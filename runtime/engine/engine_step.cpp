@@ -5,6 +5,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "kernels/cuda/fused_adamw.h"
 #include "offload/cpu_adam.h"
 #include "optim/grad_clip.h"
 #include "optim/sgd.h"
@@ -176,7 +177,22 @@ void Engine::State::optimizer_step(StepStats& st) {
     adam_h.step = int(applied);
     adam_h.bias_correction = o.bias_correction;
     adam_h.grad_scale = grad_scale;
-    if (pipeline) {
+    if (device_optimizer) {
+      // One fused launch per 48 sub-groups over device master, moments and the reduced bf16 grads;
+      // it also writes the bf16 working copy. The grads on the device are rank sums, so the
+      // averaging factor joins the unscale/clip factor.
+      AdamWHyper h = adam_h;
+      h.grad_scale = adam_h.grad_scale * post;
+      std::vector<AdamWChunk> chunks;
+      for (const SubGroup& sg : subgroups) {
+        const int u = sg.unit;
+        const int64_t in_unit = (opt.stage == 1 ? rank_offset(u) : 0) + sg.begin;
+        const int64_t in_work = (opt.stage == 1 || opt.stage == 2 ? rank_offset(u) : 0) + sg.begin;
+        chunks.push_back({master[u] + sg.begin, at(grads[u], in_unit), moment1[u] + sg.begin, moment2[u] + sg.begin,
+                          at(work[u], in_work), size_t(sg.n)});
+      }
+      fused_adamw(chunks.data(), chunks.size(), backend.act_dtype(), h, backend.native_stream());
+    } else if (pipeline) {
       // NVMe: read sub-group k+1 while k steps and k-1 is written back.
       pipeline->run([&](size_t k, void* data, size_t) {
         const SubGroup& sg = subgroups[k];
