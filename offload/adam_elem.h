@@ -14,9 +14,10 @@ namespace zt::offload {
 namespace {
 
 // How far ahead (in elements) the SIMD paths prefetch each of p, g, m and v: 1 KiB per stream.
-// Measured on a 2-thread Cascade Lake guest against the same-pattern probe: without prefetch the
-// AVX-512 loop ran at ~0.95 of the probe, with 0.5-2 KiB ahead at ~1.0 (the L2 streamer alone
-// leaves the L1 misses of four interleaved streams exposed).
+// Measured on a 2-vCPU Cascade Lake guest, interleaved with the same-pattern probe: without
+// software prefetch the AVX-512 and AVX2 loops ran at 0.89-0.95 of the probe (median), with it at
+// 0.98-1.05; 0.5, 1, 1.5 and 2 KiB ahead measured alike (the hardware streamers alone leave the L1
+// misses of four interleaved streams partly exposed behind the sqrt/divide).
 constexpr size_t kAdamPrefetchElems = 256;
 
 // Prefetches the 64-byte line at element i of each stream into L1 (a hint: never faults).
