@@ -62,6 +62,19 @@ struct SchedulerConfig {
   Field<double> warmup_min_ratio = 0.0;
   Field<double> cos_min_ratio = 0.0001;
   Field<int64_t> last_batch_iteration = -1;
+  // OneCycle (DeepSpeed's names and defaults; cycle_min_lr and cycle_max_lr are required).
+  Field<double> cycle_min_lr = 0.0;
+  Field<double> cycle_max_lr = 0.0;
+  Field<double> decay_lr_rate = 0.0;
+  Field<int64_t> cycle_first_step_size = 2000;
+  Field<int64_t> cycle_second_step_size = 0;  // absent: equal to cycle_first_step_size
+  Field<int64_t> cycle_first_stair_count = 0;
+  Field<int64_t> cycle_second_stair_count = 0;
+  Field<int64_t> decay_step_size = 0;
+  Field<bool> cycle_momentum = true;
+  Field<double> cycle_min_mom = 0.8;
+  Field<double> cycle_max_mom = 0.9;
+  Field<double> decay_mom_rate = 0.0;
 };
 
 struct Fp16Config {

@@ -86,6 +86,21 @@ void optimizer_params(OptimizerConfig& o, BlockSchema& s) {
 
 void scheduler_params(SchedulerConfig& sc, BlockSchema& s) {
   const std::string& t = sc.type.value;
+  if (t == "OneCycle") {
+    s.keys = {key("cycle_min_lr", Kind::Number, &sc.cycle_min_lr), key("cycle_max_lr", Kind::Number, &sc.cycle_max_lr),
+              key("decay_lr_rate", Kind::Number, &sc.decay_lr_rate),
+              key("cycle_first_step_size", Kind::Int, &sc.cycle_first_step_size),
+              key("cycle_second_step_size", Kind::Int, &sc.cycle_second_step_size),
+              key("cycle_first_stair_count", Kind::Int, &sc.cycle_first_stair_count),
+              key("cycle_second_stair_count", Kind::Int, &sc.cycle_second_stair_count),
+              key("decay_step_size", Kind::Int, &sc.decay_step_size),
+              key("cycle_momentum", Kind::Bool, &sc.cycle_momentum),
+              key("cycle_min_mom", Kind::Number, &sc.cycle_min_mom),
+              key("cycle_max_mom", Kind::Number, &sc.cycle_max_mom),
+              key("decay_mom_rate", Kind::Number, &sc.decay_mom_rate),
+              key("last_batch_iteration", Kind::Int, &sc.last_batch_iteration)};
+    return;
+  }
   s.keys = {with_auto(key("warmup_num_steps", Kind::Int, &sc.warmup_num_steps), "--warmup-steps"),
             choices(key("warmup_type", Kind::String, &sc.warmup_type), {"log", "linear"}),
             key("last_batch_iteration", Kind::Int, &sc.last_batch_iteration)};
@@ -113,7 +128,7 @@ const std::vector<std::string>& supported_optimizers() {
   return v;
 }
 const std::vector<std::string>& supported_schedulers() {
-  static const std::vector<std::string> v{"WarmupLR", "WarmupDecayLR", "WarmupCosineLR"};
+  static const std::vector<std::string> v{"WarmupLR", "WarmupDecayLR", "WarmupCosineLR", "OneCycle"};
   return v;
 }
 const std::vector<std::string>& unsupported_deepspeed_optimizers() {
@@ -122,7 +137,7 @@ const std::vector<std::string>& unsupported_deepspeed_optimizers() {
   return v;
 }
 const std::vector<std::string>& unsupported_deepspeed_schedulers() {
-  static const std::vector<std::string> v{"OneCycle", "LRRangeTest", "WarmupCosineLR_legacy"};
+  static const std::vector<std::string> v{"LRRangeTest", "WarmupCosineLR_legacy"};
   return v;
 }
 

@@ -160,7 +160,13 @@ void validate_config(Config& c, const LoadOptions& opts, Diagnostics& d) {
     else
       check_positive(s.total_num_steps, "scheduler.params.total_num_steps", d);
   }
-  if (s.present && !s.type.value.empty()) {
+  if (s.present && s.type.value == "OneCycle") {
+    for (const auto& [f, name] : {std::pair{&s.cycle_min_lr, "cycle_min_lr"}, std::pair{&s.cycle_max_lr, "cycle_max_lr"}})
+      if (!f->present)
+        d.error(std::string("scheduler.params.") + name, "", std::string("OneCycle needs ") + name,
+                "add \"cycle_min_lr\" and \"cycle_max_lr\" to scheduler.params (the lr range of the cycle)");
+    check_positive(s.cycle_first_step_size, "scheduler.params.cycle_first_step_size", d);
+  } else if (s.present && !s.type.value.empty()) {
     check_positive(s.warmup_num_steps, "scheduler.params.warmup_num_steps", d, 0);
     if (s.type.value != "WarmupCosineLR") {
       check_range(s.warmup_min_lr, "scheduler.params.warmup_min_lr", d, 0, false, inf, true, ">= 0 and finite");

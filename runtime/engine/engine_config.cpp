@@ -55,6 +55,21 @@ SchedulerParams scheduler_params(const SchedulerConfig& s) {
     num("warmup_min_ratio", s.warmup_min_ratio);
     num("cos_min_ratio", s.cos_min_ratio);
   }
+  if (t == "OneCycle") {  // none of the warmup keys: start again from the OneCycle ones
+    p = SchedulerParams{};
+    num("cycle_min_lr", s.cycle_min_lr);
+    num("cycle_max_lr", s.cycle_max_lr);
+    num("decay_lr_rate", s.decay_lr_rate);
+    num("cycle_first_step_size", s.cycle_first_step_size);
+    num("cycle_second_step_size", s.cycle_second_step_size);
+    num("cycle_first_stair_count", s.cycle_first_stair_count);
+    num("cycle_second_stair_count", s.cycle_second_stair_count);
+    num("decay_step_size", s.decay_step_size);
+    num("cycle_momentum", s.cycle_momentum);  // booleans travel as 0 / 1
+    num("cycle_min_mom", s.cycle_min_mom);
+    num("cycle_max_mom", s.cycle_max_mom);
+    num("decay_mom_rate", s.decay_mom_rate);
+  }
   return p;
 }
 

@@ -186,10 +186,20 @@ TEST(Parse, OptimizerTypes) {
 }
 
 TEST(Parse, SchedulerTypes) {
-  auto r = load("{" + kBatch + R"("scheduler": {"type": "OneCycle", "params": {}}})");
+  auto r = load("{" + kBatch + R"("scheduler": {"type": "LRRangeTest", "params": {}}})");
   const Diagnostic* d = find(r, "scheduler.type", "unsupported scheduler type");
   ASSERT_NE(d, nullptr) << test::dump(r);
-  EXPECT_EQ(d->fix, "use one of: WarmupLR, WarmupDecayLR, WarmupCosineLR");
+  EXPECT_EQ(d->fix, "use one of: WarmupLR, WarmupDecayLR, WarmupCosineLR, OneCycle");
+  // OneCycle: its own keys, cycle_min_lr and cycle_max_lr required, warmup keys unknown to it.
+  r = load("{" + kBatch + R"("scheduler": {"type": "OneCycle", "params": {"cycle_max_lr": 0.01,
+      "cycle_first_step_size": 10, "cycle_momentum": false, "warmup_num_steps": 5}}})");
+  EXPECT_NE(find(r, "scheduler.params.cycle_min_lr", "OneCycle needs cycle_min_lr"), nullptr) << test::dump(r);
+  EXPECT_NE(find(r, "scheduler.params.warmup_num_steps", "unknown key"), nullptr) << test::dump(r);
+  r = load("{" + kBatch + R"("scheduler": {"type": "OneCycle", "params": {"cycle_min_lr": 0.001, "cycle_max_lr": 0.01,
+      "cycle_first_step_size": 10, "decay_step_size": 5, "cycle_momentum": false}}})");
+  EXPECT_TRUE(r.valid()) << test::dump(r);
+  EXPECT_EQ(r.config.scheduler.cycle_max_lr.value, 0.01);
+  EXPECT_FALSE(r.config.scheduler.cycle_momentum.value);
   r = load("{" + kBatch + R"("scheduler": {"type": "WarmupLr", "params": {}}})");
   EXPECT_NE(find(r, "scheduler.type", "did you mean \"WarmupLR\""), nullptr) << test::dump(r);
 }
