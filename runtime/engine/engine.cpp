@@ -16,6 +16,7 @@ Engine::~Engine() {
   try {  // collectives still in flight after a failed step must finish before their buffers go
     s_->finish_reductions();
     s_->release_all_gathered();
+    s_->comm.set_compute_stream(nullptr);  // the backend's stream may go before the communicator
   } catch (const std::exception& e) {
     std::fprintf(stderr, "zerotrain: rank %d: a collective failed while shutting down: %s\n", s_->rank, e.what());
     std::abort();  // the other ranks cannot be left waiting on a half-finished collective

@@ -27,8 +27,8 @@ void Engine::State::setup_nvme(const std::vector<std::vector<float>>& initial_ma
   po.pin_memory = off.pin_memory;
   pinned = std::make_unique<offload::PinnedAllocator>(po);
   pipeline = std::make_unique<offload::SwapPipeline>(*swapper, std::max(1, off.buffer_count), *pinned);
-  ledger.record_external(MemCategory::Optimizer,
-                         uint64_t(std::max(1, off.buffer_count)) * swapper->max_padded_bytes());
+  ledger.record_external(MemCategory::Optimizer, uint64_t(pipeline->buffer_count()) *
+                                                    std::max<uint64_t>(swapper->max_padded_bytes(), 4096));
   pipeline->initialize([&](size_t k, void* data, size_t n_bytes) {
     std::memset(data, 0, n_bytes);  // moments start at zero
     const SubGroup& sg = subgroups[k];

@@ -134,7 +134,8 @@ Engine::State::State(const ModelConfig& m, const EngineOptions& o, Backend& b, C
     const int64_t hi = o.stage == 0 ? map->shard(u).numel : map->shard(u).valid;
     for (int64_t a = 0; a < hi; a += o.sub_group_size) subgroups.push_back({u, a, std::min(o.sub_group_size, hi - a)});
   }
-  if (nvme) setup_nvme(initial_master);
+  // Nothing to page (plain SGD on a master that is the working copy): no swap file at all.
+  if (nvme && record_floats(1) > 0) setup_nvme(initial_master);
   if (o.precision == Precision::FP16) scaler = std::make_unique<LossScaler>(o.loss_scaler);
   tokens.resize(size_t(o.micro_batch) * m.seq_len);
   targets.resize(tokens.size());

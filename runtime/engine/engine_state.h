@@ -83,6 +83,7 @@ struct Engine::State {
   std::deque<PendingReduce> reducing;
   std::vector<Gathered> gathered;
   std::vector<CommHandlePtr> pending_unit_reductions;  // stage 0–1: all-reduce / reduce-scatter in flight
+  std::vector<CommHandlePtr> param_gathers;  // stage 1–2: updated params being all-gathered
   int64_t live_elements = 0;
 
   // --- NVMe offload of the optimizer state (engine_offload.cpp) -----------------------------
@@ -102,9 +103,6 @@ struct Engine::State {
 
   // --- helpers (engine_setup.cpp) ------------------------------------------------------------
   int64_t padded(int u) const { return map->shard(u).padded; }
-  // DeepSpeed's gradient averaging: with prescale_gradients each rank's gradient is divided by the
-  // world size before the reduction; otherwise by gradient_predivide_factor before it and by
-  // world_size / factor after it. (Here the pre-division is folded into the loss's gradient.)
   Precision comm_p() const { return opt.comm_precision.value_or(opt.precision); }
   Precision accum_p() const { return opt.grad_accum_precision.value_or(opt.precision); }
   // Emulated 16-bit storage on the CPU backend: rounds fp32 host values to `p` (no-op on CUDA, where
@@ -112,6 +110,9 @@ struct Engine::State {
   void emulate(void* x, int64_t n, Precision p) const {
     if (host_fp32) round_to_precision(static_cast<float*>(x), size_t(n), p);
   }
+  // DeepSpeed's gradient averaging: with prescale_gradients each rank's gradient is divided by the
+  // world size before the reduction; otherwise by gradient_predivide_factor before it and by
+  // world_size / factor after it. (Here the pre-division is folded into the loss's gradient.)
   double s_predivide() const { return opt.prescale_gradients ? double(W) : opt.gradient_predivide_factor; }
   int64_t shard_len(int u) const { return map->shard(u).shard; }
   int64_t rank_offset(int u) const { return map->shard(u).rank_begin; }

@@ -140,7 +140,7 @@ void Engine::State::optimizer_step(StepStats& st) {
   ++applied;
 
   const auto t0 = Clock::now();
-  std::vector<CommHandlePtr> gathers;
+  std::vector<CommHandlePtr>& gathers = param_gathers;  // in State: waited even if this step throws
   // Stage 1–2 all-gathers are issued in unit order on every rank (collectives must match across
   // ranks), each as soon as its unit's last sub-group is updated; a unit with no element on this
   // rank (all padding) has no sub-group, so units up to the finished one are issued together.
@@ -220,6 +220,7 @@ void Engine::State::optimizer_step(StepStats& st) {
   st.optimizer_s += seconds_since(t0);
   const auto t1 = Clock::now();
   for (auto& h : gathers) h->wait();
+  gathers.clear();
   st.gather_wait_s += seconds_since(t1);
 }
 

@@ -210,6 +210,8 @@ void Engine::State::finish_reductions() {
   }
   pending_unit_reductions.clear();
   drain_reduce(true);
+  for (auto& h : param_gathers) h->wait();
+  param_gathers.clear();
 }
 
 }  // namespace zt

@@ -90,7 +90,25 @@ struct Started {
   std::unique_ptr<std::ofstream> metrics;
 };
 
-void start(Started& st, const RunOptions& o, Communicator& comm, Backend& backend) {
+// Runs `step` on every rank; if it failed on any rank, every rank stops: the failing ones with
+// their own errors, the others saying so.
+template <class Step>
+void on_every_rank(Communicator& comm, Backend& backend, Step step) {
+  std::exception_ptr failure;
+  try {
+    step();
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  if (any_rank_failed(comm, backend, failure != nullptr)) {
+    if (failure) std::rethrow_exception(failure);
+    throw UserError("rank " + std::to_string(comm.rank()), "", "stopped because another rank could not start",
+                    "read that rank's errors above");
+  }
+}
+
+// Phase 1: everything that can be checked before allocating (config, data, pre-flight).
+void check_start(Started& st, const RunOptions& o, Communicator& comm, Backend& backend) {
   const int W = comm.world_size(), rank = comm.rank();
   st.cfg = load_run_config(o, W, rank == 0 ? stderr : nullptr);
   st.data = o.data_dir.empty() ? make_synthetic_dataset(o.seed) : load_token_dataset(o.data_dir);
@@ -99,10 +117,21 @@ void start(Started& st, const RunOptions& o, Communicator& comm, Backend& backen
   st.plan = make_memory_plan(plan_input(st.cfg, o.model.total_params(), &o.model, o.local_ranks));
   const Diagnostics pre = preflight(st.plan, probe_machine(), st.cfg.zero_optimization.offload_optimizer.nvme_path.value);
   if (pre.has_errors()) throw UserError(pre);
-  const std::string source = o.config_path.empty() ? "<built-in config>" : o.config_path;
   try {
     st.eo = engine_options_from_config(st.cfg, o.seed, o.recompute);
+  } catch (const std::invalid_argument& e) {
+    throw UserError(o.config_path.empty() ? "<built-in config>" : o.config_path, "", e.what(),
+                    "see configs/README.md for what the engine supports");
+  }
+}
+
+// Phase 2: the allocations (engine buffers, the NVMe swap file) and the metrics file.
+void allocate_start(Started& st, const RunOptions& o, Communicator& comm, Backend& backend) {
+  const std::string source = o.config_path.empty() ? "<built-in config>" : o.config_path;
+  try {
     st.engine = std::make_unique<Engine>(o.model, st.eo, backend, comm);
+  } catch (const UserError&) {
+    throw;
   } catch (const std::invalid_argument& e) {
     throw UserError(source, "", e.what(), "see configs/README.md for what the engine supports");
   } catch (const std::runtime_error& e) {
@@ -110,7 +139,7 @@ void start(Started& st, const RunOptions& o, Communicator& comm, Backend& backen
     // The NVMe swap file: the message names the path, the errno and the fix.
     throw UserError("zero_optimization.offload_optimizer.nvme_path", st.eo.offload.nvme_path, e.what());
   }
-  if (rank == 0 && !o.metrics_path.empty()) {
+  if (comm.rank() == 0 && !o.metrics_path.empty()) {
     st.metrics = std::make_unique<std::ofstream>(o.metrics_path);
     if (!*st.metrics)
       throw UserError("--metrics", o.metrics_path, "cannot open the metrics file for writing",
@@ -124,18 +153,8 @@ RunReport run_training(const RunOptions& o, Communicator& comm, Backend& backend
   const int W = comm.world_size(), rank = comm.rank();
   std::FILE* say = (rank == 0 && o.print) ? out : nullptr;
   Started started;
-  std::exception_ptr failure;
-  try {
-    start(started, o, comm, backend);
-  } catch (...) {
-    failure = std::current_exception();
-  }
-  if (any_rank_failed(comm, backend, failure != nullptr)) {
-    started.engine.reset();
-    if (failure) std::rethrow_exception(failure);
-    throw UserError("rank " + std::to_string(rank), "", "stopped because another rank could not start",
-                    "read that rank's errors above");
-  }
+  on_every_rank(comm, backend, [&] { check_start(started, o, comm, backend); });
+  on_every_rank(comm, backend, [&] { allocate_start(started, o, comm, backend); });
   const Config& cfg = started.cfg;
   const TokenDataset& data = started.data;
   const MemoryPlan& plan = started.plan;
@@ -199,34 +218,43 @@ RunReport run_training(const RunOptions& o, Communicator& comm, Backend& backend
 
   std::vector<double> rates;
   const int64_t every = std::max<int64_t>(1, cfg.steps_per_print.value);
-  for (int64_t s = 0; s < steps; ++s) {
-    const StepStats st = engine.train_step(
-        [&](int micro, int32_t* tok, int32_t* tgt) { train_sampler.fill(s, geom, rank, micro, tok, tgt); });
-    const double rate = tokens_per_step / st.seconds;
-    if (s > 0 || steps == 1) rates.push_back(rate);
-    rep.losses.push_back(st.loss);
-    if (say && (st.step == 1 || st.step % every == 0 || st.step == steps)) {
-      std::fprintf(say, "step  %6lld | loss %.4f | lr %.3e | grad norm %.3f%s | skipped %lld | %.0f tokens/s | peak %s\n",
-                   (long long)st.step, st.loss, st.lr, st.grad_norm, st.skipped ? " (skipped)" : "",
-                   (long long)st.skipped_total, rate, gib(st.mem_peak).c_str());
-      if (cfg.wall_clock_breakdown.value)
-        std::fprintf(say, "        time | step %.1f ms: forward %.1f, backward %.1f, reduce wait %.1f, gather wait %.1f, "
-                          "optimizer %.1f\n",
-                     1e3 * st.seconds, 1e3 * st.forward_s, 1e3 * st.backward_s, 1e3 * st.reduce_wait_s,
-                     1e3 * st.gather_wait_s, 1e3 * st.optimizer_s);
-      if (cfg.memory_breakdown.value)
-        std::fprintf(say, "      memory | %s\n", mem_counts_json(engine.ledger().peak_by_category()).dump().c_str());
+  try {
+    for (int64_t s = 0; s < steps; ++s) {
+      const StepStats st = engine.train_step(
+          [&](int micro, int32_t* tok, int32_t* tgt) { train_sampler.fill(s, geom, rank, micro, tok, tgt); });
+      const double rate = tokens_per_step / st.seconds;
+      if (s > 0 || steps == 1) rates.push_back(rate);
+      rep.losses.push_back(st.loss);
+      if (say && (st.step == 1 || st.step % every == 0 || st.step == steps)) {
+        std::fprintf(say, "step  %6lld | loss %.4f | lr %.3e | grad norm %.3f%s | skipped %lld | %.0f tokens/s | peak %s\n",
+                     (long long)st.step, st.loss, st.lr, st.grad_norm, st.skipped ? " (skipped)" : "",
+                     (long long)st.skipped_total, rate, gib(st.mem_peak).c_str());
+        if (cfg.wall_clock_breakdown.value)
+          std::fprintf(say, "        time | step %.1f ms: forward %.1f, backward %.1f, reduce wait %.1f, gather wait %.1f, "
+                            "optimizer %.1f\n",
+                       1e3 * st.seconds, 1e3 * st.forward_s, 1e3 * st.backward_s, 1e3 * st.reduce_wait_s,
+                       1e3 * st.gather_wait_s, 1e3 * st.optimizer_s);
+        if (cfg.memory_breakdown.value)
+          std::fprintf(say, "      memory | %s\n", mem_counts_json(engine.ledger().peak_by_category()).dump().c_str());
+      }
+      if (metrics)
+        *metrics << nlohmann::json{{"event", "step"},      {"step", st.step},          {"loss", st.loss},
+                                   {"lr", st.lr},          {"grad_norm", st.grad_norm}, {"loss_scale", st.loss_scale},
+                                   {"skipped", st.skipped}, {"step_ms", 1e3 * st.seconds},
+                                   {"tokens_per_s", rate}, {"comm_bytes", comm_json(st)}, {"mem_peak", st.mem_peak}}
+                        .dump()
+                 << std::endl;  // flushed: a run that dies later keeps its steps
+      if (o.eval_every > 0 && (s + 1) % o.eval_every == 0 && s + 1 < steps) validate(s + 1);
     }
-    if (metrics)
-      *metrics << nlohmann::json{{"event", "step"},      {"step", st.step},          {"loss", st.loss},
-                                 {"lr", st.lr},          {"grad_norm", st.grad_norm}, {"loss_scale", st.loss_scale},
-                                 {"skipped", st.skipped}, {"step_ms", 1e3 * st.seconds},
-                                 {"tokens_per_s", rate}, {"comm_bytes", comm_json(st)}, {"mem_peak", st.mem_peak}}
-                      .dump()
-               << std::endl;  // flushed: a run that dies later keeps its steps
-    if (o.eval_every > 0 && (s + 1) % o.eval_every == 0 && s + 1 < steps) validate(s + 1);
+    validate(steps);
+  } catch (const std::exception& e) {
+    if (W == 1) throw;
+    // The other ranks are inside a collective this rank will never join: end the whole job now
+    // (the launcher kills them) rather than let them wait for the watchdog.
+    std::fprintf(stderr, "zerotrain: rank %d: %s\nzerotrain: rank %d: aborting the job\n", rank, e.what(), rank);
+    std::fflush(stderr);
+    std::abort();
   }
-  validate(steps);
   std::sort(rates.begin(), rates.end());
   rep.tokens_per_s = rates.empty() ? 0 : rates[rates.size() / 2];
   rep.summary = engine.param_summary();

@@ -19,7 +19,7 @@ std::string swap_dir() {
   return base && *base ? base : "/tmp";
 }
 
-TEST(EngineOffload, NvmeAndCpuOffloadGiveTheSameTrainingAsNone) {
+TEST(EngineOffload, NvmeOffloadGivesTheSameTrainingAsNone) {
   for (Precision prec : {Precision::FP32, Precision::BF16}) {
     for (int stage = 1; stage <= 3; ++stage) {
       SCOPED_TRACE(std::string(prec == Precision::FP32 ? "fp32" : "bf16") + " stage " + std::to_string(stage));
@@ -42,6 +42,29 @@ TEST(EngineOffload, NvmeAndCpuOffloadGiveTheSameTrainingAsNone) {
         const uint64_t record = (floats * 4 + 4095) / 4096 * 4096;
         EXPECT_EQ(nvme.resident[MemCategory::Optimizer], uint64_t(buffers) * record) << buffers << " buffers";
       }
+    }
+  }
+}
+
+TEST(EngineOffload, NvmeRecordsForSgdWithAndWithoutMomentum) {
+  // SGD keeps one moment (with momentum) or none; bf16 pages the master too, fp32 aliases it (and
+  // plain fp32 SGD has nothing to page, so no swap file is made).
+  for (Precision prec : {Precision::FP32, Precision::BF16}) {
+    for (double momentum : {0.0, 0.9}) {
+      SCOPED_TRACE(std::string(prec == Precision::FP32 ? "fp32" : "bf16") + " momentum " + std::to_string(momentum));
+      EngineOptions o = base_options(2, 1, prec, true);
+      o.optimizer.type = OptimizerType::SGD;
+      o.optimizer.lr = 0.05;
+      o.optimizer.momentum = momentum;
+      o.sub_group_size = 700;
+      const RunResult none = run_engine(tiny_model(), o, 3);
+      o.offload.optimizer = OffloadDevice::NVMe;
+      o.offload.nvme_path = swap_dir();
+      const RunResult nvme = run_engine(tiny_model(), o, 3);
+      EXPECT_EQ(nvme.summary.checksum, none.summary.checksum);
+      const bool nothing_to_page = prec == Precision::FP32 && momentum == 0.0;
+      if (nothing_to_page) EXPECT_EQ(nvme.resident[MemCategory::Optimizer], 0u);
+      else EXPECT_GT(nvme.resident[MemCategory::Optimizer], 0u);
     }
   }
 }
