@@ -124,6 +124,11 @@ EngineOptions engine_options_from_config(const Config& c, uint64_t seed, bool re
                         : oo.device.value == "cpu" ? OffloadDevice::CPU
                                                    : OffloadDevice::None;
   e.offload.nvme_path = oo.nvme_path.value;
+  const auto& op = z.offload_param;
+  e.offload.param = op.device.value == "nvme"  ? OffloadDevice::NVMe
+                    : op.device.value == "cpu" ? OffloadDevice::CPU
+                                               : OffloadDevice::None;
+  e.offload.param_nvme_path = op.nvme_path.value;
   e.offload.buffer_count = int(oo.buffer_count.value);
   e.offload.pin_memory = oo.pin_memory.value;
   e.offload.aio.block_size = size_t(c.aio.block_size.value);

@@ -47,4 +47,41 @@ std::vector<std::vector<float>> Engine::State::read_masters() {
   return out;
 }
 
+void Engine::State::setup_param_nvme(const std::vector<std::vector<float>>& initial_shards) {
+  std::vector<size_t> bytes;
+  for (int u = 0; u < U; ++u) bytes.push_back(size_t(shard_len(u)) * es);
+  offload::SwapperConfig sc;
+  sc.nvme_path = opt.offload.param_nvme_path;
+  sc.rank = rank;
+  sc.aio = opt.offload.aio;
+  param_swapper = std::make_unique<offload::NvmeSwapper>(sc, bytes);
+  if (!pinned) {
+    offload::PinnedAllocatorOptions po;
+    po.pin_memory = opt.offload.pin_memory;
+    pinned = std::make_unique<offload::PinnedAllocator>(po);
+  }
+  for (int u = 0; u < U; ++u) {
+    param_image = initial_shards[u];
+    param_image_unit = u;
+    write_param_shard(u);
+  }
+}
+
+offload::PinnedBuffer Engine::State::read_param_shard(int u) {
+  offload::PinnedBuffer buf = pinned->allocate(param_swapper->padded_bytes(size_t(u)));
+  param_swapper->wait(param_swapper->read(size_t(u), buf.data()));
+  return buf;
+}
+
+// Writes unit u's rebuilt shard (param_image) to its record. Synchronous: the next gather of the
+// unit reads it back, and the image is reused for the next unit.
+void Engine::State::write_param_shard(int u) {
+  if (param_image_unit != u) return;  // no element of u lives on this rank: its record stays zero
+  offload::PinnedBuffer buf = pinned->allocate(param_swapper->padded_bytes(size_t(u)));
+  std::memset(buf.data(), 0, param_swapper->padded_bytes(size_t(u)));
+  std::memcpy(buf.data(), param_image.data(), size_t(shard_len(u)) * es);
+  param_swapper->wait(param_swapper->write(size_t(u), buf.data()));
+  param_image_unit = -1;
+}
+
 }  // namespace zt

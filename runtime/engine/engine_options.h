@@ -33,6 +33,10 @@ struct OptimizerOptions {
 // to a direct-I/O file under nvme_path, read ahead and written behind with buffer_count buffers.
 struct OffloadOptions {
   OffloadDevice optimizer = OffloadDevice::None;
+  // Stage 3, CPU backend: NVMe keeps each unit's parameter shard in a swap file and reads it into
+  // a staging buffer just before the unit's all-gather. (CPU: the shard is in host memory already.)
+  OffloadDevice param = OffloadDevice::None;
+  std::string param_nvme_path;
   std::string nvme_path;
   int buffer_count = 4;
   bool pin_memory = true;

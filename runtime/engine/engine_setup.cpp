@@ -70,7 +70,11 @@ Engine::State::State(const ModelConfig& m, const EngineOptions& o, Backend& b, C
   es = dtype_size(b.act_dtype());
   cdt = comm_dtype_of(b.act_dtype());
   host_fp32 = b.act_dtype() == DType::F32 && b.native_stream() == nullptr && b.name() == "cpu";
-  master_aliases_work = host_fp32 && o.precision == Precision::FP32;
+  param_nvme = o.stage == 3 && o.offload.param == OffloadDevice::NVMe;
+  if (param_nvme && !host_fp32)
+    throw std::invalid_argument("engine: parameter NVMe offload runs on the cpu backend only for now");
+  // With the parameter shard on NVMe the master cannot be the working copy itself.
+  master_aliases_work = host_fp32 && o.precision == Precision::FP32 && !param_nvme;
   // On a GPU without optimizer offload, Adam runs on the device (the fused multi-tensor kernel);
   // offload_optimizer cpu/nvme, SGD and Lamb step on the host.
   device_optimizer = !host_fp32 && o.offload.optimizer == OffloadDevice::None &&
@@ -85,10 +89,11 @@ Engine::State::State(const ModelConfig& m, const EngineOptions& o, Backend& b, C
   gathered.resize(U);
   grad_full.assign(U, nullptr);
   std::vector<float> init;
+  std::vector<std::vector<float>> initial_shards;  // parameter NVMe offload: written to the swap file
   for (int u = 0; u < U; ++u) {
     const int64_t P = padded(u), S = shard_len(u), L = state_len(u);
     const int64_t work_len = o.stage == 3 ? S : P;
-    work.push_back(ledger.alloc(MemCategory::Params, size_t(work_len) * es));
+    work.push_back(param_nvme ? nullptr : ledger.alloc(MemCategory::Params, size_t(work_len) * es));
     grads.push_back(ledger.alloc(MemCategory::Grads, size_t(o.stage >= 2 ? S : P) * es));
     // Initial values of the range this rank keeps (the whole unit for stages 0–2).
     const int64_t init_begin = o.stage == 3 ? rank_offset(u) : 0;
@@ -110,7 +115,10 @@ Engine::State::State(const ModelConfig& m, const EngineOptions& o, Backend& b, C
         std::memcpy(ms, init.data() + master_in_init, size_t(L) * 4);
       }
       master.push_back(ms);
-      if (host_fp32) {
+      if (param_nvme) {
+        round_to_precision(init.data(), init.size(), o.precision);
+        initial_shards.push_back(init);
+      } else if (host_fp32) {
         round_to_precision(init.data(), init.size(), o.precision);
         std::memcpy(work[u], init.data(), size_t(work_len) * 4);
       } else {
@@ -136,6 +144,7 @@ Engine::State::State(const ModelConfig& m, const EngineOptions& o, Backend& b, C
   }
   // Nothing to page (plain SGD on a master that is the working copy): no swap file at all.
   if (nvme && record_floats(1) > 0) setup_nvme(initial_master);
+  if (param_nvme) setup_param_nvme(initial_shards);
   if (o.precision == Precision::FP16) scaler = std::make_unique<LossScaler>(o.loss_scaler);
   tokens.resize(size_t(o.micro_batch) * m.seq_len);
   targets.resize(tokens.size());

@@ -44,7 +44,8 @@ struct SubGroup {
 // Stage 3: a unit's gathered (full) parameters, if any.
 struct Gathered {
   void* full = nullptr;
-  CommHandlePtr pending;  // the all-gather filling `full`, until waited
+  CommHandlePtr pending;       // the all-gather filling `full`, until waited
+  offload::PinnedBuffer staged;  // parameter NVMe offload: the shard read back, the gather's source
 };
 
 struct Engine::State {
@@ -94,6 +95,14 @@ struct Engine::State {
   void setup_nvme(const std::vector<std::vector<float>>& initial_master);  // initial_master: when not aliased
   size_t record_floats(int64_t n) const;  // fp32 values per element-range record
   std::vector<std::vector<float>> read_masters();  // every unit's master from NVMe (summaries)
+  // Parameter NVMe offload (stage 3, CPU backend): one record per unit's shard.
+  bool param_nvme = false;
+  std::unique_ptr<offload::NvmeSwapper> param_swapper;
+  std::vector<float> param_image;  // the shard being rebuilt from the master during the update
+  int param_image_unit = -1;
+  void setup_param_nvme(const std::vector<std::vector<float>>& initial_shards);
+  offload::PinnedBuffer read_param_shard(int u);
+  void write_param_shard(int u);
 
   // --- progress -------------------------------------------------------------------------------
   int64_t steps = 0, applied = 0, skipped = 0;
@@ -139,7 +148,8 @@ struct Engine::State {
   void lamb_step(const std::vector<float*>& g, const LambHyper& h);  // engine_lamb.cpp
   // Working params [begin, begin + n) of unit u's state range from fp32 master values.
   void write_working(int u, int64_t begin, int64_t n, const float* master_values);
-  // Stage 1–2: all-gather the unit's updated shard (handle appended to `gathers` when overlapping).
+  // After unit u's update: stage 1–2 all-gather the updated shard (handle appended to `gathers` when
+  // overlapping); with parameter NVMe offload, write the shard back to its record.
   void gather_updated(int u, std::vector<CommHandlePtr>& gathers);
   // One optimizer update of n elements (AdamW / Adam-L2 / SGD) with this step's hyper-parameters.
   void update_range(float* p, const float* g, float* m, float* v, int64_t n);

@@ -58,6 +58,15 @@ float* Engine::State::reduced_grad_host(int u) {
 
 void Engine::State::write_working(int u, int64_t begin, int64_t n, const float* values) {
   if (master_aliases_work) return;  // the update wrote the working params themselves
+  if (param_nvme) {  // rebuild the unit's shard (padding stays zero); gather_updated writes it back
+    if (param_image_unit != u) {
+      param_image.assign(size_t(shard_len(u)), 0.0f);
+      param_image_unit = u;
+    }
+    std::memcpy(param_image.data() + begin, values, size_t(n) * 4);
+    round_to_precision(param_image.data() + begin, size_t(n), opt.precision);
+    return;
+  }
   const int64_t dst_begin = (opt.stage == 1 || opt.stage == 2 ? rank_offset(u) : 0) + begin;
   void* dst = at(work[u], dst_begin);
   if (host_fp32) {
@@ -72,6 +81,7 @@ void Engine::State::write_working(int u, int64_t begin, int64_t n, const float* 
 }
 
 void Engine::State::gather_updated(int u, std::vector<CommHandlePtr>& gathers) {
+  if (param_nvme) write_param_shard(u);
   if (opt.stage != 1 && opt.stage != 2) return;
   gathers.push_back(comm.all_gather_async(at(work[u], rank_offset(u)), work[u], size_t(padded(u)), cdt));
   if (!opt.overlap_comm) {

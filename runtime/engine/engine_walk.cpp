@@ -18,13 +18,19 @@ void Engine::State::gather(int u, bool wait) {
   if (!g.full) {
     g.full = acquire_full(u, false);
     live_elements += padded(u);
-    g.pending = comm.all_gather_async(work[u], g.full, size_t(padded(u)), cdt);
+    const void* shard = work[u];
+    if (param_nvme) {  // bring the shard in from NVMe; it stays staged until the gather is done
+      g.staged = read_param_shard(u);
+      shard = g.staged.data();
+    }
+    g.pending = comm.all_gather_async(shard, g.full, size_t(padded(u)), cdt);
   }
   if (wait && g.pending) {
     const auto t0 = Clock::now();
     g.pending->wait();
     if (cur) cur->gather_wait_s += seconds_since(t0);
     g.pending.reset();
+    g.staged = {};
   }
 }
 
@@ -58,6 +64,7 @@ void Engine::State::maybe_release(int u, int pos) {
   if (keep) return;
   if (g.pending) g.pending->wait();
   g.pending.reset();
+  g.staged = {};
   release_full(u, g.full);
   live_elements -= padded(u);
   g.full = nullptr;
@@ -81,6 +88,7 @@ void Engine::State::release_all_gathered() {
     if (!g.full) continue;
     if (g.pending) g.pending->wait();
     g.pending.reset();
+    g.staged = {};
     release_full(u, g.full);
     live_elements -= padded(u);
     g.full = nullptr;

@@ -35,13 +35,9 @@ void check_inputs(const RunOptions& o, const Config& c, const TokenDataset& data
     d.error("--vocab", std::to_string(m.vocab), "smaller than the data's vocabulary (" + std::to_string(data.vocab) + ")",
             "use --vocab " + std::to_string(data.vocab) + " or a larger preset");
   const auto& z = c.zero_optimization;
-  if (z.offload_param.device.value == "nvme")
-    d.error("zero_optimization.offload_param.device", "\"nvme\"",
-            "parameter offload to NVMe is validated and planned but not yet wired into the training engine",
-            "use \"cpu\" or \"none\" (optimizer offload to NVMe does work)");
-  if (z.offload_param.device.value == "cpu" && backend.act_dtype() != DType::F32)
-    d.error("zero_optimization.offload_param.device", "\"cpu\"",
-            "parameter offload is not wired into the CUDA path yet (on the cpu backend the shard is in host memory)",
+  if (z.offload_param.device.value != "none" && backend.act_dtype() != DType::F32)
+    d.error("zero_optimization.offload_param.device", "\"" + z.offload_param.device.value + "\"",
+            "parameter offload is not wired into the CUDA path yet (on the cpu backend it works)",
             "use \"none\" with --backend cuda");
   if (backend.act_dtype() != DType::F32 && !c.bf16_enabled())
     d.error("bf16.enabled", c.fp16_enabled() ? "false (fp16 enabled)" : "false",
@@ -135,9 +131,13 @@ void allocate_start(Started& st, const RunOptions& o, Communicator& comm, Backen
   } catch (const std::invalid_argument& e) {
     throw UserError(source, "", e.what(), "see configs/README.md for what the engine supports");
   } catch (const std::runtime_error& e) {
-    if (st.eo.offload.optimizer != OffloadDevice::NVMe) throw;
-    // The NVMe swap file: the message names the path, the errno and the fix.
-    throw UserError("zero_optimization.offload_optimizer.nvme_path", st.eo.offload.nvme_path, e.what());
+    // An NVMe swap file: the message names the path, the errno and the fix.
+    const auto& off = st.eo.offload;
+    if (off.optimizer == OffloadDevice::NVMe)
+      throw UserError("zero_optimization.offload_optimizer.nvme_path", off.nvme_path, e.what());
+    if (off.param == OffloadDevice::NVMe)
+      throw UserError("zero_optimization.offload_param.nvme_path", off.param_nvme_path, e.what());
+    throw;
   }
   if (comm.rank() == 0 && !o.metrics_path.empty()) {
     st.metrics = std::make_unique<std::ofstream>(o.metrics_path);

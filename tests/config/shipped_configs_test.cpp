@@ -62,7 +62,7 @@ TEST(ShippedConfigs, StagesAndOffloadAsNamed) {
   EXPECT_EQ(load_config(dir + "/offload_cpu.json", readme_flags()).config.zero_optimization.offload_optimizer.device.value, "cpu");
   const auto nv = load_config(dir + "/offload_nvme.json", readme_flags()).config.zero_optimization;
   EXPECT_EQ(nv.offload_optimizer.device.value, "nvme");
-  EXPECT_EQ(nv.offload_param.device.value, "cpu");  // param NVMe offload is not wired into training yet
+  EXPECT_EQ(nv.offload_param.device.value, "nvme");
   EXPECT_TRUE(load_config(dir + "/fp16.json", readme_flags()).config.fp16.enabled.value);
   EXPECT_TRUE(load_config(dir + "/bf16.json", readme_flags()).config.bf16.enabled.value);
 }

@@ -1,5 +1,5 @@
-// Optimizer offload in the engine (run at 1 and 2 ranks): stages 1–3 × offload_optimizer {none,
-// nvme} give the same consolidated parameters, for fp32 (master aliased to the working params: only
+// Offload in the engine (run at 1 and 2 ranks): stages 1–3 × offload_optimizer {none, nvme}, and
+// stage 3 × offload_param {none, nvme}, give the same consolidated parameters, for fp32 (master aliased to the working params: only
 // the moments are paged) and emulated bf16 (master weights paged too), with several sub-groups and
 // 1 or 4 swap buffers. A missing nvme_path stops the engine with the path in the message.
 #include <gtest/gtest.h>
@@ -65,6 +65,31 @@ TEST(EngineOffload, NvmeRecordsForSgdWithAndWithoutMomentum) {
       const bool nothing_to_page = prec == Precision::FP32 && momentum == 0.0;
       if (nothing_to_page) EXPECT_EQ(nvme.resident[MemCategory::Optimizer], 0u);
       else EXPECT_GT(nvme.resident[MemCategory::Optimizer], 0u);
+    }
+  }
+}
+
+TEST(EngineOffload, Stage3ParamsOnNvmeGiveTheSameTraining) {
+  // Each unit's parameter shard lives in a swap file and is read back just before its all-gather;
+  // with and without the optimizer state on NVMe too, fp32 and bf16, prefetch on and off.
+  for (Precision prec : {Precision::FP32, Precision::BF16}) {
+    for (bool overlap : {false, true}) {
+      SCOPED_TRACE(std::string(prec == Precision::FP32 ? "fp32" : "bf16") + (overlap ? " overlap" : " inline"));
+      EngineOptions o = base_options(3, 1, prec, overlap);
+      o.param_persistence_threshold = 0;
+      o.max_reuse_distance = 0;
+      o.sub_group_size = 900;
+      const RunResult none = run_engine(tiny_model(), o, 3);
+      o.offload.param = OffloadDevice::NVMe;
+      o.offload.param_nvme_path = swap_dir();
+      const RunResult params = run_engine(tiny_model(), o, 3);
+      EXPECT_EQ(params.summary.checksum, none.summary.checksum);
+      EXPECT_EQ(params.losses, none.losses);
+      EXPECT_EQ(params.resident[MemCategory::Params], 0u) << "no parameter shard stays in memory";
+      o.offload.optimizer = OffloadDevice::NVMe;
+      o.offload.nvme_path = swap_dir();
+      const RunResult both = run_engine(tiny_model(), o, 3);
+      EXPECT_EQ(both.summary.checksum, none.summary.checksum);
     }
   }
 }
