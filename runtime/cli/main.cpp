@@ -2,11 +2,29 @@
 // each subcommand, and turns user errors into the one report format and exit code 2.
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <cstdlib>
+#include <string>
 #include <exception>
 
 #include "build_info.h"
 #include "runtime/cli/commands.h"
 #include "runtime/common/diagnostics.h"
+
+namespace {
+
+// "rank 3: " when launched by an MPI launcher with several ranks, so that every rank's errors can
+// be told apart; "" otherwise. (Read from the launcher's environment: MPI may not be up, or gone.)
+std::string rank_prefix() {
+  for (const char* var : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"})
+    if (const char* v = std::getenv(var)) {
+      const char* size = std::getenv("OMPI_COMM_WORLD_SIZE");
+      if (size && std::string(size) == "1") return "";
+      return std::string("rank ") + v + ": ";
+    }
+  return "";
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"zerotrain " ZT_VERSION ": ZeRO-style data-parallel training with DeepSpeed-style configs"};
@@ -23,11 +41,15 @@ int main(int argc, char** argv) {
     // CLI11 returns 0 for --help/--version; command-line mistakes are user errors (exit 2).
     return rc == 0 ? 0 : zt::kUserErrorExit;
   } catch (const zt::UserError& e) {
-    std::fputs(e.diagnostics().format().c_str(), stderr);
-    std::fprintf(stderr, "zerotrain: %zu error(s); nothing was started.\n", e.diagnostics().error_count());
+    const std::string who = rank_prefix();
+    std::string report;
+    for (const auto& d : e.diagnostics().all()) report += who + zt::format_diagnostic(d) + "\n";
+    std::fputs(report.c_str(), stderr);
+    std::fprintf(stderr, "%szerotrain: %zu error(s); stopped before training.\n", who.c_str(),
+                 e.diagnostics().error_count());
     return zt::kUserErrorExit;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "zerotrain: fatal: %s\n", e.what());
+    std::fprintf(stderr, "%szerotrain: fatal: %s\n", rank_prefix().c_str(), e.what());
     return 1;
   }
   return exit_code;
