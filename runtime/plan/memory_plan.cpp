@@ -74,6 +74,14 @@ int64_t gpt2_largest_layer(const PlanInput& in) {
   return std::max<int64_t>(in.vocab * h, 4 * h * h + 4 * h);
 }
 
+// The engine's largest unit (its unit of gathering and reducing): the embedding (V·h + T·h) or one
+// block (12h² + 13h).
+int64_t gpt2_largest_unit(const PlanInput& in) {
+  if (in.hidden <= 0) return 0;
+  const int64_t h = in.hidden;
+  return std::max<int64_t>(in.vocab * h + in.seq_len * h, 12 * h * h + 13 * h);
+}
+
 }  // namespace
 
 MemoryPlan make_memory_plan(const PlanInput& in) {
@@ -129,7 +137,10 @@ MemoryPlan make_memory_plan(const PlanInput& in) {
 
   p.device_activations = activation_bytes(in, w);
 
-  double buffers = min_elems(in.reduce_bucket_size, psi) * w;
+  // Gradient reduction buffers: the bucket, but at least what zerotrain's engine holds, which reduces
+  // whole units: up to three full-unit gradient buffers at once (two in flight and a tied head's
+  // embedding gradient), whatever reduce_bucket_size says.
+  double buffers = std::max(min_elems(in.reduce_bucket_size, psi), 3.0 * double(gpt2_largest_unit(in))) * w;
   if (in.stage == 1 || in.stage == 2) buffers += min_elems(in.allgather_bucket_size, psi) * w;
   if (in.stage == 3) {
     buffers += std::max(min_elems(in.stage3_max_live_parameters, psi),

@@ -189,6 +189,24 @@ TEST(MemoryPlan, BuffersFollowBucketSizesCappedAtModelSize) {
   EXPECT_DOUBLE_EQ(make_memory_plan(in).device_buffers, 2 * (1000 + 1000));
 }
 
+TEST(MemoryPlan, ReductionBuffersHoldThreeOfTheEnginesLargestUnits) {
+  // gpt2-124m shapes: the embedding unit is 50257·768 + 1024·768 = 39,383,808 elements; the engine
+  // reduces whole units (two in flight plus a tied head's embedding gradient), so a 5e7 bucket is
+  // not enough: the plan must count 3 units.
+  PlanInput in;
+  in.params = 124'439'808;
+  in.precision = Precision::BF16;
+  in.stage = 2;
+  in.hidden = 768;
+  in.vocab = 50257;
+  in.seq_len = 1024;
+  in.reduce_bucket_size = 50'000'000;
+  in.allgather_bucket_size = 1;
+  EXPECT_DOUBLE_EQ(make_memory_plan(in).device_buffers, 2 * (3.0 * 39'383'808 + 1));
+  in.reduce_bucket_size = 500'000'000;  // a bucket beyond the units (capped at the model) wins
+  EXPECT_DOUBLE_EQ(make_memory_plan(in).device_buffers, 2 * (124'439'808.0 + 1));
+}
+
 TEST(MemoryPlan, JsonAndTableCarryOursAndDeepSpeeds) {
   PlanInput in;
   in.params = 7'000'000'000;
