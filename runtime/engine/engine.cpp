@@ -24,6 +24,7 @@ Engine::~Engine() {
 }
 
 const ShardMap& Engine::shard_map() const { return *s_->map; }
+const Trace* Engine::trace() const { return s_->trace.get(); }
 const MemoryLedger& Engine::ledger() const { return s_->ledger; }
 const EngineOptions& Engine::options() const { return s_->opt; }
 int64_t Engine::applied_steps() const { return s_->applied; }

@@ -10,6 +10,7 @@
 #include "kernels/backend.h"
 #include "runtime/engine/engine_options.h"
 #include "runtime/engine/memory_ledger.h"
+#include "runtime/engine/trace.h"
 #include "runtime/model/model_config.h"
 #include "runtime/zero/shard_map.h"
 
@@ -55,6 +56,8 @@ class Engine {
   // communication is not counted in any step's bytes.
   ParamSummary param_summary();
 
+  // The timeline recorded so far when options.trace is on; null otherwise.
+  const Trace* trace() const;
   const ShardMap& shard_map() const;
   const MemoryLedger& ledger() const;
   const EngineOptions& options() const;

@@ -70,6 +70,7 @@ struct EngineOptions {
   LossScalerConfig loss_scaler;  // fp16 only
   OffloadOptions offload;
   bool checkpoint_activations = false;
+  bool trace = false;  // record a timeline (Engine::trace())
   uint64_t seed = 1234;
   int64_t shard_alignment = 16;  // elements; each shard starts at a multiple of it
 };

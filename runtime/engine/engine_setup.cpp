@@ -146,6 +146,7 @@ Engine::State::State(const ModelConfig& m, const EngineOptions& o, Backend& b, C
   if (nvme && record_floats(1) > 0) setup_nvme(initial_master);
   if (param_nvme) setup_param_nvme(initial_shards);
   if (o.precision == Precision::FP16) scaler = std::make_unique<LossScaler>(o.loss_scaler);
+  if (o.trace) trace = std::make_unique<Trace>();
   tokens.resize(size_t(o.micro_batch) * m.seq_len);
   targets.resize(tokens.size());
   backend.synchronize();

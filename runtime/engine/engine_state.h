@@ -31,6 +31,14 @@ struct PendingReduce {
   int unit = 0;
   void* full = nullptr;
   CommHandlePtr handle;
+  Clock::time_point issued;
+};
+
+// A stage 0–1 gradient collective in flight (for the trace: what and since when).
+struct PendingCollective {
+  CommHandlePtr handle;
+  std::string name;
+  Clock::time_point issued;
 };
 
 // One piece of the optimizer's walk: elements [begin, begin + n) of unit `unit`'s state arrays.
@@ -45,6 +53,7 @@ struct SubGroup {
 struct Gathered {
   void* full = nullptr;
   CommHandlePtr pending;       // the all-gather filling `full`, until waited
+  Clock::time_point issued;
   offload::PinnedBuffer staged;  // parameter NVMe offload: the shard read back, the gather's source
 };
 
@@ -83,7 +92,7 @@ struct Engine::State {
   std::vector<void*> grad_full;                // unit -> full gradient buffer in use (stage 2–3)
   std::deque<PendingReduce> reducing;
   std::vector<Gathered> gathered;
-  std::vector<CommHandlePtr> pending_unit_reductions;  // stage 0–1: all-reduce / reduce-scatter in flight
+  std::vector<PendingCollective> pending_unit_reductions;  // stage 0–1: all-reduce / reduce-scatter in flight
   std::vector<CommHandlePtr> param_gathers;  // stage 1–2: updated params being all-gathered
   int64_t live_elements = 0;
 
@@ -109,6 +118,12 @@ struct Engine::State {
   std::unique_ptr<LossScaler> scaler;
   std::vector<int32_t> tokens, targets;
   StepStats* cur = nullptr;  // stats of the step in progress (timing accumulators)
+  std::unique_ptr<Trace> trace;  // when opt.trace
+  // Records [begin, now) on the trace, if one is kept.
+  void traced(const std::string& name, TraceTrack track, Clock::time_point begin) {
+    if (trace) trace->span(name, track, begin, Clock::now());
+  }
+  std::string unit_name(int u) const { return model->layout(u).name; }
 
   // --- helpers (engine_setup.cpp) ------------------------------------------------------------
   int64_t padded(int u) const { return map->shard(u).padded; }

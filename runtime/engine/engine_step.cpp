@@ -228,10 +228,12 @@ void Engine::State::optimizer_step(StepStats& st) {
   }
   gathers_through(U - 1);
   st.optimizer_s += seconds_since(t0);
+  traced("optimizer step", TraceTrack::Compute, t0);
   const auto t1 = Clock::now();
   for (auto& h : gathers) h->wait();
   gathers.clear();
   st.gather_wait_s += seconds_since(t1);
+  if (opt.stage == 1 || opt.stage == 2) traced("wait all_gather (updated params)", TraceTrack::Wait, t1);
 }
 
 StepStats Engine::train_step(const BatchFn& fill) {

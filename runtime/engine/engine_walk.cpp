@@ -24,11 +24,14 @@ void Engine::State::gather(int u, bool wait) {
       shard = g.staged.data();
     }
     g.pending = comm.all_gather_async(shard, g.full, size_t(padded(u)), cdt);
+    g.issued = Clock::now();
   }
   if (wait && g.pending) {
     const auto t0 = Clock::now();
     g.pending->wait();
     if (cur) cur->gather_wait_s += seconds_since(t0);
+    traced("wait all_gather " + unit_name(u), TraceTrack::Wait, t0);
+    traced("all_gather " + unit_name(u), TraceTrack::Comm, g.issued);
     g.pending.reset();
     g.staged = {};
   }
@@ -110,6 +113,7 @@ void Engine::State::forward_walk() {
     const auto t0 = Clock::now();
     model->forward_unit(u, p, emb);
     if (cur) cur->forward_s += seconds_since(t0);
+    traced("forward " + unit_name(u), TraceTrack::Compute, t0);
     if (opt.stage == 3) {
       maybe_release(u, u);
       if (tied && u == U - 1) maybe_release(0, u);
@@ -122,13 +126,14 @@ void Engine::State::forward_walk() {
 
 // Stage 0: all-reduce unit u's gradients in buckets of at most reduce_bucket_size elements (each a
 // multiple of world size × alignment, so every bucket splits like the unit does).
-static void issue_all_reduce(Engine::State& s, int u, std::vector<CommHandlePtr>& out) {
+static void issue_all_reduce(Engine::State& s, int u, std::vector<PendingCollective>& out) {
   const int64_t quantum = int64_t(s.W) * s.opt.shard_alignment;
   const int64_t bucket = std::max(quantum, s.opt.reduce_bucket_size / quantum * quantum);
   for (int64_t off = 0; off < s.padded(u); off += bucket) {
     const int64_t n = std::min(bucket, s.padded(u) - off);
     void* p = s.at(s.grads[u], off);
-    out.push_back(s.comm.all_reduce_async(p, p, size_t(n), s.cdt, ReduceOp::Sum));
+    out.push_back({s.comm.all_reduce_async(p, p, size_t(n), s.cdt, ReduceOp::Sum), "all_reduce " + s.unit_name(u),
+                   Clock::now()});
   }
 }
 
@@ -139,6 +144,8 @@ void Engine::State::drain_reduce(bool all) {
     const auto t0 = Clock::now();
     r.handle->wait();
     if (cur) cur->reduce_wait_s += seconds_since(t0);
+    traced("wait reduce_scatter " + unit_name(r.unit), TraceTrack::Wait, t0);
+    traced("reduce_scatter " + unit_name(r.unit), TraceTrack::Comm, r.issued);
     void* reduced = at(r.full, rank_offset(r.unit));
     emulate(reduced, shard_len(r.unit), comm_p());  // the sum as the communication type holds it
     backend.accumulate(grads[r.unit], reduced, size_t(shard_len(r.unit)));
@@ -154,7 +161,8 @@ static void issue_unit_reduction(Engine::State& s, int u) {
   } else if (s.opt.stage == 1) {
     void* full = s.grads[u];
     s.pending_unit_reductions.push_back(
-        s.comm.reduce_scatter_async(full, s.at(full, s.rank_offset(u)), size_t(s.padded(u)), s.cdt, ReduceOp::Sum));
+        {s.comm.reduce_scatter_async(full, s.at(full, s.rank_offset(u)), size_t(s.padded(u)), s.cdt, ReduceOp::Sum),
+         "reduce_scatter " + s.unit_name(u), Clock::now()});
   }
   if (!s.opt.overlap_comm) s.finish_reductions();
 }
@@ -182,6 +190,7 @@ void Engine::State::backward_walk(bool last_micro_step) {
     const auto t0 = Clock::now();
     model->backward_unit(u, p, g, emb_p, emb_g);
     if (cur) cur->backward_s += seconds_since(t0);
+    traced("backward " + unit_name(u), TraceTrack::Compute, t0);
     emulate(g, padded(u), opt.precision);  // backward writes gradients in the working type
 
     void* full = grad_full[u];
@@ -196,7 +205,8 @@ void Engine::State::backward_walk(bool last_micro_step) {
       // Reduce-scatter in place: this rank's slice of the full buffer receives the sum.
       reducing.push_back({u, full,
                           comm.reduce_scatter_async(full, at(full, rank_offset(u)), size_t(padded(u)), cdt,
-                                                    ReduceOp::Sum)});
+                                                    ReduceOp::Sum),
+                          Clock::now()});
       drain_reduce(!opt.overlap_comm);
     } else if (last_micro_step && opt.overlap_comm) {
       issue_unit_reduction(*this, u);  // overlapped with the backward of the units below
@@ -211,10 +221,12 @@ void Engine::State::backward_walk(bool last_micro_step) {
 }
 
 void Engine::State::finish_reductions() {
-  for (auto& h : pending_unit_reductions) {
+  for (auto& p : pending_unit_reductions) {
     const auto t0 = Clock::now();
-    h->wait();
+    p.handle->wait();
     if (cur) cur->reduce_wait_s += seconds_since(t0);
+    traced("wait " + p.name, TraceTrack::Wait, t0);
+    traced(p.name, TraceTrack::Comm, p.issued);
   }
   pending_unit_reductions.clear();
   drain_reduce(true);

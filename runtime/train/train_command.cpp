@@ -84,6 +84,8 @@ void register_train(CLI::App& app, int& exit_code) {
   app.add_flag("--recompute,--checkpoint-activations", f->run.recompute,
                "Activation checkpointing: recompute each block's forward in backward");
   app.add_option("--metrics", f->run.metrics_path, "Write JSON lines (start, one per step, end) here (rank 0)");
+  app.add_option("--trace", f->run.trace_path,
+                 "Write rank 0's timeline (compute per unit, collectives) as Chrome trace events here");
   app.add_option("--backend", f->backend, "cpu (fp32/bf16/fp16, MPI) or cuda (bf16, NCCL, one GPU per rank)")
       ->capture_default_str();
   app.add_option("--threads", f->threads, "CPU threads per rank (default: cores / ranks on this host)");

@@ -115,6 +115,7 @@ void check_start(Started& st, const RunOptions& o, Communicator& comm, Backend& 
   if (pre.has_errors()) throw UserError(pre);
   try {
     st.eo = engine_options_from_config(st.cfg, o.seed, o.recompute);
+    st.eo.trace = !o.trace_path.empty() && comm.rank() == 0;
   } catch (const std::invalid_argument& e) {
     throw UserError(o.config_path.empty() ? "<built-in config>" : o.config_path, "", e.what(),
                     "see configs/README.md for what the engine supports");
@@ -258,6 +259,10 @@ RunReport run_training(const RunOptions& o, Communicator& comm, Backend& backend
   std::sort(rates.begin(), rates.end());
   rep.tokens_per_s = rates.empty() ? 0 : rates[rates.size() / 2];
   rep.summary = engine.param_summary();
+  if (engine.trace()) {
+    engine.trace()->write(o.trace_path, rank);
+    if (say) std::fprintf(say, "trace: %zu spans written to %s\n", engine.trace()->size(), o.trace_path.c_str());
+  }
   if (say)
     std::fprintf(say, "done: %lld steps, final val loss %.4f (unigram entropy %.3f), median %.0f tokens/s, "
                       "param checksum %s, param L2 %.6f\n",

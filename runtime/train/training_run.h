@@ -29,6 +29,7 @@ struct RunOptions {
   int eval_batches = 4;       // micro-batches per rank per validation
   bool recompute = false;     // activation checkpointing: recompute each block in backward
   std::string metrics_path;   // JSON lines, rank 0
+  std::string trace_path;     // Chrome trace events of rank 0's steps (compute and collectives)
   bool print = true;          // rank 0's per-step lines
   int local_ranks = 1;        // ranks sharing this host (host RAM in the plan)
 };

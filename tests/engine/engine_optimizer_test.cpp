@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
+#include <nlohmann/json.hpp>
 
 #include "optim/adam.h"
 #include "optim/grad_clip.h"
@@ -129,6 +131,39 @@ TEST(EngineSchedule, OneCycleFromAConfigDrivesLrAndBeta1) {
   EXPECT_NEAR(*o.scheduler->beta1_for_step(5), 0.95 - (0.95 - 0.85) * 0.5, 1e-12);
   EXPECT_NEAR(o.scheduler->lr_for_step(10), 0.01, 1e-12);
   EXPECT_NEAR(*o.scheduler->beta1_for_step(10), 0.85, 1e-12);
+}
+
+TEST(EngineTrace, TimelineHasEveryUnitAndTheStagesCollectives) {
+  for (int stage : {0, 3}) {
+    EngineOptions o = base_options(stage, 1, Precision::FP32, true);
+    o.trace = true;
+    o.max_reuse_distance = 0;
+    o.param_persistence_threshold = 0;
+    auto& w = world();
+    const ModelConfig mc = tiny_model(false);
+    Engine engine(mc, o, *w.backend, *w.comm);
+    BatchSampler sampler(w.data.train, mc.seq_len, 7);
+    const BatchGeometry geom{w.comm->world_size(), o.micro_batch, 1};
+    engine.train_step([&](int m, int32_t* t, int32_t* g) { sampler.fill(0, geom, w.comm->rank(), m, t, g); });
+    ASSERT_NE(engine.trace(), nullptr);
+    const auto j = engine.trace()->to_json(w.comm->rank());
+    std::map<std::string, int> count;
+    for (const auto& e : j["traceEvents"]) {
+      if (e["ph"] != "X") continue;
+      EXPECT_GE(e["dur"].get<double>(), 0.0);
+      count[e["name"].get<std::string>()]++;
+    }
+    for (const char* name : {"embedding", "block0", "block1", "head"}) {
+      EXPECT_EQ(count[std::string("forward ") + name], 1) << name << " stage " << stage;
+      EXPECT_EQ(count[std::string("backward ") + name], 1) << name << " stage " << stage;
+      if (stage == 0) EXPECT_GE(count[std::string("all_reduce ") + name], 1) << name;
+      if (stage == 3) {
+        EXPECT_EQ(count[std::string("all_gather ") + name], 2) << name << ": forward and backward";
+        EXPECT_EQ(count[std::string("reduce_scatter ") + name], 1) << name;
+      }
+    }
+    EXPECT_EQ(count["optimizer step"], 1);
+  }
 }
 
 TEST(EngineAveraging, PredivideAndPrescaleGiveTheMean) {
