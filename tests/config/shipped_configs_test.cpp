@@ -18,14 +18,14 @@ LoadOptions readme_flags() {
   auto& f = o.flags;
   f.micro_batch = 4;
   f.grad_accum = 1;
-  f.lr = 3e-4;
+  f.lr = 3e-3;
   f.weight_decay = 0.1;
   f.adam_beta1 = 0.9;
   f.adam_beta2 = 0.95;
   f.adam_eps = 1e-8;
   f.max_grad_norm = 1.0;
   f.warmup_steps = 10;
-  f.steps = 100;
+  f.steps = 150;
   return o;
 }
 
