@@ -52,7 +52,26 @@ class Backend {
   virtual void f32_to_act(void* dst, const float* src_f32, size_t n) = 0;
   virtual void act_to_f32(float* dst_f32, const void* src, size_t n) = 0;
 
+  // --- asynchronous host transfers (offload) ---------------------------------------------------
+  // Copies between host memory and backend memory on a copy lane apart from the compute stream, so
+  // that they overlap host work and kernels. A copy starts after every op issued before it. Its
+  // buffers must stay untouched until wait_copy(ticket) returns; after that, the copy (and every
+  // earlier copy in the same direction) is complete and later ops see its result. Host buffers
+  // should be pinned (offload::PinnedAllocator) or the device copy is not truly asynchronous.
+  // The defaults copy synchronously (a ticket that is complete at once).
+  using CopyTicket = uint64_t;
+  virtual CopyTicket copy_to_host_async(void* host_dst, const void* src, size_t bytes) {
+    copy_to_host(host_dst, src, bytes);
+    return 0;
+  }
+  virtual CopyTicket copy_to_device_async(void* dst, const void* host_src, size_t bytes) {
+    copy_to_device(dst, host_src, bytes);
+    return 0;
+  }
+  virtual void wait_copy(CopyTicket) {}
+
   // --- ordering ------------------------------------------------------------------------------
+  // Waits for every op and every asynchronous copy issued so far.
   virtual void synchronize() = 0;
   virtual void* native_stream() { return nullptr; }  // cudaStream_t on CUDA, nullptr on CPU
 

@@ -8,6 +8,7 @@
 #include <new>
 
 #include "kernels/backend.h"
+#include "kernels/cpu/copy_lane.h"
 #include "kernels/cpu/cpu_ops.h"
 #include "kernels/cpu/cpu_threads.h"
 
@@ -43,13 +44,28 @@ class CpuBackend final : public Backend {
     return p;
   }
   void free(void* p) override { std::free(p); }
-  void copy_to_device(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
-  void copy_to_host(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
+  void copy_to_device(void* dst, const void* src, size_t bytes) override {
+    lane_.drain();
+    std::memcpy(dst, src, bytes);
+  }
+  void copy_to_host(void* dst, const void* src, size_t bytes) override {
+    lane_.drain();
+    std::memcpy(dst, src, bytes);
+  }
   void copy(void* dst, const void* src, size_t bytes) override { std::memmove(dst, src, bytes); }
   void zero(void* p, size_t bytes) override { std::memset(p, 0, bytes); }
   void f32_to_act(void* dst, const float* src, size_t n) override { std::memmove(dst, src, n * sizeof(float)); }
   void act_to_f32(float* dst, const void* src, size_t n) override { std::memmove(dst, src, n * sizeof(float)); }
-  void synchronize() override {}
+  // Asynchronous copies run on the copy lane's thread; synchronous ones first wait for it, so that
+  // every copy sees the ones issued before it.
+  CopyTicket copy_to_host_async(void* dst, const void* src, size_t bytes) override {
+    return lane_.submit(dst, src, bytes);
+  }
+  CopyTicket copy_to_device_async(void* dst, const void* src, size_t bytes) override {
+    return lane_.submit(dst, src, bytes);
+  }
+  void wait_copy(CopyTicket t) override { lane_.wait(t); }
+  void synchronize() override { lane_.drain(); }
 
   void embedding_forward(void* out, const int32_t* tokens, const void* wte, const void* wpe, int B, int T,
                          int C) override {
@@ -109,6 +125,9 @@ class CpuBackend final : public Backend {
   void adamw_step(float* p, const float* g, float* m, float* v, size_t n, const AdamWHyper& h) override {
     cpu::adamw_step(p, g, m, v, n, h);
   }
+
+ private:
+  cpu::CopyLane lane_;
 };
 
 }  // namespace

@@ -2,6 +2,7 @@
 // one owned stream, a cuBLASLt handle and workspace, and a growable fp32 scratch for reductions.
 #include <cuda_runtime.h>
 
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -10,6 +11,7 @@
 #include "kernels/cuda/adamw.cuh"
 #include "kernels/cuda/attention.cuh"
 #include "kernels/cuda/conversions.cuh"
+#include "kernels/cuda/copy_streams.h"
 #include "kernels/cuda/crossentropy.cuh"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/embedding.cuh"
@@ -41,8 +43,10 @@ class CudaBackend final : public Backend {
     CUBLAS_CHECK(cublasLtCreate(&lt_.handle));
     CUDA_CHECK(cudaMalloc(&lt_.workspace, kLtWorkspaceBytes));
     lt_.workspace_bytes = kLtWorkspaceBytes;
+    copies_ = std::make_unique<cuda::CopyStreams>(stream_);
   }
   ~CudaBackend() override {
+    copies_.reset();
     cudaStreamSynchronize(stream_);
     if (scratch_) cudaFree(scratch_);
     if (lt_.workspace) cudaFree(lt_.workspace);
@@ -98,7 +102,17 @@ class CudaBackend final : public Backend {
     CUDA_CHECK(cudaStreamSynchronize(stream_));
   }
 
-  void synchronize() override { CUDA_CHECK(cudaStreamSynchronize(stream_)); }
+  CopyTicket copy_to_host_async(void* host_dst, const void* src, size_t bytes) override {
+    return copies_->to_host(host_dst, src, bytes);
+  }
+  CopyTicket copy_to_device_async(void* dst, const void* host_src, size_t bytes) override {
+    return copies_->to_device(dst, host_src, bytes);
+  }
+  void wait_copy(CopyTicket t) override { copies_->wait(t); }
+  void synchronize() override {
+    copies_->synchronize();
+    CUDA_CHECK(cudaStreamSynchronize(stream_));
+  }
   void* native_stream() override { return stream_; }
 
   void embedding_forward(void* out, const int32_t* tokens, const void* wte, const void* wpe, int B, int T,
@@ -180,6 +194,7 @@ class CudaBackend final : public Backend {
   cuda::LtContext lt_;
   void* scratch_ = nullptr;
   size_t scratch_bytes_ = 0;
+  std::unique_ptr<cuda::CopyStreams> copies_;
 };
 
 }  // namespace
