@@ -55,7 +55,7 @@ double Engine::evaluate(const BatchFn& fill, int micro_steps) {
 }
 
 const float* Engine::State::host_master(int u, std::vector<float>& tmp) {
-  if (!device_optimizer) return master[u];
+  if (!device_adam[u]) return master[u];
   tmp.resize(size_t(state_len(u)));
   backend.copy_to_host(tmp.data(), master[u], tmp.size() * 4);
   return tmp.data();

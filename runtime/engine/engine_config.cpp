@@ -124,6 +124,7 @@ EngineOptions engine_options_from_config(const Config& c, uint64_t seed, bool re
                         : oo.device.value == "cpu" ? OffloadDevice::CPU
                                                    : OffloadDevice::None;
   e.offload.nvme_path = oo.nvme_path.value;
+  e.offload.ratio = oo.ratio.value;
   const auto& op = z.offload_param;
   e.offload.param = op.device.value == "nvme"  ? OffloadDevice::NVMe
                     : op.device.value == "cpu" ? OffloadDevice::CPU

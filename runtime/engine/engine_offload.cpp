@@ -1,12 +1,110 @@
-// NVMe offload of the optimizer state: one record per sub-group in a direct-I/O swap file, written
+// CPU offload transfers: staged units' gradients leave backend memory and their new working params
+// come back through a ring of pinned chunks, each transfer overlapping the host's work on another
+// chunk. NVMe offload of the optimizer state: one record per sub-group in a direct-I/O swap file, written
 // at start from the initial values, and walked by a pipeline (read ahead, step, write behind) each
 // optimizer step. Summaries read the master weights back the same way.
 #include <cstring>
 
 #include "runtime/engine/engine_state.h"
+#include "offload/cpu_adam.h"
+#include "runtime/engine/precision_emulation.h"
 #include "runtime/model/init.h"
 
 namespace zt {
+
+void Engine::State::make_pinned() {
+  if (pinned) return;
+  offload::PinnedAllocatorOptions po;
+  po.pin_memory = opt.offload.pin_memory;
+  pinned = std::make_unique<offload::PinnedAllocator>(po);
+}
+
+void Engine::State::setup_staging() {
+  make_pinned();
+  int64_t largest = 1;
+  for (int u = 0; u < U; ++u)
+    if (staged[u] || grad_host[u]) largest = std::max(largest, state_len(u));
+  const int64_t chunk = std::min(opt.offload.chunk_elems, largest);
+  ring = std::make_unique<offload::StagingRing>(backend, *pinned, std::max(2, opt.offload.buffer_count),
+                                                size_t(chunk) * es);
+  ledger.record_host(MemCategory::CommBuffers, ring->bytes_allocated());
+  publish_ticket.assign(size_t(U), 0);
+}
+
+// Gradient base of unit u's state range in backend memory (stage 1 keeps full grads).
+static int64_t grad_offset(int stage, int64_t rank_offset) { return stage == 1 ? rank_offset : 0; }
+
+std::vector<float*> Engine::State::collect_grads() {
+  std::vector<float*> g(static_cast<size_t>(U), nullptr);
+  struct Chunk {
+    int u;
+    int64_t begin, n;
+  };
+  std::vector<Chunk> chunks;
+  const int64_t chunk = ring ? int64_t(ring->slot_bytes() / es) : 0;
+  for (int u = 0; u < U; ++u) {
+    void* base = at(grads[u], grad_offset(opt.stage, rank_offset(u)));
+    // Emulated 16-bit communication: the reduced sum is stored in the communication type (stages
+    // 2–3 round it as they accumulate the reduce-scatter's result).
+    if (host_fp32 && opt.stage < 2) emulate(base, state_len(u), comm_p());
+    if (!grad_host[u]) {
+      g[u] = static_cast<float*>(base);
+      continue;
+    }
+    g[u] = grad_host[u];
+    for (int64_t b = 0; b < state_len(u); b += chunk) chunks.push_back({u, b, std::min(chunk, state_len(u) - b)});
+  }
+  if (chunks.empty()) return g;
+  const bool bf16 = backend.act_dtype() == DType::BF16;
+  ring->stream_out(
+      chunks.size(),
+      [&](size_t k) {
+        const Chunk& c = chunks[k];
+        return std::pair<const void*, size_t>(at(grads[c.u], grad_offset(opt.stage, rank_offset(c.u)) + c.begin),
+                                              size_t(c.n) * es);
+      },
+      [&](size_t k, const void* data, size_t) {
+        const Chunk& c = chunks[k];
+        float* dst = grad_host[c.u] + c.begin;
+        if (!bf16) {
+          std::memcpy(dst, data, size_t(c.n) * 4);
+          return;
+        }
+        const uint16_t* h = static_cast<const uint16_t*>(data);
+        for (int64_t i = 0; i < c.n; ++i) dst[i] = bf16_bits_to_f32(h[i]);
+      });
+  return g;
+}
+
+void* Engine::State::working_dst(int u, int64_t begin) {
+  return at(work[u], (opt.stage == 1 || opt.stage == 2 ? rank_offset(u) : 0) + begin);
+}
+
+void Engine::State::publish_working(int u, int64_t begin, int64_t n, const float* values) {
+  const int64_t chunk = int64_t(ring->slot_bytes() / es);
+  for (int64_t off = 0; off < n; off += chunk) {
+    const int64_t len = std::min(chunk, n - off);
+    publish_ticket[u] = ring->publish(working_dst(u, begin + off), size_t(len) * es, [&](void* slot) {
+      if (backend.act_dtype() == DType::F32) {
+        std::memcpy(slot, values + off, size_t(len) * 4);
+        round_to_precision(static_cast<float*>(slot), size_t(len), opt.precision);  // emulated 16-bit storage
+      } else {
+        offload::convert_f32(slot, backend.act_dtype(), values + off, size_t(len));
+      }
+    });
+  }
+}
+
+void Engine::State::adam_publish(int u, int64_t begin, int64_t n, float* p, const float* g, float* m, float* v) {
+  const int64_t chunk = int64_t(ring->slot_bytes() / es);
+  for (int64_t off = 0; off < n; off += chunk) {
+    const int64_t len = std::min(chunk, n - off);
+    publish_ticket[u] = ring->publish(working_dst(u, begin + off), size_t(len) * es, [&](void* slot) {
+      offload::cpu_adam_step(p + off, g + off, m + off, v + off, size_t(len), adam_h,
+                             offload::AdamOutput{slot, backend.act_dtype()});
+    });
+  }
+}
 
 size_t Engine::State::record_floats(int64_t n) const {
   const bool has_v = opt.optimizer.type != OptimizerType::SGD;
@@ -23,12 +121,10 @@ void Engine::State::setup_nvme(const std::vector<std::vector<float>>& initial_ma
   sc.rank = rank;
   sc.aio = off.aio;
   swapper = std::make_unique<offload::NvmeSwapper>(sc, bytes);
-  offload::PinnedAllocatorOptions po;
-  po.pin_memory = off.pin_memory;
-  pinned = std::make_unique<offload::PinnedAllocator>(po);
+  make_pinned();
   pipeline = std::make_unique<offload::SwapPipeline>(*swapper, std::max(1, off.buffer_count), *pinned);
-  ledger.record_external(MemCategory::Optimizer, uint64_t(pipeline->buffer_count()) *
-                                                    std::max<uint64_t>(swapper->max_padded_bytes(), 4096));
+  ledger.record_host(MemCategory::Optimizer, uint64_t(pipeline->buffer_count()) *
+                                                std::max<uint64_t>(swapper->max_padded_bytes(), 4096));
   pipeline->initialize([&](size_t k, void* data, size_t n_bytes) {
     std::memset(data, 0, n_bytes);  // moments start at zero
     const SubGroup& sg = subgroups[k];
@@ -55,11 +151,7 @@ void Engine::State::setup_param_nvme(const std::vector<std::vector<float>>& init
   sc.rank = rank;
   sc.aio = opt.offload.aio;
   param_swapper = std::make_unique<offload::NvmeSwapper>(sc, bytes);
-  if (!pinned) {
-    offload::PinnedAllocatorOptions po;
-    po.pin_memory = opt.offload.pin_memory;
-    pinned = std::make_unique<offload::PinnedAllocator>(po);
-  }
+  make_pinned();
   for (int u = 0; u < U; ++u) {
     param_image = initial_shards[u];
     param_image_unit = u;

@@ -28,11 +28,17 @@ struct OptimizerOptions {
   double max_coeff = 10.0, min_coeff = 0.01;  // Lamb
 };
 
-// Where the optimizer's fp32 state lives. CPU: host memory (on the CPU backend it is there anyway).
-// NVMe: master weights (when not aliased to the working params) and moments are paged per sub-group
-// to a direct-I/O file under nvme_path, read ahead and written behind with buffer_count buffers.
+// Where the optimizer's fp32 state lives. CPU: host memory, apart from the backend's (on the CPU
+// backend too, so that the offload path runs there: gradients are copied out and the new working
+// params copied in, in chunks of chunk_elems elements through pinned buffers, transfers overlapping
+// the host's work). NVMe: the same, with master weights and moments paged per sub-group to a
+// direct-I/O file under nvme_path, read ahead and written behind with buffer_count buffers.
 struct OffloadOptions {
   OffloadDevice optimizer = OffloadDevice::None;
+  // Stage 3, cpu: the share of this rank's optimizer state offloaded, (0, 1]. Whole units, in walk
+  // order, go to the host until the share reaches `ratio`; the rest stays in backend memory.
+  double ratio = 1.0;
+  int64_t chunk_elems = int64_t(1) << 22;  // elements per transfer chunk (not a DeepSpeed key)
   // Stage 3, CPU backend: NVMe keeps each unit's parameter shard in a swap file and reads it into
   // a staging buffer just before the unit's all-gather. (CPU: the shard is in host memory already.)
   OffloadDevice param = OffloadDevice::None;

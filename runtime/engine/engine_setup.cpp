@@ -19,6 +19,8 @@ CommDType comm_dtype_of(DType t) {
   return CommDType::F32;
 }
 
+static bool is_adam(OptimizerType t) { return t == OptimizerType::AdamW || t == OptimizerType::AdamL2; }
+
 static void check_options(const EngineOptions& o, const Backend& b) {
   if (o.stage < 0 || o.stage > 3) throw std::invalid_argument("engine: stage must be 0..3, got " + std::to_string(o.stage));
   if (o.micro_batch < 1 || o.grad_accum < 1)
@@ -28,6 +30,16 @@ static void check_options(const EngineOptions& o, const Backend& b) {
     throw std::invalid_argument(std::string("engine: the ") + b.name() +
                                 " backend computes in bf16; enable bf16 in the config (fp32 and fp16 "
                                 "training run on the cpu backend)");
+  const bool adam = is_adam(o.optimizer.type);
+  if (o.offload.ratio < 1.0) {
+    if (o.stage != 3 || o.offload.optimizer != OffloadDevice::CPU)
+      throw std::invalid_argument("engine: offload_optimizer.ratio < 1 needs stage 3 and offload_optimizer.device \"cpu\"");
+    if (!adam)
+      throw std::invalid_argument(std::string("engine: offload_optimizer.ratio < 1 keeps part of the optimizer in "
+                                              "device memory, where only Adam/AdamW run; optimizer is ") +
+                                  optimizer_type_name(o.optimizer.type) + ": remove ratio or use Adam/AdamW");
+  }
+  if (o.offload.chunk_elems < 1) throw std::invalid_argument("engine: offload chunk_elems must be >= 1");
   if (b.act_dtype() != DType::F32 &&
       (o.comm_precision.value_or(Precision::BF16) != Precision::BF16 ||
        o.grad_accum_precision.value_or(Precision::BF16) != Precision::BF16))
@@ -46,12 +58,30 @@ static std::vector<UnitSpec> unit_specs(const GPT2& model) {
   return specs;
 }
 
-// Host fp32 storage that the ledger counts (master weights, moments, staging).
+// Host fp32 storage that the ledger counts (master weights, moments, staging): as host memory when
+// offload keeps it apart from the backend's, else as backend memory (the CPU backend's own state).
 static float* host_floats(std::vector<std::vector<float>>& store, MemoryLedger& ledger, MemCategory c,
-                          int64_t n) {
+                          int64_t n, bool on_host) {
   store.emplace_back(size_t(n), 0.0f);
-  ledger.record_external(c, uint64_t(n) * 4);
+  if (on_host)
+    ledger.record_host(c, uint64_t(n) * 4);
+  else
+    ledger.record_external(c, uint64_t(n) * 4);
   return store.back().data();
+}
+
+// offload_optimizer's units: all of them, or with ratio < 1 whole units in walk order until the
+// offloaded share of this rank's optimizer state reaches the ratio.
+static std::vector<char> offloaded_units(const EngineOptions& o, const std::vector<int64_t>& state_len) {
+  std::vector<char> out(state_len.size(), 0);
+  if (o.offload.optimizer == OffloadDevice::None) return out;
+  int64_t total = 0, taken = 0;
+  for (int64_t n : state_len) total += n;
+  for (size_t u = 0; u < out.size(); ++u) {
+    out[u] = o.offload.ratio >= 1.0 || double(taken) < o.offload.ratio * double(total);
+    if (out[u]) taken += state_len[u];
+  }
+  return out;
 }
 
 Engine::State::State(const ModelConfig& m, const EngineOptions& o, Backend& b, Communicator& c)
@@ -73,12 +103,21 @@ Engine::State::State(const ModelConfig& m, const EngineOptions& o, Backend& b, C
   param_nvme = o.stage == 3 && o.offload.param == OffloadDevice::NVMe;
   if (param_nvme && !host_fp32)
     throw std::invalid_argument("engine: parameter NVMe offload runs on the cpu backend only for now");
-  // With the parameter shard on NVMe the master cannot be the working copy itself.
-  master_aliases_work = host_fp32 && o.precision == Precision::FP32 && !param_nvme;
-  // On a GPU without optimizer offload, Adam runs on the device (the fused multi-tensor kernel);
-  // offload_optimizer cpu/nvme, SGD and Lamb step on the host.
-  device_optimizer = !host_fp32 && o.offload.optimizer == OffloadDevice::None &&
-                     (o.optimizer.type == OptimizerType::AdamW || o.optimizer.type == OptimizerType::AdamL2);
+  // Where each unit's state goes. On a GPU, Adam runs on the device (the fused multi-tensor kernel)
+  // unless the unit is offloaded; offloaded units, SGD and Lamb step on the host, staged. On the
+  // CPU backend only offloaded units are staged; the others update backend memory in place.
+  {
+    std::vector<int64_t> lens;
+    for (int u = 0; u < U; ++u) lens.push_back(state_len(u));
+    offloaded = offloaded_units(o, lens);
+  }
+  const bool adam = is_adam(o.optimizer.type);
+  for (int u = 0; u < U; ++u) {
+    device_adam.push_back(!host_fp32 && !offloaded[u] && adam);
+    staged.push_back(host_fp32 ? offloaded[u] : !device_adam[u]);
+  }
+  // With the parameter shard on NVMe, or the state staged, the master is not the working copy.
+  master_aliases_work = host_fp32 && o.precision == Precision::FP32 && !param_nvme && !any(staged);
   const bool needs_v = o.optimizer.type != OptimizerType::SGD;
   const bool needs_m = o.optimizer.type != OptimizerType::SGD || o.optimizer.momentum != 0.0;
 
@@ -107,11 +146,11 @@ Engine::State::State(const ModelConfig& m, const EngineOptions& o, Backend& b, C
       float* ms = nullptr;
       if (nvme) {
         initial_master.emplace_back(init.begin() + master_in_init, init.begin() + master_in_init + L);
-      } else if (device_optimizer) {
+      } else if (device_adam[u]) {
         ms = static_cast<float*>(ledger.alloc(MemCategory::Master, size_t(L) * 4));
         backend.copy_to_device(ms, init.data() + master_in_init, size_t(L) * 4);
       } else {
-        ms = host_floats(host_store, ledger, MemCategory::Master, L);
+        ms = host_floats(host_store, ledger, MemCategory::Master, L, staged[u]);
         std::memcpy(ms, init.data() + master_in_init, size_t(L) * 4);
       }
       master.push_back(ms);
@@ -126,12 +165,13 @@ Engine::State::State(const ModelConfig& m, const EngineOptions& o, Backend& b, C
         for (size_t i = 0; i < init.size(); ++i) stage16[i] = f32_to_bf16_bits(init[i]);
         backend.copy_to_device(work[u], stage16.data(), init.size() * 2);
       }
-      if (!host_fp32) grad_host.push_back(host_floats(host_store, ledger, MemCategory::CommBuffers, L));
     }
+    grad_host.push_back(!host_fp32 || staged[u] ? host_floats(host_store, ledger, MemCategory::CommBuffers, L, true)
+                                                : nullptr);
     auto moment = [&](bool needed) -> float* {
       if (!needed || nvme) return nullptr;
-      if (device_optimizer) return static_cast<float*>(ledger.alloc(MemCategory::Optimizer, size_t(L) * 4));
-      return host_floats(host_store, ledger, MemCategory::Optimizer, L);
+      if (device_adam[u]) return static_cast<float*>(ledger.alloc(MemCategory::Optimizer, size_t(L) * 4));
+      return host_floats(host_store, ledger, MemCategory::Optimizer, L, staged[u]);
     };
     moment1.push_back(moment(needs_m));
     moment2.push_back(moment(needs_v));
@@ -142,6 +182,7 @@ Engine::State::State(const ModelConfig& m, const EngineOptions& o, Backend& b, C
     const int64_t hi = o.stage == 0 ? map->shard(u).numel : map->shard(u).valid;
     for (int64_t a = 0; a < hi; a += o.sub_group_size) subgroups.push_back({u, a, std::min(o.sub_group_size, hi - a)});
   }
+  if (any(staged)) setup_staging();
   // Nothing to page (plain SGD on a master that is the working copy): no swap file at all.
   if (nvme && record_floats(1) > 0) setup_nvme(initial_master);
   if (param_nvme) setup_param_nvme(initial_shards);

@@ -11,6 +11,7 @@
 
 #include "offload/nvme_swapper.h"
 #include "offload/pinned_memory.h"
+#include "offload/staging_ring.h"
 #include "offload/swap_pipeline.h"
 #include "optim/lamb.h"
 #include "optim/sgd.h"
@@ -74,7 +75,15 @@ struct Engine::State {
   CommDType cdt = CommDType::F32;  // act_dtype as a communicator type
   bool host_fp32 = true;          // act_dtype is F32 on host memory: the optimizer reads grads in place
   bool master_aliases_work = true;  // fp32 training on the CPU backend: master == working params
-  bool device_optimizer = false;    // master and moments in device memory, fused GPU AdamW
+  // Where each unit's optimizer state lives and how its step runs (decided in engine_setup.cpp):
+  std::vector<char> offloaded;    // offload_optimizer covers the unit (every unit, or ratio's share)
+  std::vector<char> device_adam;  // master and moments in device memory, fused GPU AdamW
+  // Host optimizer on state apart from backend memory: the reduced gradients are copied out and
+  // the new working params copied in, chunk by chunk, through `ring`.
+  std::vector<char> staged;
+  bool any(const std::vector<char>& flags) const {
+    return std::any_of(flags.begin(), flags.end(), [](char f) { return f != 0; });
+  }
   // fp32 master values of unit u on the host (a copy when they live on the device).
   const float* host_master(int u, std::vector<float>& tmp);
 
@@ -83,8 +92,9 @@ struct Engine::State {
   std::vector<void*> grads;        // stage 0–1: full padded grads; stage 2–3: the grad shard
   std::vector<float*> master;      // fp32 host; stage 0: full padded; else the shard
   std::vector<float*> moment1, moment2;  // fp32 host, same extent as master (moment2 unused by SGD)
-  std::vector<float*> grad_host;   // fp32 host staging of the reduced grads (when !host_fp32)
-  std::vector<uint16_t> stage16;   // 16-bit host staging for device copies
+  std::vector<float*> grad_host;   // fp32 host copy of the reduced grads (staged units; every unit on
+                                   // a GPU, where the norm is summed on the host); else nullptr
+  std::vector<uint16_t> stage16;   // 16-bit host staging for device copies (set-up)
   std::vector<std::vector<float>> host_store;  // owns master, moments and staging when not aliased
 
   // --- stage 2–3 gradient buffers and stage 3 gathers -----------------------------------------
@@ -96,9 +106,24 @@ struct Engine::State {
   std::vector<CommHandlePtr> param_gathers;  // stage 1–2: updated params being all-gathered
   int64_t live_elements = 0;
 
+  // --- CPU offload transfers (engine_offload.cpp) ---------------------------------------------
+  std::unique_ptr<offload::PinnedAllocator> pinned;
+  std::unique_ptr<offload::StagingRing> ring;         // when any unit is staged
+  std::vector<Backend::CopyTicket> publish_ticket;    // unit -> its last working-param copy-in
+  void make_pinned();  // the allocator for every pinned host buffer (pin_memory honoured)
+  void setup_staging();
+  // Every unit's reduced gradient (this rank's range, averaged-to-be) as fp32 host memory: in place
+  // for unstaged host units, else copied out chunk by chunk (copy of k+1 overlapping conversion of k).
+  std::vector<float*> collect_grads();
+  // New working params [begin, begin + n) of staged unit u from fp32 values, copied in by chunks.
+  void publish_working(int u, int64_t begin, int64_t n, const float* values);
+  // Adam on staged unit u's elements with the bf16 working copy written in the same pass, chunk by
+  // chunk, each chunk's copy-in overlapping the next chunk's step.
+  void adam_publish(int u, int64_t begin, int64_t n, float* p, const float* g, float* m, float* v);
+  void* working_dst(int u, int64_t begin);  // where state element `begin` of unit u sits in work[u]
+
   // --- NVMe offload of the optimizer state (engine_offload.cpp) -----------------------------
   std::vector<SubGroup> subgroups;
-  std::unique_ptr<offload::PinnedAllocator> pinned;
   std::unique_ptr<offload::NvmeSwapper> swapper;
   std::unique_ptr<offload::SwapPipeline> pipeline;
   void setup_nvme(const std::vector<std::vector<float>>& initial_master);  // initial_master: when not aliased
@@ -158,7 +183,6 @@ struct Engine::State {
   void release_all_gathered();
 
   // --- step (engine_step.cpp) ----------------------------------------------------------------
-  float* reduced_grad_host(int u);         // fp32 host view of this rank's reduced gradient range
   void optimizer_step(StepStats& st);
   void lamb_step(const std::vector<float*>& g, const LambHyper& h);  // engine_lamb.cpp
   // Working params [begin, begin + n) of unit u's state range from fp32 master values.

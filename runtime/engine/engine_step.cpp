@@ -39,23 +39,6 @@ std::vector<double> Engine::State::allgather_doubles(const std::vector<double>& 
   return all;
 }
 
-float* Engine::State::reduced_grad_host(int u) {
-  void* base = grads[u];
-  if (opt.stage == 1) base = at(base, rank_offset(u));
-  const int64_t n = state_len(u);
-  if (host_fp32) {
-    // Emulated 16-bit communication: the reduced sum is stored in the communication type (stages
-    // 2–3 round it as they accumulate the reduce-scatter's result).
-    if (opt.stage < 2) emulate(base, n, comm_p());
-    return static_cast<float*>(base);
-  }
-  stage16.resize(std::max(stage16.size(), size_t(n)));
-  backend.copy_to_host(stage16.data(), base, size_t(n) * 2);
-  float* g = grad_host[u];
-  for (int64_t i = 0; i < n; ++i) g[i] = bf16_bits_to_f32(stage16[size_t(i)]);
-  return g;
-}
-
 void Engine::State::write_working(int u, int64_t begin, int64_t n, const float* values) {
   if (master_aliases_work) return;  // the update wrote the working params themselves
   if (param_nvme) {  // rebuild the unit's shard (padding stays zero); gather_updated writes it back
@@ -67,22 +50,20 @@ void Engine::State::write_working(int u, int64_t begin, int64_t n, const float* 
     round_to_precision(param_image.data() + begin, size_t(n), opt.precision);
     return;
   }
-  const int64_t dst_begin = (opt.stage == 1 || opt.stage == 2 ? rank_offset(u) : 0) + begin;
-  void* dst = at(work[u], dst_begin);
-  if (host_fp32) {
-    float* w = static_cast<float*>(dst);
-    std::memcpy(w, values, size_t(n) * 4);
-    round_to_precision(w, size_t(n), opt.precision);
-  } else {
-    stage16.resize(std::max(stage16.size(), size_t(n)));
-    for (int64_t i = 0; i < n; ++i) stage16[size_t(i)] = f32_to_bf16_bits(values[i]);
-    backend.copy_to_device(dst, stage16.data(), size_t(n) * 2);
+  if (staged[u]) {
+    publish_working(u, begin, n, values);
+    return;
   }
+  if (!host_fp32) throw std::logic_error("write_working: unit " + std::to_string(u) + " is on the device");
+  float* w = static_cast<float*>(working_dst(u, begin));  // the CPU backend's own memory
+  std::memcpy(w, values, size_t(n) * 4);
+  round_to_precision(w, size_t(n), opt.precision);
 }
 
 void Engine::State::gather_updated(int u, std::vector<CommHandlePtr>& gathers) {
   if (param_nvme) write_param_shard(u);
   if (opt.stage != 1 && opt.stage != 2) return;
+  if (staged[u]) backend.wait_copy(publish_ticket[u]);  // the shard's copy-in must land before it is sent
   gathers.push_back(comm.all_gather_async(at(work[u], rank_offset(u)), work[u], size_t(padded(u)), cdt));
   if (!opt.overlap_comm) {
     gathers.back()->wait();
@@ -102,9 +83,8 @@ void Engine::State::optimizer_step(StepStats& st) {
   const float post = float(s_predivide() / W);  // turns the (pre-divided) rank sum into the mean
 
   // Averaged gradients (still loss-scaled) and this rank's squared-norm partial per shard.
-  std::vector<float*> g(static_cast<size_t>(U), nullptr);
+  std::vector<float*> g = collect_grads();
   for (int u = 0; u < U; ++u) {
-    g[u] = reduced_grad_host(u);
     if (post != 1.0f)
       for (int64_t i = 0, n = state_len(u); i < n; ++i) g[u][i] *= post;
   }
@@ -187,7 +167,18 @@ void Engine::State::optimizer_step(StepStats& st) {
     adam_h.step = int(applied);
     adam_h.bias_correction = o.bias_correction;
     adam_h.grad_scale = grad_scale;
-    if (device_optimizer) {
+    // A host update of n elements of unit u; a staged unit's new working params are copied in
+    // behind it (with Adam on a 16-bit backend the working copy is written in the same pass).
+    const bool fuse_publish = backend.act_dtype() != DType::F32 && !param_nvme && o.type != OptimizerType::SGD;
+    auto host_update = [&](int u, int64_t begin, int64_t n, float* p, const float* gr, float* m, float* v) {
+      if (staged[u] && fuse_publish) {
+        adam_publish(u, begin, n, p, gr, m, v);
+        return;
+      }
+      update_range(p, gr, m, v, n);
+      write_working(u, begin, n, p);
+    };
+    if (any(device_adam)) {
       // One fused launch per 48 sub-groups over device master, moments and the reduced bf16 grads;
       // it also writes the bf16 working copy. The grads on the device are rank sums, so the
       // averaging factor joins the unscale/clip factor.
@@ -196,13 +187,15 @@ void Engine::State::optimizer_step(StepStats& st) {
       std::vector<AdamWChunk> chunks;
       for (const SubGroup& sg : subgroups) {
         const int u = sg.unit;
+        if (!device_adam[u]) continue;
         const int64_t in_unit = (opt.stage == 1 ? rank_offset(u) : 0) + sg.begin;
         const int64_t in_work = (opt.stage == 1 || opt.stage == 2 ? rank_offset(u) : 0) + sg.begin;
         chunks.push_back({master[u] + sg.begin, at(grads[u], in_unit), moment1[u] + sg.begin, moment2[u] + sg.begin,
                           at(work[u], in_work), size_t(sg.n)});
       }
       fused_adamw(chunks.data(), chunks.size(), backend.act_dtype(), h, backend.native_stream());
-    } else if (pipeline) {
+    }
+    if (pipeline) {
       // NVMe: read sub-group k+1 while k steps and k-1 is written back.
       pipeline->run([&](size_t k, void* data, size_t) {
         const SubGroup& sg = subgroups[k];
@@ -211,22 +204,22 @@ void Engine::State::optimizer_step(StepStats& st) {
         float* m = rec + (master_aliases_work ? 0 : sg.n);
         float* v = o.type == OptimizerType::SGD ? nullptr : m + sg.n;
         if (o.type == OptimizerType::SGD && o.momentum == 0.0) m = nullptr;
-        update_range(p, g[sg.unit] + sg.begin, m, v, sg.n);
-        write_working(sg.unit, sg.begin, sg.n, p);
+        host_update(sg.unit, sg.begin, sg.n, p, g[sg.unit] + sg.begin, m, v);
         if (last_of_unit(k)) gathers_through(sg.unit);
       });
     } else {
       for (size_t k = 0; k < subgroups.size(); ++k) {
         const SubGroup& sg = subgroups[k];
         const int u = sg.unit;
-        update_range(master[u] + sg.begin, g[u] + sg.begin, moment1[u] ? moment1[u] + sg.begin : nullptr,
-                     moment2[u] ? moment2[u] + sg.begin : nullptr, sg.n);
-        write_working(u, sg.begin, sg.n, master[u] + sg.begin);
+        if (device_adam[u]) continue;
+        host_update(u, sg.begin, sg.n, master[u] + sg.begin, g[u] + sg.begin,
+                    moment1[u] ? moment1[u] + sg.begin : nullptr, moment2[u] ? moment2[u] + sg.begin : nullptr);
         if (last_of_unit(k)) gathers_through(u);  // overlaps the next units' updates
       }
     }
   }
   gathers_through(U - 1);
+  if (ring) ring->drain();  // stage 3 gathers the shards next: every copy-in must have landed
   st.optimizer_s += seconds_since(t0);
   traced("optimizer step", TraceTrack::Compute, t0);
   const auto t1 = Clock::now();

@@ -25,6 +25,7 @@ struct MemCounts {
 };
 
 // Allocates through the backend and records each allocation; free() must get a pointer from here.
+// current() and the peaks are backend (device) memory, as the memory plan's device columns.
 class MemoryLedger {
  public:
   explicit MemoryLedger(Backend& backend) : backend_(backend) {}
@@ -36,6 +37,10 @@ class MemoryLedger {
   void free(void* p);
   // Memory owned elsewhere (the model's activations) but counted here.
   void record_external(MemCategory c, uint64_t bytes);
+  // Host memory that offload keeps apart from the backend's (master weights and moments on the
+  // host, pinned staging buffers): counted separately, never in current() or the peaks.
+  void record_host(MemCategory c, uint64_t bytes) { host_.bytes[size_t(c)] += bytes; }
+  const MemCounts& host() const { return host_; }
 
   const MemCounts& current() const { return current_; }
   const MemCounts& peak_by_category() const { return peak_cat_; }
@@ -46,7 +51,7 @@ class MemoryLedger {
   void grew();
   Backend& backend_;
   std::unordered_map<void*, std::pair<MemCategory, size_t>> live_;
-  MemCounts current_, peak_cat_;
+  MemCounts current_, peak_cat_, host_;
   uint64_t peak_total_ = 0;
 };
 

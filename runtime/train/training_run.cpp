@@ -171,7 +171,9 @@ RunReport run_training(const RunOptions& o, Communicator& comm, Backend& backend
   const int T = o.model.seq_len;
   const double tokens_per_step = double(eo.micro_batch) * eo.grad_accum * W * T;
   if (say && eo.offload.optimizer == OffloadDevice::CPU && backend.name() == "cpu")
-    std::fprintf(say, "note: offload_optimizer=cpu: on the cpu backend the optimizer state is in host memory anyway\n");
+    std::fprintf(say,
+                 "note: offload_optimizer=cpu on the cpu backend: the optimizer state is kept apart from the "
+                 "backend's memory and moved in chunks as on a GPU (both are host RAM here)\n");
   if (say && eo.offload.optimizer == OffloadDevice::NVMe)
     std::fprintf(say, "optimizer state paged to NVMe under %s (sub-groups of %lld elements, %d buffers)\n",
                  eo.offload.nvme_path.c_str(), (long long)eo.sub_group_size, eo.offload.buffer_count);
@@ -189,6 +191,11 @@ RunReport run_training(const RunOptions& o, Communicator& comm, Backend& backend
                  gib(a[MemCategory::Params]).c_str(), gib(a[MemCategory::Grads]).c_str(),
                  gib(a[MemCategory::Master]).c_str(), gib(a[MemCategory::Optimizer]).c_str(),
                  gib(a[MemCategory::Activations]).c_str(), gib(a[MemCategory::CommBuffers]).c_str());
+    const auto& h = engine.ledger().host();
+    if (h.total() > 0)
+      std::fprintf(say, "host (rank 0, offload): params %s, master %s, optimizer %s, buffers %s\n",
+                   gib(h[MemCategory::Params]).c_str(), gib(h[MemCategory::Master]).c_str(),
+                   gib(h[MemCategory::Optimizer]).c_str(), gib(h[MemCategory::CommBuffers]).c_str());
   }
   if (metrics) {
     *metrics << nlohmann::json{{"event", "start"},
@@ -197,7 +204,8 @@ RunReport run_training(const RunOptions& o, Communicator& comm, Backend& backend
                                {"params", rep.params},
                                {"precision", precision_name(eo.precision)},
                                {"plan", plan_to_json(plan)},
-                               {"allocated", mem_counts_json(engine.ledger().current())}}
+                               {"allocated", mem_counts_json(engine.ledger().current())},
+                               {"allocated_host", mem_counts_json(engine.ledger().host())}}
                     .dump()
              << "\n";
   }

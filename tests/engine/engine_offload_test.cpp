@@ -1,7 +1,7 @@
-// Offload in the engine (run at 1 and 2 ranks): stages 1–3 × offload_optimizer {none, nvme}, and
-// stage 3 × offload_param {none, nvme}, give the same consolidated parameters, for fp32 (master aliased to the working params: only
-// the moments are paged) and emulated bf16 (master weights paged too), with several sub-groups and
-// 1 or 4 swap buffers. A missing nvme_path stops the engine with the path in the message.
+// Offload in the engine (run at 1 and 2 ranks): stages 1–3 × offload_optimizer {none, cpu, nvme},
+// stage 3 × ratio, and stage 3 × offload_param {none, nvme}, give the same consolidated parameters
+// and losses for fp32 and emulated bf16, with several sub-groups, transfer chunks and buffers; the
+// ledger shows where the state went. A missing nvme_path stops the engine with the path.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -19,15 +19,106 @@ std::string swap_dir() {
   return base && *base ? base : "/tmp";
 }
 
+std::string prec_name(Precision p) { return p == Precision::FP32 ? "fp32" : "bf16"; }
+
+TEST(EngineOffload, CpuOffloadGivesTheSameTrainingAsNone) {
+  // The state moves to host memory apart from the backend's; gradients are copied out and working
+  // params copied in through the pinned ring on the backend's copy lane (a thread on the CPU
+  // backend, so a missing wait would race). Small chunks put many chunk boundaries inside units.
+  for (Precision prec : {Precision::FP32, Precision::BF16}) {
+    for (int stage = 1; stage <= 3; ++stage) {
+      EngineOptions o = base_options(stage, 2, prec, true);
+      o.sub_group_size = 1000;
+      const RunResult none = run_engine(tiny_model(), o, 4);
+      for (int64_t chunk : {int64_t(333), int64_t(1) << 22}) {
+        for (int buffers : {2, 4}) {
+          SCOPED_TRACE(prec_name(prec) + " stage " + std::to_string(stage) + " chunk " + std::to_string(chunk) +
+                       " buffers " + std::to_string(buffers));
+          o.offload.optimizer = OffloadDevice::CPU;
+          o.offload.chunk_elems = chunk;
+          o.offload.buffer_count = buffers;
+          const RunResult cpu = run_engine(tiny_model(), o, 4);
+          EXPECT_EQ(cpu.summary.checksum, none.summary.checksum);
+          EXPECT_EQ(cpu.losses, none.losses);
+          EXPECT_EQ(cpu.norms, none.norms);
+          // Master and moments left backend memory; the host holds the same moments and a master.
+          EXPECT_EQ(cpu.resident[MemCategory::Master], 0u);
+          EXPECT_EQ(cpu.resident[MemCategory::Optimizer], 0u);
+          EXPECT_EQ(cpu.host[MemCategory::Optimizer], none.resident[MemCategory::Optimizer]);
+          EXPECT_EQ(cpu.host[MemCategory::Master] * 2, cpu.host[MemCategory::Optimizer]);
+          EXPECT_GT(cpu.host[MemCategory::CommBuffers], 0u) << "gradient copies and the ring";
+        }
+      }
+    }
+  }
+}
+
+TEST(EngineOffload, CpuOffloadOfSgdAndLamb) {
+  // SGD (with momentum) and Lamb step on the host through the same copy-out / copy-in path.
+  for (OptimizerType type : {OptimizerType::SGD, OptimizerType::Lamb}) {
+    SCOPED_TRACE(optimizer_type_name(type));
+    EngineOptions o = base_options(2, 1, Precision::BF16, false);
+    o.optimizer.type = type;
+    o.optimizer.momentum = 0.9;
+    o.offload.chunk_elems = 500;
+    const RunResult none = run_engine(tiny_model(), o, 3);
+    o.offload.optimizer = OffloadDevice::CPU;
+    const RunResult cpu = run_engine(tiny_model(), o, 3);
+    EXPECT_EQ(cpu.summary.checksum, none.summary.checksum);
+    EXPECT_EQ(cpu.losses, none.losses);
+  }
+}
+
+TEST(EngineOffload, RatioKeepsPartOfTheStateInBackendMemory) {
+  for (Precision prec : {Precision::FP32, Precision::BF16}) {
+    EngineOptions o = base_options(3, 1, prec, true);
+    o.param_persistence_threshold = 0;
+    const RunResult none = run_engine(tiny_model(), o, 3);
+    const uint64_t total = none.resident[MemCategory::Optimizer];
+    uint64_t previous_host = 0;
+    for (double ratio : {0.3, 0.6, 1.0}) {
+      SCOPED_TRACE(prec_name(prec) + " ratio " + std::to_string(ratio));
+      o.offload.optimizer = OffloadDevice::CPU;
+      o.offload.ratio = ratio;
+      o.offload.chunk_elems = 700;
+      const RunResult part = run_engine(tiny_model(), o, 3);
+      EXPECT_EQ(part.summary.checksum, none.summary.checksum);
+      EXPECT_EQ(part.losses, none.losses);
+      const uint64_t host = part.host[MemCategory::Optimizer], dev = part.resident[MemCategory::Optimizer];
+      EXPECT_EQ(host + dev, total) << "every moment is on one side";
+      EXPECT_GE(double(host), ratio * double(total)) << "at least the ratio's share is offloaded";
+      if (ratio < 1.0) EXPECT_GT(dev, 0u) << "some state stays in backend memory";
+      EXPECT_GT(host, previous_host) << "a larger ratio offloads more";
+      previous_host = host;
+    }
+  }
+}
+
+TEST(EngineOffload, RatioBelowOneIsRefusedWhereItCannotApply) {
+  auto message = [](EngineOptions o) -> std::string {
+    try {
+      run_engine(tiny_model(), o, 1);
+    } catch (const std::invalid_argument& e) {
+      return e.what();
+    }
+    return "";
+  };
+  EngineOptions o = base_options(2, 1, Precision::FP32, false);
+  o.offload.optimizer = OffloadDevice::CPU;
+  o.offload.ratio = 0.5;
+  EXPECT_NE(message(o).find("stage 3"), std::string::npos) << message(o);
+  o.stage = 3;
+  o.optimizer.type = OptimizerType::SGD;
+  EXPECT_NE(message(o).find("only Adam/AdamW"), std::string::npos) << message(o);
+}
+
 TEST(EngineOffload, NvmeOffloadGivesTheSameTrainingAsNone) {
   for (Precision prec : {Precision::FP32, Precision::BF16}) {
     for (int stage = 1; stage <= 3; ++stage) {
-      SCOPED_TRACE(std::string(prec == Precision::FP32 ? "fp32" : "bf16") + " stage " + std::to_string(stage));
+      SCOPED_TRACE(prec_name(prec) + " stage " + std::to_string(stage));
       EngineOptions o = base_options(stage, 1, prec, true);
       o.sub_group_size = 1000;  // several sub-groups per unit
       const RunResult none = run_engine(tiny_model(), o, 4);
-      // (offload_optimizer "cpu" is not run here: on the CPU backend the state is in host memory
-      // either way, so the engine treats it exactly like "none".)
       for (int buffers : {1, 4}) {
         o.offload.optimizer = OffloadDevice::NVMe;
         o.offload.nvme_path = swap_dir();
@@ -36,22 +127,22 @@ TEST(EngineOffload, NvmeOffloadGivesTheSameTrainingAsNone) {
         EXPECT_EQ(nvme.summary.checksum, none.summary.checksum) << buffers << " buffers";
         EXPECT_EQ(nvme.losses, none.losses) << buffers << " buffers";
         EXPECT_EQ(nvme.resident[MemCategory::Master], 0u);
-        // Only the swap buffers stay in memory: one record of the largest sub-group (moments, plus
-        // the master when not aliased) per buffer, rounded up to the 4096-byte direct-I/O alignment.
-        const uint64_t floats = 1000ull * (prec == Precision::FP32 ? 2 : 3);
-        const uint64_t record = (floats * 4 + 4095) / 4096 * 4096;
-        EXPECT_EQ(nvme.resident[MemCategory::Optimizer], uint64_t(buffers) * record) << buffers << " buffers";
+        EXPECT_EQ(nvme.resident[MemCategory::Optimizer], 0u);
+        // Only the swap buffers stay in (host) memory: one record of the largest sub-group (master
+        // and two moments) per buffer, rounded up to the 4096-byte direct-I/O alignment.
+        const uint64_t record = (3000ull * 4 + 4095) / 4096 * 4096;
+        EXPECT_EQ(nvme.host[MemCategory::Optimizer], uint64_t(buffers) * record) << buffers << " buffers";
+        EXPECT_EQ(nvme.host[MemCategory::Master], 0u);
       }
     }
   }
 }
 
 TEST(EngineOffload, NvmeRecordsForSgdWithAndWithoutMomentum) {
-  // SGD keeps one moment (with momentum) or none; bf16 pages the master too, fp32 aliases it (and
-  // plain fp32 SGD has nothing to page, so no swap file is made).
+  // SGD keeps one moment (with momentum) or none; the master is paged with it.
   for (Precision prec : {Precision::FP32, Precision::BF16}) {
     for (double momentum : {0.0, 0.9}) {
-      SCOPED_TRACE(std::string(prec == Precision::FP32 ? "fp32" : "bf16") + " momentum " + std::to_string(momentum));
+      SCOPED_TRACE(prec_name(prec) + " momentum " + std::to_string(momentum));
       EngineOptions o = base_options(2, 1, prec, true);
       o.optimizer.type = OptimizerType::SGD;
       o.optimizer.lr = 0.05;
@@ -62,9 +153,8 @@ TEST(EngineOffload, NvmeRecordsForSgdWithAndWithoutMomentum) {
       o.offload.nvme_path = swap_dir();
       const RunResult nvme = run_engine(tiny_model(), o, 3);
       EXPECT_EQ(nvme.summary.checksum, none.summary.checksum);
-      const bool nothing_to_page = prec == Precision::FP32 && momentum == 0.0;
-      if (nothing_to_page) EXPECT_EQ(nvme.resident[MemCategory::Optimizer], 0u);
-      else EXPECT_GT(nvme.resident[MemCategory::Optimizer], 0u);
+      const uint64_t record = ((momentum != 0.0 ? 2 : 1) * 700ull * 4 + 4095) / 4096 * 4096;
+      EXPECT_EQ(nvme.host[MemCategory::Optimizer], 4 * record);
     }
   }
 }

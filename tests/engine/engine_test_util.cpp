@@ -53,6 +53,7 @@ RunResult run_engine(const ModelConfig& model, EngineOptions options, int steps)
     r.skipped = st.skipped_total;
   }
   r.resident = engine.ledger().current();
+  r.host = engine.ledger().host();
   r.summary = engine.param_summary();
   return r;
 }

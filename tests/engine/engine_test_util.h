@@ -30,7 +30,8 @@ struct RunResult {
   std::vector<double> losses, norms;
   std::vector<StepStats> stats;
   ParamSummary summary;
-  MemCounts resident;  // ledger bytes after the last step
+  MemCounts resident;  // ledger bytes after the last step (backend memory)
+  MemCounts host;      // host memory that offload keeps apart from the backend's
   int64_t skipped = 0;
 };
 
