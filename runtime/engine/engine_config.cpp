@@ -130,6 +130,8 @@ EngineOptions engine_options_from_config(const Config& c, uint64_t seed, bool re
                     : op.device.value == "cpu" ? OffloadDevice::CPU
                                                : OffloadDevice::None;
   e.offload.param_nvme_path = op.nvme_path.value;
+  e.offload.param_buffer_count = int(op.buffer_count.value);
+  e.offload.param_buffer_size = op.buffer_size.value;
   e.offload.buffer_count = int(oo.buffer_count.value);
   e.offload.pin_memory = oo.pin_memory.value;
   e.offload.aio.block_size = size_t(c.aio.block_size.value);

@@ -84,14 +84,8 @@ void Engine::State::publish_working(int u, int64_t begin, int64_t n, const float
   const int64_t chunk = int64_t(ring->slot_bytes() / es);
   for (int64_t off = 0; off < n; off += chunk) {
     const int64_t len = std::min(chunk, n - off);
-    publish_ticket[u] = ring->publish(working_dst(u, begin + off), size_t(len) * es, [&](void* slot) {
-      if (backend.act_dtype() == DType::F32) {
-        std::memcpy(slot, values + off, size_t(len) * 4);
-        round_to_precision(static_cast<float*>(slot), size_t(len), opt.precision);  // emulated 16-bit storage
-      } else {
-        offload::convert_f32(slot, backend.act_dtype(), values + off, size_t(len));
-      }
-    });
+    publish_ticket[u] = ring->publish(working_dst(u, begin + off), size_t(len) * es,
+                                      [&](void* slot) { to_act(slot, values + off, len); });
   }
 }
 
@@ -150,29 +144,86 @@ void Engine::State::setup_param_nvme(const std::vector<std::vector<float>>& init
   sc.nvme_path = opt.offload.param_nvme_path;
   sc.rank = rank;
   sc.aio = opt.offload.aio;
+  const auto& off = opt.offload;
+  for (int u = 0; u < U; ++u)
+    if (shard_len(u) > off.param_buffer_size)
+      throw std::invalid_argument("offload_param.buffer_size = " + std::to_string(off.param_buffer_size) +
+                                  " elements cannot hold unit " + unit_name(u) + "'s shard of " +
+                                  std::to_string(shard_len(u)) + " elements on rank " + std::to_string(rank) +
+                                  ": raise zero_optimization.offload_param.buffer_size to at least " +
+                                  std::to_string(shard_len(u)));
+  if (off.param_buffer_count < 1)
+    throw std::invalid_argument("offload_param.buffer_count = " + std::to_string(off.param_buffer_count) +
+                                ": must be at least 1");
   param_swapper = std::make_unique<offload::NvmeSwapper>(sc, bytes);
   make_pinned();
+  // Buffers as large as the largest record (never more than buffer_size elements, checked above).
+  for (int i = 0; i < off.param_buffer_count; ++i)
+    param_buffers.push_back(pinned->allocate(param_swapper->max_padded_bytes()));
+  ledger.record_host(MemCategory::CommBuffers, uint64_t(off.param_buffer_count) * param_buffers[0].capacity());
   for (int u = 0; u < U; ++u) {
-    param_image = initial_shards[u];
+    param_image.assign(size_t(shard_len(u)) * es, 0);
+    to_act(param_image.data(), initial_shards[u].data(), int64_t(initial_shards[u].size()));
     param_image_unit = u;
     write_param_shard(u);
   }
 }
 
-offload::PinnedBuffer Engine::State::read_param_shard(int u) {
-  offload::PinnedBuffer buf = pinned->allocate(param_swapper->padded_bytes(size_t(u)));
-  param_swapper->wait(param_swapper->read(size_t(u), buf.data()));
+void Engine::State::to_act(void* dst, const float* src, int64_t n) const {
+  if (backend.act_dtype() == DType::F32) {
+    std::memcpy(dst, src, size_t(n) * 4);
+    round_to_precision(static_cast<float*>(dst), size_t(n), opt.precision);  // emulated 16-bit storage
+  } else {
+    offload::convert_f32(dst, backend.act_dtype(), src, size_t(n));
+  }
+}
+
+// Reads and writes are synchronous for now (one buffer in use at a time): the buffers are reused
+// rather than allocated per transfer, which pinned allocation makes costly.
+void* Engine::State::param_buffer() {
+  void* b = param_buffers[next_param_buffer].data();
+  next_param_buffer = (next_param_buffer + 1) % param_buffers.size();
+  return b;
+}
+
+void* Engine::State::read_param_shard(int u) {
+  void* buf = param_buffer();
+  param_swapper->wait(param_swapper->read(size_t(u), buf));
   return buf;
+}
+
+// The shard's source is host memory (the pinned shard, or its record read back from NVMe); the
+// all-gather needs it in backend memory. The copy is waited here: the gather is issued right after.
+void* Engine::State::bring_in_shard(int u) {
+  const int64_t n = shard_len(u);
+  auto& free_list = shard_pool[n];
+  void* dst;
+  if (free_list.empty()) {
+    dst = ledger.alloc(MemCategory::CommBuffers, size_t(n) * es);
+  } else {
+    dst = free_list.back();
+    free_list.pop_back();
+  }
+  const void* src = param_nvme ? read_param_shard(u) : work[u];
+  backend.wait_copy(backend.copy_to_device_async(dst, src, size_t(n) * es));
+  return dst;
+}
+
+void Engine::State::drop_shard_in(int u) {
+  Gathered& g = gathered[u];
+  if (!g.shard_in) return;
+  shard_pool[shard_len(u)].push_back(g.shard_in);
+  g.shard_in = nullptr;
 }
 
 // Writes unit u's rebuilt shard (param_image) to its record. Synchronous: the next gather of the
 // unit reads it back, and the image is reused for the next unit.
 void Engine::State::write_param_shard(int u) {
   if (param_image_unit != u) return;  // no element of u lives on this rank: its record stays zero
-  offload::PinnedBuffer buf = pinned->allocate(param_swapper->padded_bytes(size_t(u)));
-  std::memset(buf.data(), 0, param_swapper->padded_bytes(size_t(u)));
-  std::memcpy(buf.data(), param_image.data(), size_t(shard_len(u)) * es);
-  param_swapper->wait(param_swapper->write(size_t(u), buf.data()));
+  void* buf = param_buffer();
+  std::memset(buf, 0, param_swapper->padded_bytes(size_t(u)));
+  std::memcpy(buf, param_image.data(), size_t(shard_len(u)) * es);
+  param_swapper->wait(param_swapper->write(size_t(u), buf));
   param_image_unit = -1;
 }
 

@@ -39,10 +39,14 @@ struct OffloadOptions {
   // order, go to the host until the share reaches `ratio`; the rest stays in backend memory.
   double ratio = 1.0;
   int64_t chunk_elems = int64_t(1) << 22;  // elements per transfer chunk (not a DeepSpeed key)
-  // Stage 3, CPU backend: NVMe keeps each unit's parameter shard in a swap file and reads it into
-  // a staging buffer just before the unit's all-gather. (CPU: the shard is in host memory already.)
+  // Stage 3: cpu keeps each unit's parameter shard in pinned host memory, nvme in a swap file; it is
+  // copied into backend memory just before the unit's all-gather.
   OffloadDevice param = OffloadDevice::None;
   std::string param_nvme_path;
+  // Parameter NVMe: buffer_count pinned buffers of buffer_size elements stage the records (every
+  // unit's shard must fit in one; start-up refuses otherwise).
+  int param_buffer_count = 5;
+  int64_t param_buffer_size = 100000000;
   std::string nvme_path;
   int buffer_count = 4;
   bool pin_memory = true;

@@ -101,8 +101,7 @@ Engine::State::State(const ModelConfig& m, const EngineOptions& o, Backend& b, C
   cdt = comm_dtype_of(b.act_dtype());
   host_fp32 = b.act_dtype() == DType::F32 && b.native_stream() == nullptr && b.name() == "cpu";
   param_nvme = o.stage == 3 && o.offload.param == OffloadDevice::NVMe;
-  if (param_nvme && !host_fp32)
-    throw std::invalid_argument("engine: parameter NVMe offload runs on the cpu backend only for now");
+  param_host = o.stage == 3 && o.offload.param == OffloadDevice::CPU;
   // Where each unit's state goes. On a GPU, Adam runs on the device (the fused multi-tensor kernel)
   // unless the unit is offloaded; offloaded units, SGD and Lamb step on the host, staged. On the
   // CPU backend only offloaded units are staged; the others update backend memory in place.
@@ -116,8 +115,13 @@ Engine::State::State(const ModelConfig& m, const EngineOptions& o, Backend& b, C
     device_adam.push_back(!host_fp32 && !offloaded[u] && adam);
     staged.push_back(host_fp32 ? offloaded[u] : !device_adam[u]);
   }
-  // With the parameter shard on NVMe, or the state staged, the master is not the working copy.
-  master_aliases_work = host_fp32 && o.precision == Precision::FP32 && !param_nvme && !any(staged);
+  if ((param_host || param_nvme) && any(device_adam))
+    throw std::invalid_argument(std::string("engine: offload_param on the ") + b.name() +
+                                " backend needs the optimizer on the host (it writes the new shard there): set "
+                                "offload_optimizer.device to \"cpu\" or \"nvme\" without ratio < 1");
+  // With the parameter shard offloaded, or the state staged, the master is not the working copy.
+  master_aliases_work = host_fp32 && o.precision == Precision::FP32 && !param_nvme && !param_host && !any(staged);
+  if (param_host) make_pinned();
   const bool needs_v = o.optimizer.type != OptimizerType::SGD;
   const bool needs_m = o.optimizer.type != OptimizerType::SGD || o.optimizer.momentum != 0.0;
 
@@ -132,7 +136,13 @@ Engine::State::State(const ModelConfig& m, const EngineOptions& o, Backend& b, C
   for (int u = 0; u < U; ++u) {
     const int64_t P = padded(u), S = shard_len(u), L = state_len(u);
     const int64_t work_len = o.stage == 3 ? S : P;
-    work.push_back(param_nvme ? nullptr : ledger.alloc(MemCategory::Params, size_t(work_len) * es));
+    if (param_host) {  // the shard in pinned host memory
+      param_store.push_back(pinned->allocate(size_t(work_len) * es));
+      ledger.record_host(MemCategory::Params, size_t(work_len) * es);
+      work.push_back(param_store.back().data());
+    } else {
+      work.push_back(param_nvme ? nullptr : ledger.alloc(MemCategory::Params, size_t(work_len) * es));
+    }
     grads.push_back(ledger.alloc(MemCategory::Grads, size_t(o.stage >= 2 ? S : P) * es));
     // Initial values of the range this rank keeps (the whole unit for stages 0–2).
     const int64_t init_begin = o.stage == 3 ? rank_offset(u) : 0;
@@ -155,8 +165,9 @@ Engine::State::State(const ModelConfig& m, const EngineOptions& o, Backend& b, C
       }
       master.push_back(ms);
       if (param_nvme) {
-        round_to_precision(init.data(), init.size(), o.precision);
         initial_shards.push_back(init);
+      } else if (param_host) {
+        to_act(work[u], init.data(), int64_t(init.size()));
       } else if (host_fp32) {
         round_to_precision(init.data(), init.size(), o.precision);
         std::memcpy(work[u], init.data(), size_t(work_len) * 4);

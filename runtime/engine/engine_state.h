@@ -55,7 +55,7 @@ struct Gathered {
   void* full = nullptr;
   CommHandlePtr pending;       // the all-gather filling `full`, until waited
   Clock::time_point issued;
-  offload::PinnedBuffer staged;  // parameter NVMe offload: the shard read back, the gather's source
+  void* shard_in = nullptr;    // parameter offload: the shard copied into backend memory, the gather's source
 };
 
 struct Engine::State {
@@ -129,13 +129,24 @@ struct Engine::State {
   void setup_nvme(const std::vector<std::vector<float>>& initial_master);  // initial_master: when not aliased
   size_t record_floats(int64_t n) const;  // fp32 values per element-range record
   std::vector<std::vector<float>> read_masters();  // every unit's master from NVMe (summaries)
-  // Parameter NVMe offload (stage 3, CPU backend): one record per unit's shard.
-  bool param_nvme = false;
+  // Parameter offload (stage 3). cpu: each unit's shard (work[u]) is pinned host memory; nvme: one
+  // swap-file record per unit's shard. Either way the shard is copied into backend memory just
+  // before its all-gather, and the update writes the new shard on the host.
+  bool param_host = false, param_nvme = false;
+  std::vector<offload::PinnedBuffer> param_store;  // param_host: the shards
+  std::map<int64_t, std::vector<void*>> shard_pool;  // free backend buffers for shards coming in
+  void* bring_in_shard(int u);                     // the shard of unit u in backend memory
+  void drop_shard_in(int u);        // its backend buffer back to the pool, once the gather is done
   std::unique_ptr<offload::NvmeSwapper> param_swapper;
-  std::vector<float> param_image;  // the shard being rebuilt from the master during the update
+  std::vector<offload::PinnedBuffer> param_buffers;  // offload_param.buffer_count, used in turn
+  size_t next_param_buffer = 0;
+  void* param_buffer();
+  std::vector<char> param_image;  // act_dtype: the shard being rebuilt from the master during the update
   int param_image_unit = -1;
   void setup_param_nvme(const std::vector<std::vector<float>>& initial_shards);
-  offload::PinnedBuffer read_param_shard(int u);
+  // n fp32 values as act_dtype on the host (CPU backend: rounded to the training precision).
+  void to_act(void* dst, const float* src, int64_t n) const;
+  void* read_param_shard(int u);  // into the next parameter buffer
   void write_param_shard(int u);
 
   // --- progress -------------------------------------------------------------------------------

@@ -43,21 +43,19 @@ void Engine::State::write_working(int u, int64_t begin, int64_t n, const float* 
   if (master_aliases_work) return;  // the update wrote the working params themselves
   if (param_nvme) {  // rebuild the unit's shard (padding stays zero); gather_updated writes it back
     if (param_image_unit != u) {
-      param_image.assign(size_t(shard_len(u)), 0.0f);
+      param_image.assign(size_t(shard_len(u)) * es, 0);
       param_image_unit = u;
     }
-    std::memcpy(param_image.data() + begin, values, size_t(n) * 4);
-    round_to_precision(param_image.data() + begin, size_t(n), opt.precision);
+    to_act(param_image.data() + begin * int64_t(es), values, n);
     return;
   }
-  if (staged[u]) {
+  if (staged[u] && !param_host) {
     publish_working(u, begin, n, values);
     return;
   }
-  if (!host_fp32) throw std::logic_error("write_working: unit " + std::to_string(u) + " is on the device");
-  float* w = static_cast<float*>(working_dst(u, begin));  // the CPU backend's own memory
-  std::memcpy(w, values, size_t(n) * 4);
-  round_to_precision(w, size_t(n), opt.precision);
+  // The shard is host memory: parameter offload's pinned shard, or the CPU backend's own memory.
+  if (!host_fp32 && !param_host) throw std::logic_error("write_working: unit " + std::to_string(u) + " is on the device");
+  to_act(working_dst(u, begin), values, n);
 }
 
 void Engine::State::gather_updated(int u, std::vector<CommHandlePtr>& gathers) {
@@ -171,6 +169,10 @@ void Engine::State::optimizer_step(StepStats& st) {
     // behind it (with Adam on a 16-bit backend the working copy is written in the same pass).
     const bool fuse_publish = backend.act_dtype() != DType::F32 && !param_nvme && o.type != OptimizerType::SGD;
     auto host_update = [&](int u, int64_t begin, int64_t n, float* p, const float* gr, float* m, float* v) {
+      if (param_host && fuse_publish) {  // the working shard is pinned host memory: written in the same pass
+        offload::cpu_adam_step(p, gr, m, v, size_t(n), adam_h, offload::AdamOutput{working_dst(u, begin), backend.act_dtype()});
+        return;
+      }
       if (staged[u] && fuse_publish) {
         adam_publish(u, begin, n, p, gr, m, v);
         return;

@@ -19,10 +19,7 @@ void Engine::State::gather(int u, bool wait) {
     g.full = acquire_full(u, false);
     live_elements += padded(u);
     const void* shard = work[u];
-    if (param_nvme) {  // bring the shard in from NVMe; it stays staged until the gather is done
-      g.staged = read_param_shard(u);
-      shard = g.staged.data();
-    }
+    if (param_host || param_nvme) shard = g.shard_in = bring_in_shard(u);
     g.pending = comm.all_gather_async(shard, g.full, size_t(padded(u)), cdt);
     g.issued = Clock::now();
   }
@@ -33,7 +30,7 @@ void Engine::State::gather(int u, bool wait) {
     traced("wait all_gather " + unit_name(u), TraceTrack::Wait, t0);
     traced("all_gather " + unit_name(u), TraceTrack::Comm, g.issued);
     g.pending.reset();
-    g.staged = {};
+    drop_shard_in(u);
   }
 }
 
@@ -67,7 +64,7 @@ void Engine::State::maybe_release(int u, int pos) {
   if (keep) return;
   if (g.pending) g.pending->wait();
   g.pending.reset();
-  g.staged = {};
+  drop_shard_in(u);
   release_full(u, g.full);
   live_elements -= padded(u);
   g.full = nullptr;
@@ -91,7 +88,7 @@ void Engine::State::release_all_gathered() {
     if (!g.full) continue;
     if (g.pending) g.pending->wait();
     g.pending.reset();
-    g.staged = {};
+    drop_shard_in(u);
     release_full(u, g.full);
     live_elements -= padded(u);
     g.full = nullptr;

@@ -159,29 +159,59 @@ TEST(EngineOffload, NvmeRecordsForSgdWithAndWithoutMomentum) {
   }
 }
 
-TEST(EngineOffload, Stage3ParamsOnNvmeGiveTheSameTraining) {
-  // Each unit's parameter shard lives in a swap file and is read back just before its all-gather;
-  // with and without the optimizer state on NVMe too, fp32 and bf16, prefetch on and off.
+TEST(EngineOffload, Stage3ParamOffloadGivesTheSameTraining) {
+  // Each unit's parameter shard lives in pinned host memory (cpu) or a swap file (nvme) and is
+  // copied into backend memory just before its all-gather; × optimizer state in backend memory,
+  // on the host or on NVMe; fp32 and bf16; prefetch on and off.
   for (Precision prec : {Precision::FP32, Precision::BF16}) {
     for (bool overlap : {false, true}) {
-      SCOPED_TRACE(std::string(prec == Precision::FP32 ? "fp32" : "bf16") + (overlap ? " overlap" : " inline"));
       EngineOptions o = base_options(3, 1, prec, overlap);
       o.param_persistence_threshold = 0;
       o.max_reuse_distance = 0;
       o.sub_group_size = 900;
+      o.offload.chunk_elems = 600;
       const RunResult none = run_engine(tiny_model(), o, 3);
-      o.offload.param = OffloadDevice::NVMe;
-      o.offload.param_nvme_path = swap_dir();
-      const RunResult params = run_engine(tiny_model(), o, 3);
-      EXPECT_EQ(params.summary.checksum, none.summary.checksum);
-      EXPECT_EQ(params.losses, none.losses);
-      EXPECT_EQ(params.resident[MemCategory::Params], 0u) << "no parameter shard stays in memory";
-      o.offload.optimizer = OffloadDevice::NVMe;
-      o.offload.nvme_path = swap_dir();
-      const RunResult both = run_engine(tiny_model(), o, 3);
-      EXPECT_EQ(both.summary.checksum, none.summary.checksum);
+      for (OffloadDevice param : {OffloadDevice::CPU, OffloadDevice::NVMe}) {
+        for (OffloadDevice state : {OffloadDevice::None, OffloadDevice::CPU, OffloadDevice::NVMe}) {
+          SCOPED_TRACE(prec_name(prec) + (overlap ? " overlap" : " inline") + " param " +
+                       offload_name(param) + " optimizer " + offload_name(state));
+          o.offload.param = param;
+          o.offload.param_nvme_path = swap_dir();
+          o.offload.optimizer = state;
+          o.offload.nvme_path = swap_dir();
+          const RunResult off = run_engine(tiny_model(), o, 3);
+          EXPECT_EQ(off.summary.checksum, none.summary.checksum);
+          EXPECT_EQ(off.losses, none.losses);
+          EXPECT_EQ(off.resident[MemCategory::Params], 0u) << "no parameter shard stays in backend memory";
+          if (param == OffloadDevice::CPU)
+            EXPECT_EQ(off.host[MemCategory::Params], none.resident[MemCategory::Params]) << "the shards, on the host";
+          else
+            EXPECT_EQ(off.host[MemCategory::Params], 0u);
+        }
+      }
+      o.offload = OffloadOptions{};
     }
   }
+}
+
+TEST(EngineOffload, ParamBufferSizeMustHoldEveryShard) {
+  EngineOptions o = base_options(3, 1, Precision::FP32, false);
+  o.offload.param = OffloadDevice::NVMe;
+  o.offload.param_nvme_path = swap_dir();
+  o.offload.param_buffer_size = 100;
+  try {
+    run_engine(tiny_model(), o, 1);
+    FAIL() << "expected a refusal: the tiny model's shards exceed 100 elements";
+  } catch (const std::invalid_argument& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("offload_param.buffer_size = 100 elements"), std::string::npos) << m;
+    EXPECT_NE(m.find("raise zero_optimization.offload_param.buffer_size to at least"), std::string::npos) << m;
+  }
+  o.offload.param_buffer_size = 100000000;
+  o.offload.param_buffer_count = 1;  // one buffer reused for every read and write
+  const RunResult one = run_engine(tiny_model(), o, 2);
+  o.offload.param = OffloadDevice::None;
+  EXPECT_EQ(one.summary.checksum, run_engine(tiny_model(), o, 2).summary.checksum);
 }
 
 TEST(EngineOffload, MissingNvmePathStopsWithThePath) {
