@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The engine on a GPU (world size 1): stages 0–3 with a bf16 config train `tiny` on the CUDA and the
+# The engine on a GPU (world size 1): offload (optimizer cpu/nvme, ratio, parameters) against the
+# device optimizer and the CPU backend; stages 0–3 with a bf16 config train `tiny` on the CUDA and the
 # CPU backend (losses compared: bf16 on both sides, so a bf16-sized tolerance) and `gpt2-124m` on
 # CUDA (tokens/s, peak memory, bytes per collective per stage). Called by scripts/gpu_check.sh.
 #   usage: gpu_engine_check.sh ZEROTRAIN_BINARY OUT_FILE
@@ -7,18 +8,37 @@ set -u
 zt="$1"
 out="$2"
 work="$(mktemp -d)"
-config() {  # stage micro_batch [offload device] -> path
-  local off="${3:-none}"
-  local f="$work/stage$1_mb$2_$off.json"
+config() {  # stage micro_batch [optimizer offload [param offload [ratio]]] -> path
+  local off="${3:-none}" par="${4:-none}" ratio="${5:-1.0}"
+  local f="$work/stage$1_mb$2_${off}_${par}_$ratio.json"
   cat >"$f" <<JSON
 {"train_micro_batch_size_per_gpu": $2, "gradient_accumulation_steps": 1, "steps_per_print": 1,
  "optimizer": {"type": "AdamW", "params": {"lr": 1e-3, "weight_decay": 0.1}},
  "gradient_clipping": 1.0, "bf16": {"enabled": true},
  "zero_optimization": {"stage": $1, "stage3_param_persistence_threshold": 0,
-                       "offload_optimizer": {"device": "$off"}}}
+                       "offload_optimizer": {"device": "$off", "nvme_path": "/tmp", "ratio": $ratio},
+                       "offload_param": {"device": "$par", "nvme_path": "/tmp"}}}
 JSON
   echo "$f"
 }
+tiny() {  # name backend config-args... : 5 steps of tiny, metrics in $work/tiny_<name>.jsonl
+  local name="$1" be="$2"
+  shift 2
+  echo "=== tiny $name backend $be"
+  timeout 60 "$zt" --config "$(config "$@")" --model tiny --vocab 256 --steps 5 --eval-every 0 --eval-batches 1 \
+    --backend "$be" --metrics "$work/tiny_$name.jsonl" 2>&1 | tail -4
+}
+# Offload on the GPU first (the copy streams and the staged path had not run on a GPU before):
+# chunked host Adam vs the device optimizer, parameter offload vs none, ratio, NVMe; and the same
+# offload configs on the CPU backend.
+tiny off2_cpu cuda 2 4 cpu
+tiny off2_dev cuda 2 4
+tiny off3_cpu cuda 3 4 cpu
+tiny off3_cpu_param cuda 3 4 cpu cpu
+tiny off3_nvme_param cuda 3 4 nvme nvme
+tiny off3_ratio cuda 3 4 cpu none 0.5
+tiny off3_dev cuda 3 4
+tiny off3_cpu_param_cpubackend cpu 3 4 cpu cpu
 for s in 0 1 2 3; do
   for be in cuda cpu; do
     echo "=== tiny stage $s backend $be"
@@ -34,6 +54,12 @@ done
 echo "=== gpt2-124m stage 2 backend cuda, offload_optimizer cpu (the host CPU Adam path)"
 timeout 90 "$zt" --config "$(config 2 8 cpu)" --model gpt2-124m --steps 4 --eval-every 0 --eval-batches 1 \
   --backend cuda --metrics "$work/g124_2_offload.jsonl" 2>&1 | tail -3
+echo "=== gpt2-124m stage 3 backend cuda, optimizer and parameters offloaded to cpu"
+timeout 90 "$zt" --config "$(config 3 8 cpu cpu)" --model gpt2-124m --steps 4 --eval-every 0 --eval-batches 1 \
+  --backend cuda --metrics "$work/g124_3_offload_param.jsonl" 2>&1 | tail -3
+echo "=== gpt2-124m stage 3 backend cuda, ratio 0.5"
+timeout 90 "$zt" --config "$(config 3 8 cpu none 0.5)" --model gpt2-124m --steps 4 --eval-every 0 --eval-batches 1 \
+  --backend cuda --metrics "$work/g124_3_ratio.jsonl" 2>&1 | tail -3
 for f in "$work"/*.jsonl; do echo "--- $(basename "$f")"; cat "$f"; done
 python3 - "$work" <<'PY'
 import json, os, sys, statistics
@@ -52,9 +78,27 @@ for s in range(4):
     lb = [r["loss"] for r in b if r["event"] == "step"]
     rel = max(abs(x - y) / abs(y) for x, y in zip(la, lb)) if la and len(la) == len(lb) else float("nan")
     print(f"  stage {s}: cuda losses {['%.4f' % x for x in la]} max rel diff vs cpu {rel:.2e}")
+def end(name):
+    r = load(f"tiny_{name}.jsonl")
+    e = [x for x in (r or []) if x["event"] == "end"]
+    return e[0] if e else None
+def losses(name):
+    return [x["loss"] for x in (load(f"tiny_{name}.jsonl") or []) if x["event"] == "step"]
+print("OFFLOAD tiny on CUDA (5 steps): bitwise pairs must match, others within bf16 tolerance")
+for a, b, bitwise in [("off3_cpu", "off3_cpu_param", True), ("off3_cpu", "off3_nvme_param", True),
+                      ("off2_cpu", "off2_dev", False), ("off3_ratio", "off3_dev", False),
+                      ("off3_cpu_param", "off3_cpu_param_cpubackend", False)]:
+    ea, eb = end(a), end(b)
+    if not ea or not eb:
+        print(f"  {a} vs {b}: MISSING RUN"); continue
+    la, lb = losses(a), losses(b)
+    rel = max(abs(x - y) / abs(y) for x, y in zip(la, lb)) if la and len(la) == len(lb) else float("nan")
+    same = ea["param_checksum"] == eb["param_checksum"]
+    verdict = ("ok" if same else "FAIL (checksums differ)") if bitwise else ("ok" if rel < 2e-2 else "FAIL")
+    print(f"  {a} vs {b}: checksum {'equal' if same else 'differ'}, max rel loss diff {rel:.2e}  {verdict}")
 print("ENGINE gpt2-124m on CUDA, micro batch 8 x 1024 tokens, 4 steps (stages 0-3: fused GPU AdamW; "
-      "2+offload: host CPU Adam)")
-for s in [0, 1, 2, 3, "2_offload"]:
+      "offload: host CPU Adam with chunked copies)")
+for s in [0, 1, 2, 3, "2_offload", "3_offload_param", "3_ratio"]:
     a = load(f"g124_{s}.jsonl")
     steps = [r for r in (a or []) if r["event"] == "step"]
     if not steps:
