@@ -64,8 +64,9 @@ void resolve_betas(OptimizerConfig& o, const AutoFlags& fl, Diagnostics& d) {
                                                                    : "--adam-beta2";
       f.invalid = true;
       d.error(path, "\"auto\"", "\"auto\" has nothing to resolve it: zerotrain fills it from --adam-beta1 and --adam-beta2, and " +
-                                    missing + " was not given",
-              "pass " + missing + " <value>, or write [beta1, beta2] in the config");
+                                    missing + (fl.adam_beta1 || fl.adam_beta2 ? " was" : " were") + " not given",
+              "pass " + missing + (fl.adam_beta1 || fl.adam_beta2 ? " <value>" : " <values>") +
+                  ", or write [beta1, beta2] in the config");
     }
     return;
   }
