@@ -67,11 +67,15 @@ class CudaBackend final : public Backend {
     CUDA_CHECK(cudaStreamSynchronize(stream_));
     CUDA_CHECK(cudaFree(p));
   }
+  // Synchronous copies first finish the asynchronous ones (as the CPU backend's do), so that a copy
+  // never overtakes an earlier transfer of the same buffer.
   void copy_to_device(void* dst, const void* host_src, size_t bytes) override {
+    copies_->synchronize();
     CUDA_CHECK(cudaMemcpyAsync(dst, host_src, bytes, cudaMemcpyHostToDevice, stream_));
     CUDA_CHECK(cudaStreamSynchronize(stream_));  // the host buffer may be reused on return
   }
   void copy_to_host(void* host_dst, const void* src, size_t bytes) override {
+    copies_->synchronize();
     CUDA_CHECK(cudaMemcpyAsync(host_dst, src, bytes, cudaMemcpyDeviceToHost, stream_));
     CUDA_CHECK(cudaStreamSynchronize(stream_));
   }

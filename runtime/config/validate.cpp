@@ -101,7 +101,11 @@ void validate_config(Config& c, const LoadOptions& opts, Diagnostics& d) {
   }
   if (oo.ratio.present && oo.device.value == "none")
     d.warning("zero_optimization.offload_optimizer.ratio", num(oo.ratio.value), "has no effect: offload_optimizer.device is \"none\"",
-              "set device to \"cpu\" or \"nvme\", or remove ratio");
+              "set device to \"cpu\", or remove ratio");
+  else if (!oo.ratio.invalid && oo.ratio.value < 1 && oo.device.value == "nvme")
+    d.error("zero_optimization.offload_optimizer.ratio", num(oo.ratio.value),
+            "partial optimizer offload (ratio < 1) works with offload_optimizer.device \"cpu\" only, and device is \"nvme\"",
+            "set device to \"cpu\", or remove ratio (page all optimizer state to NVMe)");
   check_nvme_path(oo, "offload_optimizer", opts, d);
   check_nvme_path(op, "offload_param", opts, d);
   for (auto [fld, name] : {std::pair{&oo.buffer_count, "offload_optimizer.buffer_count"}, std::pair{&op.buffer_count, "offload_param.buffer_count"},

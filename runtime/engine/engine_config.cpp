@@ -124,7 +124,7 @@ EngineOptions engine_options_from_config(const Config& c, uint64_t seed, bool re
                         : oo.device.value == "cpu" ? OffloadDevice::CPU
                                                    : OffloadDevice::None;
   e.offload.nvme_path = oo.nvme_path.value;
-  e.offload.ratio = oo.ratio.value;
+  if (oo.device.value == "cpu") e.offload.ratio = oo.ratio.value;  // the check warns that it is unused otherwise
   const auto& op = z.offload_param;
   e.offload.param = op.device.value == "nvme"  ? OffloadDevice::NVMe
                     : op.device.value == "cpu" ? OffloadDevice::CPU

@@ -43,6 +43,7 @@ std::vector<float*> Engine::State::collect_grads() {
   std::vector<Chunk> chunks;
   const int64_t chunk = ring ? int64_t(ring->slot_bytes() / es) : 0;
   for (int u = 0; u < U; ++u) {
+    if (grad_host[u] && chunk < 1) throw std::logic_error("collect_grads: host gradient copies need the staging ring");
     void* base = at(grads[u], grad_offset(opt.stage, rank_offset(u)));
     // Emulated 16-bit communication: the reduced sum is stored in the communication type (stages
     // 2–3 round it as they accumulate the reduce-scatter's result).

@@ -33,7 +33,10 @@ static void check_options(const EngineOptions& o, const Backend& b) {
   const bool adam = is_adam(o.optimizer.type);
   if (o.offload.ratio < 1.0) {
     if (o.stage != 3 || o.offload.optimizer != OffloadDevice::CPU)
-      throw std::invalid_argument("engine: offload_optimizer.ratio < 1 needs stage 3 and offload_optimizer.device \"cpu\"");
+      throw std::invalid_argument("engine: zero_optimization.offload_optimizer.ratio = " + std::to_string(o.offload.ratio) +
+                                  " needs stage 3 and offload_optimizer.device \"cpu\" (stage is " +
+                                  std::to_string(o.stage) + ", device " + offload_name(o.offload.optimizer) +
+                                  "): remove ratio or change them");
     if (!adam)
       throw std::invalid_argument(std::string("engine: offload_optimizer.ratio < 1 keeps part of the optimizer in "
                                               "device memory, where only Adam/AdamW run; optimizer is ") +
@@ -193,7 +196,7 @@ Engine::State::State(const ModelConfig& m, const EngineOptions& o, Backend& b, C
     const int64_t hi = o.stage == 0 ? map->shard(u).numel : map->shard(u).valid;
     for (int64_t a = 0; a < hi; a += o.sub_group_size) subgroups.push_back({u, a, std::min(o.sub_group_size, hi - a)});
   }
-  if (any(staged)) setup_staging();
+  if (any(staged) || !host_fp32) setup_staging();  // on a GPU every unit's gradient comes out for the norm
   // Nothing to page (plain SGD on a master that is the working copy): no swap file at all.
   if (nvme && record_floats(1) > 0) setup_nvme(initial_master);
   if (param_nvme) setup_param_nvme(initial_shards);

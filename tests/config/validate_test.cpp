@@ -34,6 +34,8 @@ const ComboCase kCombos[] = {
      "zero_optimization.offload_optimizer.device", "\"cpu\"", "needs ZeRO stage 1, 2 or 3", false},
     {"ratio_stage2", R"("zero_optimization": {"stage": 2, "offload_optimizer": {"device": "cpu", "ratio": 0.5}})",
      "zero_optimization.offload_optimizer.ratio", "0.5", "works only with ZeRO stage 3", false},
+    {"ratio_with_nvme", R"("zero_optimization": {"stage": 3, "offload_optimizer": {"device": "nvme", "nvme_path": "/tmp", "ratio": 0.5}})",
+     "zero_optimization.offload_optimizer.ratio", "0.5", "works with offload_optimizer.device \"cpu\" only", false},
     {"ratio_out_of_range", R"("zero_optimization": {"stage": 3, "offload_optimizer": {"device": "cpu", "ratio": 1.5}})",
      "zero_optimization.offload_optimizer.ratio", "1.5", "must be in (0, 1]", false},
     {"nvme_without_path", R"("zero_optimization": {"stage": 3, "offload_optimizer": {"device": "nvme"}})",
