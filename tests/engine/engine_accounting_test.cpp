@@ -52,7 +52,9 @@ TEST_P(Accounting, StepBytesAreTheZeroVolumesAndResidentBytesMatchThePlan) {
   EXPECT_NEAR(double(m[MemCategory::Grads]), plan.device_grads, pad + 1);
   EXPECT_NEAR(double(m[MemCategory::Optimizer] + m[MemCategory::Master]), plan.device_optimizer, 2 * pad + 1);
   EXPECT_EQ(m[MemCategory::Master], 0u) << "fp32 on the CPU backend updates the working params in place";
-  if (W > 1 && stage >= 1) EXPECT_LT(double(m[MemCategory::Optimizer]), plan.device_optimizer * W / 1.5);
+  if (W > 1 && stage >= 1) {
+    EXPECT_LT(double(m[MemCategory::Optimizer]), plan.device_optimizer * W / 1.5);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Engine, Accounting, ::testing::Values(0, 1, 2, 3),
