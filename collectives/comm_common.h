@@ -24,7 +24,8 @@ void check_root(int root, int world_size);
 // Algorithm bytes for one call, as nccl-tests counts them (see CommOpStats).
 uint64_t comm_algorithm_bytes(CommOp op, size_t count, CommDType t);
 
-// Per-op totals behind a mutex: add() from the thread that completes work, snapshot() from anyone.
+// Per-op totals (and per op and message size) behind a mutex: add() from the thread that completes
+// work, snapshot() from anyone.
 class CommStatsTable {
  public:
   void add(CommOp op, uint64_t bytes, double seconds);
