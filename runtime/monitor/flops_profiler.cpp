@@ -257,8 +257,13 @@ std::string scaled(double v, const char* unit, int precision = 2) {
   int i = 0;
   while (std::fabs(v) >= 1000.0 && i < 5) v /= 1000.0, ++i;
   char b[64];
-  std::snprintf(b, sizeof b, "%.*f %s%s", precision, v, prefixes[i], unit);
-  return b;
+  if (i == 0 && !*unit)  // a plain count below 1000: no decimals, no unit
+    std::snprintf(b, sizeof b, "%.0f", v);
+  else
+    std::snprintf(b, sizeof b, "%.*f %s%s", precision, v, prefixes[i], unit);
+  std::string s = b;
+  while (!s.empty() && s.back() == ' ') s.pop_back();
+  return s;
 }
 std::string ms(double s) {
   char b[48];
