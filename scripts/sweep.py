@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """The stage sweep: trains the same model on the same data once per ZeRO stage (and per offload
 device and per value of any swept key) under mpirun, then writes DIR/sweep.csv, DIR/sweep.md and
 PNG plots that put what each run measured beside what the ZeRO paper predicts at that N:
@@ -33,6 +33,11 @@ README_FLAGS = ["--micro-batch", "4", "--grad-accum", "1", "--lr", "3e-3", "--we
                 "--adam-beta1", "0.9", "--adam-beta2", "0.95", "--adam-eps", "1e-8", "--max-grad-norm", "1.0",
                 "--warmup-steps", "10"]
 CATEGORIES = ["params", "grads", "master", "optimizer", "activations", "buffers"]
+LEDGER_KEYS = {"params": "params", "grads": "grads", "master": "master_weights", "optimizer": "optimizer_states",
+               "activations": "activations", "buffers": "comm_buffers"}
+# Stage 3 as the paper counts it (every unit gathered for its forward and again for its backward),
+# unless the config or --set/--vary say otherwise; sweep these to see what reuse and persistence save.
+PAPER_STAGE3 = {"zero_optimization.stage3_max_reuse_distance": 0, "zero_optimization.stage3_param_persistence_threshold": 0}
 COLLECTIVES = ["all_reduce", "reduce_scatter", "all_gather"]
 GiB = float(1 << 30)
 MiB = float(1 << 20)
@@ -68,7 +73,8 @@ def machine_name(zerotrain):
         gpus = env.get("gpus") or []
         if gpus:
             return gpus[0].get("name", "GPU")
-        return f"{env.get('cpu_model', 'CPU')} ({env.get('logical_cpus', '?')} CPUs)"
+        cpu = env.get("cpu", {})
+        return f"{cpu.get('model', 'CPU')}, {cpu.get('logical_cpus', '?')} CPUs"
     except Exception:  # the title only
         return "this machine"
 
@@ -98,10 +104,11 @@ def paper_formula(stage, psi, n, w, k):
 def summarize(run, start, steps, end, n):
     plan = start["plan"]
     psi = start["params"]
-    w = plan["working_bytes"] if "working_bytes" in plan else plan.get("w", 4)
-    k = plan["optimizer_k"] if "optimizer_k" in plan else plan.get("K", 8)
+    w = plan["working_bytes"]
+    k = plan["optimizer_k"]
     stage = start["stage"]
-    alloc = start["allocated"]
+    resident = end["resident"]  # the ledger when training ended (buffers are made during steps)
+    alloc = {c: resident.get(LEDGER_KEYS[c], 0) for c in CATEGORIES}
     later = steps[1:] if len(steps) > 1 else steps
     row = dict(run)
     row.update({"stage": stage, "world_size": n, "params": psi, "precision": start["precision"],
@@ -112,8 +119,11 @@ def summarize(run, start, steps, end, n):
     row["formula_params_bytes"], row["formula_grads_bytes"], row["formula_optimizer_bytes"] = fp, fg, fo
     row["model_states_bytes"] = sum(alloc.get(c, 0) for c in ("params", "grads", "master", "optimizer"))
     row["formula_model_states_bytes"] = fp + fg + fo
-    row["plan_buffers_bytes"] = plan.get("device_buffers", 0)
-    row["plan_activations_bytes"] = plan.get("device_activations", 0)
+    row["plan_buffers_bytes"] = plan["device_per_rank"]["buffers"]
+    row["plan_activations_bytes"] = plan["device_per_rank"]["activations"]
+    units = start["units"]
+    row["embedding_unit_bytes"] = units[0]["padded"] * w
+    row["padding_elements"] = sum(u["padded"] - u["numel"] for u in units)
     # Bytes per step (this rank's algorithm bytes, a step after the first): the median step.
     for c in COLLECTIVES:
         row[f"{c}_bytes_per_step"] = statistics.median(s["comm_bytes"][c] for s in later)
@@ -121,8 +131,7 @@ def summarize(run, start, steps, end, n):
     row["paper_volume_measured_bytes"] = wire
     comm_w = w  # gradients and parameters travel in the working type unless communication_data_type says otherwise
     row["formula_volume_bytes"] = (3 if stage == 3 else 2) * psi * comm_w
-    padded = start.get("expected_comm_bytes_per_step", 0) / (3 if stage == 3 else 1 if stage == 0 else 2)
-    row["padding_bytes"] = max(0.0, padded - psi * comm_w)
+    row["padding_bytes"] = row["padding_elements"] * comm_w
     row["step_ms"] = statistics.median(s["step_ms"] for s in later)
     row["tokens_per_s"] = statistics.median(s["tokens_per_s"] for s in later)
     row["peak_bytes"] = max(s["mem_peak"] for s in steps)
@@ -134,21 +143,29 @@ def summarize(run, start, steps, end, n):
 
 
 def check_rows(rows, n):
-    """Measured beside formula: model states within the padding, bytes per step within the padding
-    and the engine's small control exchanges (and, at stage 3 with a tied head, the embedding
-    gathered again for the head, which the paper's 3Psi does not count)."""
+    """Measured beside formula. Model states: each category within the padding the layout adds
+    (units are padded to a multiple of N x 16 elements). Buffers: at most what the plan names.
+    Bytes per step: within the padding and the engine's small control exchanges (the loss and the
+    norm partials, 8 bytes per rank each) and, at stage 3 with a tied head, the embedding unit
+    gathered again for the head's forward and backward, which the paper's 3Psi does not count."""
     problems = []
     for r in rows:
-        pad_states = 3 * r["padding_bytes"] * (r["K_bytes"] / r["w_bytes"] + 2)
-        d = r["model_states_bytes"] - r["formula_model_states_bytes"]
-        if d < -1 or d > pad_states + 1:
-            problems.append(f"{r['name']}: model states {r['model_states_bytes']:.0f} B vs formula "
-                            f"{r['formula_model_states_bytes']:.0f} B (allowed padding {pad_states:.0f} B)")
-        control = 16 * n + 64
+        pad = r["padding_elements"]
+        w, k = r["w_bytes"], r["K_bytes"]
+        for cat, formula, width in (("params", r["formula_params_bytes"], w), ("grads", r["formula_grads_bytes"], w),
+                                    ("optimizer", r["formula_optimizer_bytes"], k)):
+            got = r[f"{cat}_bytes"] + (r["master_bytes"] if cat == "optimizer" else 0)
+            if not (formula - 1 <= got <= formula + pad * width + 1):
+                problems.append(f"{r['name']}: {cat} {got:.0f} B vs formula {formula:.0f} B "
+                                f"(allowed padding {pad * width:.0f} B)")
+        if r["buffers_bytes"] > r["plan_buffers_bytes"] + 1:
+            problems.append(f"{r['name']}: buffers {r['buffers_bytes']:.0f} B, more than the plan names "
+                            f"({r['plan_buffers_bytes']:.0f} B)")
+        control = 16 * n
         extra = r["paper_volume_measured_bytes"] - r["formula_volume_bytes"]
         slack = (3 if r["stage"] == 3 else 2) * r["padding_bytes"] + control
         if r["stage"] == 3:
-            slack += 2 * r.get("embedding_unit_bytes", 0)
+            slack += 2 * r["embedding_unit_bytes"]
         if extra < -1 or extra > slack + 1:
             problems.append(f"{r['name']}: {r['paper_volume_measured_bytes']:.0f} B per step vs formula "
                             f"{r['formula_volume_bytes']:.0f} B (allowed {slack:.0f} B)")
@@ -165,12 +182,12 @@ def write_markdown(path, rows, title, n):
            f"(w bytes per working element, K optimizer bytes per parameter); volumes: algorithm bytes of "
            f"one step (stage 0's all-reduce counted twice: a reduce-scatter and an all-gather on the wire).", "",
            "## Resident bytes per rank (MiB)", "",
-           "| run | params | grads | master | moments | activations | buffers | model states | paper formula | formula |",
-           "|---|---|---|---|---|---|---|---|---|---|"]
+           "| run | params | grads | master | moments | activations | buffers | buffers (plan) | model states | paper formula | formula |",
+           "|---|---|---|---|---|---|---|---|---|---|---|"]
     names = {0: "(w+w+K)Ψ", 1: "(w+w+K/N)Ψ", 2: "(w+(w+K)/N)Ψ", 3: "(w+w+K)Ψ/N"}
     for r in rows:
         out.append(f"| {r['name']} | " + " | ".join(fmt_mib(r[f"{c}_bytes"]) for c in CATEGORIES) +
-                   f" | {fmt_mib(r['model_states_bytes'])} | {names[r['stage']]}, w={r['w_bytes']}, K={r['K_bytes']}"
+                   f" | {fmt_mib(r['plan_buffers_bytes'])} | {fmt_mib(r['model_states_bytes'])} | {names[r['stage']]}, w={r['w_bytes']}, K={r['K_bytes']}"
                    f" | {fmt_mib(r['formula_model_states_bytes'])} |")
     out += ["", "## Bytes per step (MiB, this rank's algorithm bytes)", "",
             "| run | all_reduce | reduce_scatter | all_gather | on the wire (2·AR + RS + AG) | paper | formula | padding |",
@@ -187,13 +204,21 @@ def write_markdown(path, rows, title, n):
         hidden = "-" if r["comm_hidden_share"] is None else f"{100 * r['comm_hidden_share']:.0f}%"
         out.append(f"| {r['name']} | {r['step_ms']:.1f} | {r['tokens_per_s']:.0f} | {fmt_mib(r['peak_bytes'])} | "
                    f"{r['comm_busy_ms_per_step']:.1f} | {hidden} | {r['final_loss']:.4f} |")
-    out += ["", "Plots: memory.png, comm.png, speed.png. Rows: sweep.csv.", ""]
+    out += ["", "Stage 3 runs with stage3_max_reuse_distance 0 and stage3_param_persistence_threshold 0 unless the "
+            "config or --set/--vary give them: the paper's case, every unit gathered for its forward and again for "
+            "its backward. A tied LM head gathers the embedding unit for its forward and backward too (the "
+            "difference to 3Ψ). Hidden behind compute: 1 − (time the compute thread waited for collectives, from "
+            "the trace) / (time the communicator was busy), rank 0, steps after the first.", "",
+            "Plots: memory.png, comm.png, speed.png. Rows: sweep.csv.", ""]
     with open(path, "w") as f:
         f.write("\n".join(out))
 
 
 def plot(out_dir, rows, title):
-    import matplotlib
+    try:
+        import matplotlib
+    except ImportError:
+        sys.exit("sweep: matplotlib is missing: run scripts/setup.sh (Debian's python3-matplotlib, for /usr/bin/python3)")
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -204,26 +229,30 @@ def plot(out_dir, rows, title):
               "all_gather": "#6acc64"}
     files = []
 
-    fig, ax = plt.subplots(figsize=(max(6.5, 1.2 * len(rows) + 3), 4.6))
+    width = max(7.5, 1.1 * len(rows) + 4)
+    rot = 15 if len(rows) > 4 else 0
+
+    fig, ax = plt.subplots(figsize=(width, 4.8))
     bottom = [0.0] * len(rows)
     for c in CATEGORIES:
         v = [r[f"{c}_bytes"] / MiB for r in rows]
         ax.bar(x, v, 0.6, bottom=bottom, label=c if c != "optimizer" else "optimizer moments", color=colors[c])
         bottom = [b + y for b, y in zip(bottom, v)]
     ax.scatter(x, [r["formula_model_states_bytes"] / MiB for r in rows], marker="_", s=900, color="black",
-               linewidths=2.5, zorder=5, label="ZeRO paper: model states")
-    ax.scatter(x, [r["peak_bytes"] / MiB for r in rows], marker="v", s=60, color="crimson", zorder=6, label="measured peak")
-    ax.set_xticks(x, names, rotation=15 if len(rows) > 4 else 0)
+               linewidths=2.5, zorder=5, label="ZeRO paper formula: model states")
+    ax.scatter(x, [r["peak_bytes"] / MiB for r in rows], marker="v", s=60, color="crimson", zorder=6,
+               label="measured peak")
+    ax.set_xticks(x, names, rotation=rot)
     ax.set_ylabel("resident bytes per rank (MiB)")
     ax.set_xlabel("run")
-    ax.set_title(f"Memory per rank by category — {title}", fontsize=10)
-    ax.legend(fontsize=8, ncol=2)
+    ax.set_title(f"Memory per rank by category: {title}", fontsize=10)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
     fig.savefig(os.path.join(out_dir, "memory.png"), dpi=90)
     plt.close(fig)
     files.append("memory.png")
 
-    fig, ax = plt.subplots(figsize=(max(6.5, 1.2 * len(rows) + 3), 4.6))
+    fig, ax = plt.subplots(figsize=(width, 4.8))
     bottom = [0.0] * len(rows)
     for c in COLLECTIVES:
         factor = 2 if c == "all_reduce" else 1
@@ -231,31 +260,35 @@ def plot(out_dir, rows, title):
         ax.bar(x, v, 0.6, bottom=bottom, label=c + (" (x2: on the wire)" if factor == 2 else ""), color=colors[c])
         bottom = [b + y for b, y in zip(bottom, v)]
     ax.scatter(x, [r["formula_volume_bytes"] / MiB for r in rows], marker="_", s=900, color="black", linewidths=2.5,
-               zorder=5, label="ZeRO paper: 2Ψ (stages 0–2), 3Ψ (stage 3)")
-    ax.set_xticks(x, names, rotation=15 if len(rows) > 4 else 0)
+               zorder=5, label="ZeRO paper: 2Ψ (stages 0-2),\n3Ψ (stage 3)")
+    ax.set_xticks(x, names, rotation=rot)
     ax.set_ylabel("bytes per step per rank (MiB)")
     ax.set_xlabel("run")
-    ax.set_title(f"Communication volume per step by collective — {title}", fontsize=10)
-    ax.legend(fontsize=8)
+    ax.set_title(f"Communication per step by collective: {title}", fontsize=10)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
     fig.savefig(os.path.join(out_dir, "comm.png"), dpi=90)
     plt.close(fig)
     files.append("comm.png")
 
-    fig, ax = plt.subplots(figsize=(max(6.5, 1.2 * len(rows) + 3), 4.6))
-    ax.bar([i - 0.2 for i in x], [r["tokens_per_s"] for r in rows], 0.4, color="#4878d0", label="tokens/s (median step)")
-    ax.set_ylabel("tokens per second (all ranks)")
-    ax.set_xlabel("run")
-    ax2 = ax.twinx()
-    ax2.bar([i + 0.2 for i in x], [r["step_ms"] for r in rows], 0.4, color="#ee854a", label="step time (ms)")
-    hidden = [(100 * r["comm_hidden_share"]) if r["comm_hidden_share"] is not None else float("nan") for r in rows]
-    ax2.plot(x, hidden, "ko-", label="communication hidden behind compute (%)")
-    ax2.set_ylabel("step time (ms) / hidden share (%)")
-    ax.set_xticks(x, names, rotation=15 if len(rows) > 4 else 0)
-    h1, l1 = ax.get_legend_handles_labels()
-    h2, l2 = ax2.get_legend_handles_labels()
-    ax.legend(h1 + h2, l1 + l2, fontsize=8, loc="lower left")
-    ax.set_title(f"Speed and overlap — {title}", fontsize=10)
+    fig, (a1, a2, a3) = plt.subplots(1, 3, figsize=(max(10, 2.2 * len(rows) + 4), 4.4))
+    a1.bar(x, [r["tokens_per_s"] for r in rows], 0.6, color="#4878d0")
+    a1.set_ylabel("tokens per second (all ranks, median step)")
+    a1.set_title("throughput", fontsize=10)
+    a2.bar(x, [r["step_ms"] for r in rows], 0.6, color="#ee854a", label="step")
+    a2.bar(x, [r["comm_busy_ms_per_step"] for r in rows], 0.3, color="#8c613c", label="communicator busy")
+    a2.set_ylabel("milliseconds per step (median)")
+    a2.set_title("step time", fontsize=10)
+    a2.legend(fontsize=8)
+    hidden = [(100 * r["comm_hidden_share"]) if r["comm_hidden_share"] is not None else 0.0 for r in rows]
+    a3.bar(x, hidden, 0.6, color="#6acc64")
+    a3.set_ylim(0, 100)
+    a3.set_ylabel("communication hidden behind compute (%)")
+    a3.set_title("overlap (from the trace)", fontsize=10)
+    for a in (a1, a2, a3):
+        a.set_xticks(x, names, rotation=30 if len(rows) > 2 else 0, fontsize=8)
+        a.set_xlabel("run")
+    fig.suptitle(f"Speed and overlap: {title}", fontsize=10)
     fig.tight_layout()
     fig.savefig(os.path.join(out_dir, "speed.png"), dpi=90)
     plt.close(fig)
@@ -314,6 +347,13 @@ def main():
             if off == "nvme":
                 set_key(cfg, "zero_optimization.offload_optimizer.nvme_path",
                         cfg.get("zero_optimization", {}).get("offload_optimizer", {}).get("nvme_path") or "/tmp")
+        given = {kv.split("=", 1)[0] for kv in a.set} | {k for k, _ in varies}
+        if stage == 3:
+            for k, v in PAPER_STAGE3.items():
+                zo = cfg.get("zero_optimization", {})
+                leaf = k.split(".")[-1]
+                if k not in given and leaf not in zo and leaf.replace("stage3_", "") not in zo:
+                    set_key(cfg, k, v)
         for (k, _), v in zip(varies, values):
             set_key(cfg, k, v)
         cfg_path = os.path.join(run_dir, "ds_config.json")
@@ -332,7 +372,6 @@ def main():
         start, steps, end = read_metrics(metrics)
         row = summarize({"name": name, "offload": off, **{k: v for (k, _), v in zip(varies, values)}},
                         start, steps, end, a.world_size)
-        row["embedding_unit_bytes"] = start.get("embedding_unit_bytes", 0)
         rows.append(row)
     title = f"{a.model} ({rows[0]['params'] / 1e6:.2f} M params), N = {a.world_size}, {machine_name(zt)}"
     keys = []

@@ -110,6 +110,14 @@ std::string RunReporter::header() const {
   return out + "\n";
 }
 
+nlohmann::json RunReporter::units_json() const {
+  nlohmann::json units = nlohmann::json::array();
+  const ShardMap& map = engine_.shard_map();
+  for (int u = 0; u < s_.model->units(); ++u)
+    units.push_back({{"numel", map.shard(u).numel}, {"padded", map.shard(u).padded}});
+  return units;
+}
+
 void RunReporter::start() {
   if (s_.say) {
     std::fputs(header().c_str(), s_.say);
@@ -133,6 +141,7 @@ void RunReporter::start() {
           {"samples_per_step", samples_per_step_},
           {"tokens_per_step", tokens_per_step_},
           {"expected_comm_bytes_per_step", engine_.expected_comm_bytes_per_step()},
+          {"units", units_json()},
           {"plan", plan_to_json(*s_.plan)},
           {"allocated", mem_counts_json(engine_.ledger().current())},
           {"allocated_host", mem_counts_json(engine_.ledger().host())}});
@@ -243,6 +252,12 @@ void RunReporter::validation(int64_t step, double val_loss) {
   inst_.monitors.write({{"Eval/Samples/val_loss", val_loss, step * samples_per_step_}});
 }
 
+void RunReporter::training_done() {
+  final_stats_ = comm_.stats();
+  resident_ = mem_counts_json(engine_.ledger().current());
+  peak_by_category_ = mem_counts_json(engine_.ledger().peak_by_category());
+}
+
 void RunReporter::finish(int64_t steps, double final_val_loss, double unigram_entropy, double median_tokens_per_s,
                          const ParamSummary& summary) {
   nlohmann::json end = {{"event", "end"},
@@ -250,7 +265,9 @@ void RunReporter::finish(int64_t steps, double final_val_loss, double unigram_en
                         {"param_checksum", hex64(summary.checksum)},
                         {"param_l2", summary.l2},
                         {"val_loss", final_val_loss},
-                        {"tokens_per_s_median", median_tokens_per_s}};
+                        {"tokens_per_s_median", median_tokens_per_s},
+                        {"resident", resident_},
+                        {"peak_by_category", peak_by_category_}};
   if (const Trace* t = engine_.trace()) {
     t->write(s_.trace_path, comm_.rank());
     if (s_.say) std::fprintf(s_.say, "trace: %zu spans written to %s\n", t->size(), s_.trace_path.c_str());

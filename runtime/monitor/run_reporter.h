@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "collectives/communicator.h"
 #include "kernels/backend.h"
 #include "runtime/config/config.h"
@@ -58,7 +60,7 @@ class RunReporter {
   void validation(int64_t step, double val_loss);
   // The end of training and validation: the comms summary covers what happened until here (not the
   // consolidation of the parameters for the checksum that follows).
-  void training_done() { final_stats_ = comm_.stats(); }
+  void training_done();
   // Trace file, comms summary, hidden-communication share, the final line and the end record.
   void finish(int64_t steps, double final_val_loss, double unigram_entropy, double median_tokens_per_s,
               const ParamSummary& summary);
@@ -66,6 +68,7 @@ class RunReporter {
  private:
   void record(const nlohmann::json& j);        // one metrics line, flushed and checked
   std::string header() const;
+  nlohmann::json units_json() const;  // each unit's parameters and padded length, walk order
   std::string progress(const StepStats& st, double rate) const;
   std::vector<MonitorEvent> events(const StepStats& st, double rate) const;
 
@@ -79,6 +82,7 @@ class RunReporter {
   double tokens_per_step_ = 0;
   int64_t samples_per_step_ = 0;
   CommStats step_before_, final_stats_;
+  nlohmann::json resident_, peak_by_category_;  // the ledger when training and validation ended
   double comm_busy_s_ = 0;                      // this rank's communicator, steps after the first
   size_t trace_before_ = 0;
   std::vector<std::pair<size_t, size_t>> trace_steps_;  // trace span ranges of those steps
