@@ -54,7 +54,7 @@ bool any_rank_failed(Communicator& comm, Backend& backend, bool failed) {
   int64_t flag = failed ? 1 : 0;
   void* buf = backend.alloc(sizeof flag);
   backend.copy_to_device(buf, &flag, sizeof flag);
-  comm.all_reduce(buf, buf, 1, CommDType::I64, ReduceOp::Sum);
+  comm.all_reduce(buf, buf, 1, DType::I64, ReduceOp::Sum);
   backend.copy_to_host(&flag, buf, sizeof flag);
   backend.free(buf);
   return flag > 0;

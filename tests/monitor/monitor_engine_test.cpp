@@ -50,7 +50,7 @@ TEST_P(CommsTotals, LoggerTotalsAreTheCommunicatorsAccountingAndTheStepBytes) {
   uint64_t step_bytes[kCommOpCount] = {}, step_calls[kCommOpCount] = {};
   uint64_t verbose_rows = 0;
   CommStats before;
-  EngineOptions o = base_options(stage, 1, Precision::FP32, true);
+  EngineOptions o = base_options(stage, 1, DType::F32, true);
   train(tiny_model(), o, *world().backend, 3, [&](int step, int phase, const StepStats& st) {
     if (phase == 0) {
       before = comm.stats();
@@ -98,7 +98,7 @@ class FlopsCount : public ::testing::TestWithParam<FlopsCase> {};
 TEST_P(FlopsCount, PerUnitFlopsAreTheAnalyticGpt2Formula) {
   const FlopsCase fc = GetParam();
   const ModelConfig model = tiny_model(fc.tied);
-  EngineOptions o = base_options(fc.stage, fc.grad_accum, Precision::FP32, true);
+  EngineOptions o = base_options(fc.stage, fc.grad_accum, DType::F32, true);
   o.checkpoint_activations = fc.recompute;
   FlopsProfilerConfig c;
   c.enabled = true;
