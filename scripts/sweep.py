@@ -232,44 +232,38 @@ def plot(out_dir, rows, title):
     width = max(7.5, 1.1 * len(rows) + 4)
     rot = 15 if len(rows) > 4 else 0
 
-    fig, ax = plt.subplots(figsize=(width, 4.8))
-    bottom = [0.0] * len(rows)
-    for c in CATEGORIES:
-        v = [r[f"{c}_bytes"] / MiB for r in rows]
-        ax.bar(x, v, 0.6, bottom=bottom, label=c if c != "optimizer" else "optimizer moments", color=colors[c])
-        bottom = [b + y for b, y in zip(bottom, v)]
-    ax.scatter(x, [r["formula_model_states_bytes"] / MiB for r in rows], marker="_", s=900, color="black",
-               linewidths=2.5, zorder=5, label="ZeRO paper formula: model states")
-    ax.scatter(x, [r["peak_bytes"] / MiB for r in rows], marker="v", s=60, color="crimson", zorder=6,
-               label="measured peak")
-    ax.set_xticks(x, names, rotation=rot)
-    ax.set_ylabel("resident bytes per rank (MiB)")
-    ax.set_xlabel("run")
-    ax.set_title(f"Memory per rank by category: {title}", fontsize=10)
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    fig.tight_layout()
-    fig.savefig(os.path.join(out_dir, "memory.png"), dpi=90)
-    plt.close(fig)
-    files.append("memory.png")
+    def stacked(file, series, formula, formula_label, ylabel, what, peak=False):
+        """Stacked bars (label, values in MiB, color) with the paper's formula as a black tick."""
+        fig, ax = plt.subplots(figsize=(width, 4.8))
+        bottom = [0.0] * len(rows)
+        for label, values, color in series:
+            ax.bar(x, values, 0.6, bottom=bottom, label=label, color=color)
+            bottom = [b + y for b, y in zip(bottom, values)]
+        ax.scatter(x, formula, marker="_", s=900, color="black", linewidths=2.5, zorder=5, label=formula_label)
+        if peak:
+            ax.scatter(x, [r["peak_bytes"] / MiB for r in rows], marker="v", s=60, color="crimson", zorder=6,
+                       label="measured peak")
+        ax.set_xticks(x, names, rotation=rot)
+        ax.set_ylabel(ylabel)
+        ax.set_xlabel("run")
+        ax.set_title(f"{what}: {title}", fontsize=10)
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+        fig.tight_layout()
+        fig.savefig(os.path.join(out_dir, file), dpi=90)
+        plt.close(fig)
+        files.append(file)
 
-    fig, ax = plt.subplots(figsize=(width, 4.8))
-    bottom = [0.0] * len(rows)
-    for c in COLLECTIVES:
-        factor = 2 if c == "all_reduce" else 1
-        v = [factor * r[f"{c}_bytes_per_step"] / MiB for r in rows]
-        ax.bar(x, v, 0.6, bottom=bottom, label=c + (" (x2: on the wire)" if factor == 2 else ""), color=colors[c])
-        bottom = [b + y for b, y in zip(bottom, v)]
-    ax.scatter(x, [r["formula_volume_bytes"] / MiB for r in rows], marker="_", s=900, color="black", linewidths=2.5,
-               zorder=5, label="ZeRO paper: 2Ψ (stages 0-2),\n3Ψ (stage 3)")
-    ax.set_xticks(x, names, rotation=rot)
-    ax.set_ylabel("bytes per step per rank (MiB)")
-    ax.set_xlabel("run")
-    ax.set_title(f"Communication per step by collective: {title}", fontsize=10)
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    fig.tight_layout()
-    fig.savefig(os.path.join(out_dir, "comm.png"), dpi=90)
-    plt.close(fig)
-    files.append("comm.png")
+    stacked("memory.png",
+            [(c if c != "optimizer" else "optimizer moments", [r[f"{c}_bytes"] / MiB for r in rows], colors[c])
+             for c in CATEGORIES],
+            [r["formula_model_states_bytes"] / MiB for r in rows], "ZeRO paper formula: model states",
+            "resident bytes per rank (MiB)", "Memory per rank by category", peak=True)
+    stacked("comm.png",
+            [(c + (" (x2: on the wire)" if c == "all_reduce" else ""),
+              [(2 if c == "all_reduce" else 1) * r[f"{c}_bytes_per_step"] / MiB for r in rows], colors[c])
+             for c in COLLECTIVES],
+            [r["formula_volume_bytes"] / MiB for r in rows], "ZeRO paper: 2Ψ (stages 0-2),\n3Ψ (stage 3)",
+            "bytes per step per rank (MiB)", "Communication per step by collective")
 
     fig, (a1, a2, a3) = plt.subplots(1, 3, figsize=(max(10, 2.2 * len(rows) + 4), 4.4))
     a1.bar(x, [r["tokens_per_s"] for r in rows], 0.6, color="#4878d0")
