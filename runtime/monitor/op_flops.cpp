@@ -19,6 +19,9 @@ const char* op_kind_name(OpKind k) {
     case OpKind::Accumulate: return "accumulate";
     case OpKind::CrossEntropy: return "crossentropy_forward_backward";
     case OpKind::AdamW: return "adamw_step";
+    case OpKind::SumSquares: return "sum_squares";
+    case OpKind::Scale: return "scale";
+    case OpKind::AdamWMultiTensor: return "adamw_multi_tensor";
     case OpKind::Zero: return "zero";
     case OpKind::Copy: return "copy";
     case OpKind::CopyToDevice: return "copy_to_device";

@@ -14,7 +14,8 @@
 //   embedding          forward N·C (token row + position row), backward 2·N·C
 //   crossentropy_forward_backward  2·N·V (softmax 1 per element, as DeepSpeed counts it, and the
 //                     gradient 1 per element)
-//   memory ops (copies, zero, conversions) and adamw_step   0
+//   sum_squares        2 per element (the engine's gradient-norm partial); scale 1 per element
+//   memory ops (copies, zero, conversions), adamw_step and adamw_multi_tensor   0 (not model FLOPs)
 // With these, the linear layers of one GPT-2 training token cost exactly 6Ψ_w + 2Ψ_b and the causal
 // attention 12·C·L·(T+1)/2 per token (gpt2_training_flops below; the test pins the equality).
 #pragma once
@@ -27,7 +28,7 @@ namespace zt {
 enum class OpKind {
   EmbeddingForward, EmbeddingBackward, LayerNormForward, LayerNormBackward, MatmulForward, MatmulBackward,
   AttentionForward, AttentionBackward, GeluForward, GeluBackward, ResidualForward, Accumulate, CrossEntropy,
-  AdamW, Zero, Copy, CopyToDevice, CopyToHost, F32ToAct, ActToF32,
+  AdamW, SumSquares, Scale, AdamWMultiTensor, Zero, Copy, CopyToDevice, CopyToHost, F32ToAct, ActToF32,
 };
 constexpr int kOpKinds = int(OpKind::ActToF32) + 1;
 const char* op_kind_name(OpKind k);

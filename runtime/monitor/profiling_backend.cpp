@@ -193,4 +193,36 @@ void ProfilingBackend::adamw_step(float* p, const float* g, float* m, float* v, 
   op(OpKind::AdamW, [&](OpRecord& r) { r.shape = dims({{"n", int64_t(n)}}); }, [&] { in_.adamw_step(p, g, m, v, n, h); });
 }
 
+double ProfilingBackend::sum_squares(const void* x, size_t n, float scale) {
+  double out = 0;
+  op(
+      OpKind::SumSquares,
+      [&](OpRecord& r) {
+        r.flops = 2.0 * double(n);
+        r.shape = dims({{"n", int64_t(n)}});
+      },
+      [&] { out = in_.sum_squares(x, n, scale); });
+  return out;
+}
+void ProfilingBackend::scale(void* x, float s, size_t n) {
+  op(
+      OpKind::Scale,
+      [&](OpRecord& r) {
+        r.flops = double(n);
+        r.shape = dims({{"n", int64_t(n)}});
+      },
+      [&] { in_.scale(x, s, n); });
+}
+void ProfilingBackend::adamw_multi_tensor(const AdamWChunk* chunks, size_t count, DType grad_dtype,
+                                          const AdamWHyper& h) {
+  op(
+      OpKind::AdamWMultiTensor,
+      [&](OpRecord& r) {
+        size_t n = 0;
+        for (size_t i = 0; i < count; ++i) n += chunks[i].n;
+        r.shape = dims({{"chunks", int64_t(count)}, {"n", int64_t(n)}});
+      },
+      [&] { in_.adamw_multi_tensor(chunks, count, grad_dtype, h); });
+}
+
 }  // namespace zt

@@ -86,6 +86,9 @@ class ProfilingBackend final : public Backend {
   void crossentropy_forward_backward(float* losses, void* dlogits, const void* logits, const int32_t* targets, int N,
                                      int V, float dloss) override;
   void adamw_step(float* p, const float* g, float* m, float* v, size_t n, const AdamWHyper& h) override;
+  double sum_squares(const void* x, size_t n, float scale) override;
+  void scale(void* x, float s, size_t n) override;
+  void adamw_multi_tensor(const AdamWChunk* chunks, size_t count, DType grad_dtype, const AdamWHyper& h) override;
 
  private:
   using Clock = std::chrono::steady_clock;
