@@ -68,7 +68,8 @@ class Walker {
  public:
   Walker(Config& c, Diagnostics& d, const LoadOptions& o) : c_(c), d_(d), opt_(o) {}
 
-  void walk(const json& obj, const std::string& path) {
+  // `path` is the schema's name of the block, `shown` the one the file used ("bfloat16" for "bf16").
+  void walk(const json& obj, const std::string& path, const std::string& shown) {
     BlockSchema s;
     if (!block_schema(c_, path, s)) return;
     if (s.present) *s.present = true;
@@ -76,13 +77,13 @@ class Walker {
     std::vector<std::pair<std::string, const json*>> subs;
     for (auto it = obj.begin(); it != obj.end(); ++it) {
       const std::string& k = it.key();
-      const std::string full = path.empty() ? printable_key(k) : path + "." + printable_key(k);
+      const std::string full = shown.empty() ? printable_key(k) : shown + "." + printable_key(k);
       const KeyBinding* b = find(s, k);
       if (b) {
         const void* fp = std::visit([](auto* p) { return static_cast<const void*>(p); }, b->field);
         auto prev = seen.find(fp);
         if (prev != seen.end()) {
-          same_key_twice(path, prev->second, k, s);
+          same_key_twice(shown, prev->second, k, s);
         } else {
           seen[fp] = k;
           apply(*b, it.value(), full, s);
@@ -101,12 +102,12 @@ class Walker {
         d_.warning(full, show_value(it.value()), "read as a comment (DeepSpeed ignores the key)",
                    "nothing to do; remove it to silence this note");
       } else {
-        unknown(s, k, it.value(), full);
+        unknown(s, shown, k, it.value(), full);
       }
     }
     after_keys(path);
     for (auto& [k, v] : subs) {
-      const std::string full = path.empty() ? k : path + "." + k;
+      const std::string full = shown.empty() ? k : shown + "." + k;
       if (path.empty() && k == "bfloat16") {
         if (obj.contains("bf16")) {
           d_.error("bfloat16", "", "both \"bf16\" and its alias \"bfloat16\" are given",
@@ -125,8 +126,8 @@ class Walker {
                  "write \"" + k + "\": { ... } or remove it");
         continue;
       }
-      if (skip_.count(full)) continue;
-      walk(*v, sub_block_path(path, k));
+      if (skip_.count(sub_block_path(path, k))) continue;
+      walk(*v, sub_block_path(path, k), full);
     }
   }
 
@@ -223,11 +224,11 @@ class Walker {
     }
   }
 
-  void unknown(const BlockSchema& s, const std::string& k, const json& v, const std::string& full) {
+  void unknown(const BlockSchema& s, const std::string& shown, const std::string& k, const json& v, const std::string& full) {
     if (++unknown_count_ > kMaxUnknownListed) return;  // counted; finish() reports how many
     const auto valid = valid_keys(s);
     std::string msg = "unknown key";
-    if (!s.path.empty()) msg += " in block \"" + s.path + "\"";
+    if (!shown.empty()) msg += " in block \"" + shown + "\"";
     std::string near;
     std::vector<std::string> elsewhere;
     if (k.size() <= 64) {  // no typo is longer; edit distances of huge keys would cost seconds
@@ -455,7 +456,7 @@ class Walker {
 
 void walk_config(const json& doc, Config& c, const LoadOptions& opts, Diagnostics& d) {
   Walker w(c, d, opts);
-  w.walk(doc, "");
+  w.walk(doc, "", "");
   w.finish();
 }
 
