@@ -59,8 +59,8 @@ TEST(Echo, PlanInputFromConfig) {
   m.seq_len = 64;
   const PlanInput in = plan_input(r.config, m.total_params(), &m, 1);
   EXPECT_EQ(in.stage, 3);
-  EXPECT_EQ(in.precision, Precision::BF16);
-  EXPECT_EQ(in.optimizer, OptimizerKind::AdamW);
+  EXPECT_EQ(in.precision, DType::BF16);
+  EXPECT_EQ(in.optimizer, OptimizerType::AdamW);
   EXPECT_EQ(in.offload_optimizer, OffloadDevice::CPU);
   EXPECT_DOUBLE_EQ(in.offload_optimizer_ratio, 0.25);
   EXPECT_EQ(in.offload_param, OffloadDevice::CPU);
@@ -70,7 +70,9 @@ TEST(Echo, PlanInputFromConfig) {
   const auto sgd = test::load(R"({"train_micro_batch_size_per_gpu": 2, "optimizer": {"type": "SGD", "params": {"momentum": 0.9}},
                                   "zero_optimization": {"stage": 2, "offload_optimizer": {"device": "cpu"}}})");
   ASSERT_TRUE(sgd.valid()) << test::dump(sgd);
-  EXPECT_EQ(plan_input(sgd.config, m.total_params(), &m, 1).optimizer, OptimizerKind::SGDMomentum);
+  const PlanInput sin = plan_input(sgd.config, m.total_params(), &m, 1);
+  EXPECT_EQ(sin.optimizer, OptimizerType::SGD);
+  EXPECT_TRUE(sin.sgd_momentum);
 }
 
 TEST(Echo, ParamCounts) {
