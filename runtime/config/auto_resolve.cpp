@@ -5,15 +5,12 @@
 #include <sstream>
 
 #include "runtime/config/config_load.h"
+#include "runtime/config/config_walk.h"
 
 namespace zt {
 namespace {
 
-std::string num(double v) {
-  std::ostringstream o;
-  o << v;
-  return o.str();
-}
+std::string num(double v) { return number_text(v); }
 std::string num(int64_t v) { return std::to_string(v); }
 
 void took_default(const std::string& path, const std::string& value, const std::string& flag, Diagnostics& d) {

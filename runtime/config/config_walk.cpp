@@ -5,6 +5,7 @@
 #include <cmath>
 #include <map>
 #include <set>
+#include <sstream>
 
 #include "runtime/config/config_schema.h"
 #include "runtime/config/deepspeed_keys.h"
@@ -28,6 +29,12 @@ std::string json_type_name(const json& v) {
   if (v.is_null()) return "null";
   if (v.is_array()) return "a list";
   return "an object";
+}
+
+std::string number_text(double v) {
+  std::ostringstream o;
+  o << v;
+  return o.str();
 }
 
 namespace {

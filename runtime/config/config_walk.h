@@ -20,5 +20,7 @@ void walk_config(const nlohmann::json& doc, Config& c, const LoadOptions& opts, 
 // Messages shared with the later load steps.
 std::string join_list(const std::vector<std::string>& v, const std::string& sep = ", ");
 std::string json_type_name(const nlohmann::json& v);
+// A number as a message shows it: 0.001, 1e-08, 5e+08 (the shortest round trip of iostream).
+std::string number_text(double v);
 
 }  // namespace zt

@@ -4,16 +4,13 @@
 #include <sstream>
 
 #include "runtime/config/config_load.h"
+#include "runtime/config/config_walk.h"
 #include "runtime/plan/machine_probe.h"
 
 namespace zt {
 namespace {
 
-std::string num(double v) {
-  std::ostringstream o;
-  o << v;
-  return o.str();
-}
+std::string num(double v) { return number_text(v); }
 std::string q(const std::string& v) { return "\"" + v + "\""; }
 
 void check_nvme_path(const OffloadConfig& o, const std::string& block, bool probe, Diagnostics& d) {

@@ -6,15 +6,12 @@
 #include <sstream>
 
 #include "runtime/config/config_load.h"
+#include "runtime/config/config_walk.h"
 
 namespace zt {
 namespace {
 
-std::string num(double v) {
-  std::ostringstream o;
-  o << v;
-  return o.str();
-}
+std::string num(double v) { return number_text(v); }
 std::string q(const std::string& v) { return "\"" + v + "\""; }
 
 bool is_adam(const Config& c) { return c.optimizer.type.value == "Adam" || c.optimizer.type.value == "AdamW"; }
