@@ -44,7 +44,7 @@ ModelConfig resolve_model(const TrainFlags& f) {
   return m;
 }
 
-void run(TrainFlags& f) {
+int run(TrainFlags& f) {
   if (f.backend != "cpu" && f.backend != "cuda")
     throw UserError("--backend", f.backend, "unknown backend", "use --backend cpu or --backend cuda");
   f.run.model = resolve_model(f);
@@ -59,7 +59,7 @@ void run(TrainFlags& f) {
     throw UserError("--backend", f.backend, e.what(), "use --backend cpu on a machine without a usable GPU");
   }
   auto comm = make_communicator(boot, f.backend == "cuda" ? CommBackend::Nccl : CommBackend::Auto);
-  run_training(f.run, *comm, *backend);
+  return run_training(f.run, *comm, *backend).exit_code();
 }
 
 }  // namespace
@@ -91,8 +91,7 @@ void register_train(CLI::App& app, int& exit_code) {
   app.add_option("--threads", f->threads, "CPU threads per rank (default: cores / ranks on this host)");
   app.callback([&app, f, &exit_code] {
     if (!app.get_subcommands().empty()) return;  // a subcommand ran instead
-    run(*f);
-    exit_code = 0;
+    exit_code = run(*f);
   });
 }
 

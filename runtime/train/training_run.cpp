@@ -1,21 +1,27 @@
-// run_training: config, data and pre-flight checks first (all problems reported at once), then the
-// engine's steps with rank 0's reports (steps_per_print, wall_clock_breakdown, memory_breakdown),
-// validation every K steps, and the metrics file's start / step / end records.
+// run_training: config, data and pre-flight checks first (all problems reported at once), the ranks'
+// agreement on their settings, then the engine's steps with rank 0's reports (steps_per_print,
+// wall_clock_breakdown, memory_breakdown), validation every K steps, the metrics file's records,
+// and the step boundary where every rank stops together on a signal or a failed output.
 #include "runtime/train/training_run.h"
 
 #include <algorithm>
 #include <cinttypes>
-#include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
+#include "collectives/rank_list.h"
+#include "offload/nvme_swapper.h"
 #include "runtime/common/diagnostics.h"
 #include "runtime/config/config_plan.h"
 #include "runtime/data/sampler.h"
 #include "runtime/data/synthetic.h"
 #include "runtime/engine/engine_config.h"
 #include "runtime/plan/machine_probe.h"
+#include "runtime/train/output_file.h"
+#include "runtime/train/run_fingerprint.h"
+#include "runtime/train/step_boundary.h"
+#include "runtime/train/stop_signals.h"
 
 namespace zt {
 
@@ -31,9 +37,7 @@ void check_inputs(const RunOptions& o, const Config& c, const TokenDataset& data
   else if (m.dim % m.heads != 0)
     d.error("--dim", std::to_string(m.dim), "must be divisible by --heads " + std::to_string(m.heads),
             "pick a width that is a multiple of the head count");
-  if (m.vocab < data.vocab)
-    d.error("--vocab", std::to_string(m.vocab), "smaller than the data's vocabulary (" + std::to_string(data.vocab) + ")",
-            "use --vocab " + std::to_string(data.vocab) + " or a larger preset");
+  d.append(check_dataset(data, m.seq_len, m.vocab));
   const auto& z = c.zero_optimization;
   if (z.offload_param.device.value != "none" && backend.act_dtype() != DType::F32)
     d.error("zero_optimization.offload_param.device", "\"" + z.offload_param.device.value + "\"",
@@ -83,8 +87,23 @@ struct Started {
   MemoryPlan plan;
   EngineOptions eo;
   std::unique_ptr<Engine> engine;
-  std::unique_ptr<std::ofstream> metrics;
+  std::unique_ptr<OutputFile> metrics, trace;  // rank 0's, opened before anything is allocated
 };
+
+// Swap files of processes that died before they could unlink them would count against the space
+// pre-flight checks: remove them first. Every rank scans (the ranks of a node race for the same
+// files) and says what it removed.
+void remove_stale_swap_files_of(const Config& c, int rank) {
+  for (const OffloadConfig* off : {&c.zero_optimization.offload_optimizer, &c.zero_optimization.offload_param}) {
+    if (off->device.value != "nvme" || off->nvme_path.value.empty()) continue;
+    const offload::StaleSwapFiles r = offload::remove_stale_swap_files(off->nvme_path.value);
+    if (!r.removed.empty())
+      std::fprintf(stderr, "zerotrain: rank %d: removed %zu stale swap file(s) of exited processes from %s (%.1f MiB)\n",
+                   rank, r.removed.size(), off->nvme_path.value.c_str(), double(r.bytes) / (1024.0 * 1024.0));
+    for (const auto& f : r.failed)
+      std::fprintf(stderr, "zerotrain: rank %d: warning: cannot remove stale swap file %s\n", rank, f.c_str());
+  }
+}
 
 // Runs `step` on every rank; if it failed on any rank, every rank stops: the failing ones with
 // their own errors, the others saying so.
@@ -109,6 +128,7 @@ void check_start(Started& st, const RunOptions& o, Communicator& comm, Backend& 
   st.cfg = load_run_config(o, W, rank == 0 ? stderr : nullptr);
   st.data = o.data_dir.empty() ? make_synthetic_dataset(o.seed) : load_token_dataset(o.data_dir);
   check_inputs(o, st.cfg, st.data, backend);
+  remove_stale_swap_files_of(st.cfg, rank);
   // Pre-flight: the plan against this machine, before the engine allocates anything.
   st.plan = make_memory_plan(plan_input(st.cfg, o.model.total_params(), &o.model, o.local_ranks));
   const Diagnostics pre = preflight(st.plan, probe_machine(), st.cfg.zero_optimization.offload_optimizer.nvme_path.value);
@@ -120,9 +140,11 @@ void check_start(Started& st, const RunOptions& o, Communicator& comm, Backend& 
     throw UserError(o.config_path.empty() ? "<built-in config>" : o.config_path, "", e.what(),
                     "see configs/README.md for what the engine supports");
   }
+  if (rank == 0 && !o.metrics_path.empty()) st.metrics = std::make_unique<OutputFile>("--metrics", o.metrics_path);
+  if (rank == 0 && !o.trace_path.empty()) st.trace = std::make_unique<OutputFile>("--trace", o.trace_path);
 }
 
-// Phase 2: the allocations (engine buffers, the NVMe swap file) and the metrics file.
+// Phase 2: the allocations (engine buffers, the NVMe swap file).
 void allocate_start(Started& st, const RunOptions& o, Communicator& comm, Backend& backend) {
   const std::string source = o.config_path.empty() ? "<built-in config>" : o.config_path;
   try {
@@ -140,12 +162,6 @@ void allocate_start(Started& st, const RunOptions& o, Communicator& comm, Backen
       throw UserError("zero_optimization.offload_param.nvme_path", off.param_nvme_path, e.what());
     throw;
   }
-  if (comm.rank() == 0 && !o.metrics_path.empty()) {
-    st.metrics = std::make_unique<std::ofstream>(o.metrics_path);
-    if (!*st.metrics)
-      throw UserError("--metrics", o.metrics_path, "cannot open the metrics file for writing",
-                      "give a path in an existing, writable directory");
-  }
 }
 
 }  // namespace
@@ -153,15 +169,17 @@ void allocate_start(Started& st, const RunOptions& o, Communicator& comm, Backen
 RunReport run_training(const RunOptions& o, Communicator& comm, Backend& backend, std::FILE* out) {
   const int W = comm.world_size(), rank = comm.rank();
   std::FILE* say = (rank == 0 && o.print) ? out : nullptr;
+  StopSignals signals;  // SIGTERM / SIGINT: stop at the next step boundary
   Started started;
   on_every_rank(comm, backend, [&] { check_start(started, o, comm, backend); });
+  agree_on_fingerprint(make_run_fingerprint(o, started.cfg, started.data, backend), comm, backend);
   on_every_rank(comm, backend, [&] { allocate_start(started, o, comm, backend); });
   const Config& cfg = started.cfg;
   const TokenDataset& data = started.data;
   const MemoryPlan& plan = started.plan;
   const EngineOptions& eo = started.eo;
   Engine& engine = *started.engine;
-  std::unique_ptr<std::ofstream>& metrics = started.metrics;
+  std::unique_ptr<OutputFile>& metrics = started.metrics;
 
   RunReport rep;
   rep.params = engine.params();
@@ -197,8 +215,11 @@ RunReport run_training(const RunOptions& o, Communicator& comm, Backend& backend
                    gib(h[MemCategory::Params]).c_str(), gib(h[MemCategory::Master]).c_str(),
                    gib(h[MemCategory::Optimizer]).c_str(), gib(h[MemCategory::CommBuffers]).c_str());
   }
-  if (metrics) {
-    *metrics << nlohmann::json{{"event", "start"},
+  // The first write: a file that cannot be written (--metrics /dev/full) stops every rank here.
+  on_every_rank(comm, backend, [&] {
+    if (!metrics) return;
+    try {
+      metrics->line(nlohmann::json{{"event", "start"},
                                {"world_size", W},
                                {"stage", eo.stage},
                                {"params", rep.params},
@@ -206,12 +227,14 @@ RunReport run_training(const RunOptions& o, Communicator& comm, Backend& backend
                                {"plan", plan_to_json(plan)},
                                {"allocated", mem_counts_json(engine.ledger().current())},
                                {"allocated_host", mem_counts_json(engine.ledger().host())}}
-                    .dump()
-             << "\n";
-  }
+                        .dump());
+    } catch (const OutputError& e) {
+      throw UserError(metrics->flag(), metrics->path(), e.what(), "give a path on a file system with room to write");
+    }
+  });
 
-  BatchSampler train_sampler(data.train, T, o.seed);
-  const BatchSampler val_sampler(data.val, T, o.seed);
+  BatchSampler train_sampler(data.train, T, o.seed, data.train_source);
+  const BatchSampler val_sampler(data.val, T, o.seed, data.val_source);
   const BatchGeometry geom{W, eo.micro_batch, eo.grad_accum};
   auto validate = [&](int64_t step) {
     const int64_t windows = std::max<int64_t>(1, val_sampler.num_windows() - eo.micro_batch);
@@ -226,6 +249,10 @@ RunReport run_training(const RunOptions& o, Communicator& comm, Backend& backend
   };
 
   std::vector<double> rates;
+  StepBoundary boundary(comm, backend);
+  StopDecision stopped;
+  int64_t stopped_at = 0;
+  std::exception_ptr output_error;  // rank 0's failed metrics write: every rank stops at the boundary
   const int64_t every = std::max<int64_t>(1, cfg.steps_per_print.value);
   try {
     for (int64_t s = 0; s < steps; ++s) {
@@ -246,16 +273,23 @@ RunReport run_training(const RunOptions& o, Communicator& comm, Backend& backend
         if (cfg.memory_breakdown.value)
           std::fprintf(say, "      memory | %s\n", mem_counts_json(engine.ledger().peak_by_category()).dump().c_str());
       }
-      if (metrics)
-        *metrics << nlohmann::json{{"event", "step"},      {"step", st.step},          {"loss", st.loss},
+      if (metrics && !output_error) try {
+        metrics->line(nlohmann::json{{"event", "step"},      {"step", st.step},          {"loss", st.loss},
                                    {"lr", st.lr},          {"grad_norm", st.grad_norm}, {"loss_scale", st.loss_scale},
                                    {"skipped", st.skipped}, {"step_ms", 1e3 * st.seconds},
                                    {"tokens_per_s", rate}, {"comm_bytes", comm_json(st)}, {"mem_peak", st.mem_peak}}
-                        .dump()
-                 << std::endl;  // flushed: a run that dies later keeps its steps
+                        .dump());  // written through: a run that dies later keeps its steps
+      } catch (const OutputError&) {
+        output_error = std::current_exception();
+      }
       if (o.eval_every > 0 && (s + 1) % o.eval_every == 0 && s + 1 < steps) validate(s + 1);
+      stopped = boundary.agree(signals.pending(), output_error != nullptr);
+      if (stopped.stop()) {
+        stopped_at = s + 1;
+        break;
+      }
     }
-    validate(steps);
+    if (!stopped.stop()) validate(steps);
   } catch (const std::exception& e) {
     if (W == 1) throw;
     // The other ranks are inside a collective this rank will never join: end the whole job now
@@ -266,9 +300,33 @@ RunReport run_training(const RunOptions& o, Communicator& comm, Backend& backend
   }
   std::sort(rates.begin(), rates.end());
   rep.tokens_per_s = rates.empty() ? 0 : rates[rates.size() / 2];
+  if (output_error) std::rethrow_exception(output_error);
+  if (!stopped.output_failed.empty())
+    throw OutputError("stopped after step " + std::to_string(stopped_at) + " because " +
+                      rank_list(stopped.output_failed) + " could not write its output (its error says why)");
+  if (stopped.stop()) {
+    // A stop signal: every rank is at the same boundary; the checkpoint (when there is one) goes here.
+    rep.stop_signal = stopped.signal;
+    rep.steps_done = stopped_at;
+    rep.checkpoint_saved = save_before_stop(engine, o, stopped_at);
+    if (say)
+      std::fprintf(say, "stopped: %s reached %s; every rank stopped after step %lld of %lld; %s\n",
+                   stop_signal_name(stopped.signal), rank_list(stopped.signalled).c_str(), (long long)stopped_at,
+                   (long long)steps,
+                   rep.checkpoint_saved ? "checkpoint saved" : "no checkpoint was written (checkpoints are not built yet)");
+    if (metrics)
+      metrics->line(nlohmann::json{{"event", "stopped"},
+                                   {"step", stopped_at},
+                                   {"signal", stop_signal_name(stopped.signal)},
+                                   {"checkpoint", rep.checkpoint_saved}}
+                        .dump());
+    return rep;
+  }
+  rep.steps_done = steps;
   rep.summary = engine.param_summary();
-  if (engine.trace()) {
-    engine.trace()->write(o.trace_path, rank);
+  if (engine.trace() && started.trace) {
+    started.trace->line(engine.trace()->to_json(rank).dump());
+    started.trace->close();
     if (say) std::fprintf(say, "trace: %zu spans written to %s\n", engine.trace()->size(), o.trace_path.c_str());
   }
   if (say)
@@ -276,14 +334,15 @@ RunReport run_training(const RunOptions& o, Communicator& comm, Backend& backend
                       "param checksum %s, param L2 %.6f\n",
                  (long long)steps, rep.val_losses.back().second, rep.unigram_entropy, rep.tokens_per_s,
                  hex64(rep.summary.checksum).c_str(), rep.summary.l2);
-  if (metrics)
-    *metrics << nlohmann::json{{"event", "end"},
-                               {"steps", steps},
-                               {"param_checksum", hex64(rep.summary.checksum)},
-                               {"param_l2", rep.summary.l2},
-                               {"val_loss", rep.val_losses.back().second}}
-                    .dump()
-             << "\n";
+  if (metrics) {
+    metrics->line(nlohmann::json{{"event", "end"},
+                                 {"steps", steps},
+                                 {"param_checksum", hex64(rep.summary.checksum)},
+                                 {"param_l2", rep.summary.l2},
+                                 {"val_loss", rep.val_losses.back().second}}
+                      .dump());
+    metrics->close();
+  }
   return rep;
 }
 
