@@ -186,9 +186,10 @@ def main():
         case("ranks_disagree", MPI + ["-np", "1", ZT] + FLAGS + steps +
              [":", "-np", "1", ZT] + with_flag(FLAGS, "--micro-batch", "8") + steps, 2,
              r"train_micro_batch_size_per_gpu: the ranks disagree: 4 on rank 0; 8 on rank 1", 30)
-        case("stage_mismatch", MPI + ["-np", "1", ZT, "--config", stage_config(root, 1)] + FLAGS + steps +
-             [":", "-np", "1", ZT, "--config", stage_config(root, 2)] + FLAGS + steps, 2,
-             r"zero_optimization\.stage: the ranks disagree: 1 on rank 0; 2 on rank 1", 30,
+        # Stage 0 against stage 3 used to wait in different collectives until the watchdog.
+        case("stage_mismatch", MPI + ["-np", "1", ZT, "--config", stage_config(root, 0)] + FLAGS + steps +
+             [":", "-np", "1", ZT, "--config", stage_config(root, 3)] + FLAGS + steps, 2,
+             r"zero_optimization\.stage: the ranks disagree: 0 on rank 0; 3 on rank 1", 30,
              env=dict(ENV, ZT_COMM_TIMEOUT_S="60"))
         # Faults during training, with NVMe swap files in use: none may be left.
         cfg, swap = nvme_config(root)
@@ -209,6 +210,12 @@ def main():
         case("sigterm_ranks", nvme, 143,
              r"stopped: SIGTERM reached ranks? [0-9, ]+; every rank stopped after step \d+ of 100000; no checkpoint", 10,
              leftovers=[swap], fault=signal_ranks(signal.SIGTERM, [0, 1]), wait_for=r"step +10 \|")
+        # What an operator sends: SIGTERM to mpirun (it forwards it, then kills after a second), and
+        # Ctrl-C (SIGINT to the whole foreground process group).
+        case("sigterm_mpirun", nvme, lambda rc: rc != 0, r"step +10 \|", 10, leftovers=[swap],
+             fault=lambda proc: proc.send_signal(signal.SIGTERM), wait_for=r"step +10 \|")
+        case("ctrl_c", nvme, lambda rc: rc != 0, r"step +10 \|", 10, leftovers=[swap],
+             fault=lambda proc: os.killpg(proc.pid, signal.SIGINT), wait_for=r"step +10 \|")
     finally:
         shutil.rmtree(root, ignore_errors=True)
     failed = sum(1 for r in RESULTS if r[4])
