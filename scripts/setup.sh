@@ -3,7 +3,8 @@
 set -euo pipefail
 packages=(cmake g++ make ninja-build pkg-config
           libopenmpi-dev openmpi-bin nlohmann-json3-dev libgtest-dev libopenblas-dev libcli11-dev liburing-dev
-          python3 openssh-client)
+          python3 openssh-client
+          clang libclang-rt-14-dev libomp-dev)  # the config fuzzer: clang's libFuzzer and OpenMP runtimes
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
