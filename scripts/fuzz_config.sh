@@ -11,10 +11,10 @@ runs="${ZT_FUZZ_RUNS:-150000}" secs="${ZT_FUZZ_SECONDS:-300}"
 t0=$SECONDS
 generator=()
 command -v ninja >/dev/null && [ ! -f "$build/Makefile" ] && generator=(-G Ninja)
+mkdir -p "$build"
 CC=clang CXX=clang++ cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DZT_CUDA=OFF \
-  -DZT_MPI=OFF -DZT_BUILD_BENCH=OFF -DZT_CONFIG_FUZZ=ON > "$build.configure.log" 2>&1 ||
-  { cat "$build.configure.log"; exit 1; }
-rm -f "$build.configure.log"
+  -DZT_MPI=OFF -DZT_BUILD_BENCH=OFF -DZT_CONFIG_FUZZ=ON > "$build/configure.log" 2>&1 ||
+  { cat "$build/configure.log"; exit 1; }
 cmake --build "$build" -j "${ZT_JOBS:-$(nproc)}" --target config_fuzz
 t1=$SECONDS
 work=$(mktemp -d)
