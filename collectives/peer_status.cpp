@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "collectives/mpi_check.h"
+#include "base/mpi_check.h"
 #include "collectives/rank_list.h"
 
 namespace zt {
@@ -55,7 +55,7 @@ struct PeerStatus::Impl {
   void respond_loop() {
     int64_t query = 0;
     MPI_Request req;
-    ZT_MPI_CHECK_CTX(MPI_Irecv(&query, 1, MPI_INT64_T, MPI_ANY_SOURCE, kQueryTag, comm, &req), "peer status: listen");
+    ZT_MPI_CHECK(MPI_Irecv(&query, 1, MPI_INT64_T, MPI_ANY_SOURCE, kQueryTag, comm, &req), "peer status: listen");
     std::vector<std::vector<int64_t>> replies;  // kept alive until their sends complete
     std::vector<MPI_Request> sends;
     std::unique_lock<std::mutex> lock(mu);
@@ -63,15 +63,15 @@ struct PeerStatus::Impl {
       lock.unlock();
       int got = 0;
       MPI_Status st;
-      ZT_MPI_CHECK_CTX(MPI_Test(&req, &got, &st), "peer status: poll");
+      ZT_MPI_CHECK(MPI_Test(&req, &got, &st), "peer status: poll");
       if (got) {
         replies.emplace_back(kReplyWords);
         reply_words(replies.back().data());
         sends.emplace_back();
-        ZT_MPI_CHECK_CTX(MPI_Isend(replies.back().data(), kReplyWords, MPI_INT64_T, st.MPI_SOURCE, kReplyTag, comm,
+        ZT_MPI_CHECK(MPI_Isend(replies.back().data(), kReplyWords, MPI_INT64_T, st.MPI_SOURCE, kReplyTag, comm,
                                    &sends.back()),
                          "peer status: answer");
-        ZT_MPI_CHECK_CTX(MPI_Irecv(&query, 1, MPI_INT64_T, MPI_ANY_SOURCE, kQueryTag, comm, &req), "peer status: listen");
+        ZT_MPI_CHECK(MPI_Irecv(&query, 1, MPI_INT64_T, MPI_ANY_SOURCE, kQueryTag, comm, &req), "peer status: listen");
       }
       lock.lock();
       if (!got) cv.wait_for(lock, kPoll, [&] { return stop; });

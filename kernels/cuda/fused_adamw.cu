@@ -6,7 +6,7 @@
 
 #include "kernels/cuda/adamw_math.cuh"
 #include "kernels/cuda/bf16_util.cuh"
-#include "kernels/cuda/cuda_check.h"
+#include "base/cuda_check.h"
 #include "kernels/cuda/fused_adamw.cuh"
 
 namespace zt::cuda {
@@ -23,7 +23,7 @@ template <>
 __device__ __forceinline__ float load_grad<__half>(const __half* g, size_t i) { return __half2float(g[i]); }
 
 template <class G>
-__global__ void __launch_bounds__(256) fused_adamw_kernel(const __grid_constant__ FusedAdamWTable t, AdamWScalars k) {
+__global__ void __launch_bounds__(256) fused_adamw_kernel(const __grid_constant__ FusedAdamWTable t, AdamScalars k) {
   // Find this block's chunk (at most 48 entries: a short scan).
   int c = 0;
   while (c + 1 < t.count && blockIdx.x >= t.block_begin[c + 1]) ++c;
@@ -35,7 +35,7 @@ __global__ void __launch_bounds__(256) fused_adamw_kernel(const __grid_constant_
 #pragma unroll 4
   for (size_t i = tile0 + threadIdx.x; i < end; i += blockDim.x) {
     float p = ch.master[i], m = ch.m[i], v = ch.v[i];
-    adamw_element(p, m, v, load_grad(g, i), k);
+    adam_update_element(p, load_grad(g, i), m, v, k);
     ch.master[i] = p;
     ch.m[i] = m;
     ch.v[i] = v;
@@ -45,7 +45,7 @@ __global__ void __launch_bounds__(256) fused_adamw_kernel(const __grid_constant_
 
 }  // namespace
 
-void fused_adamw_launch(const FusedAdamWTable& table, unsigned blocks, DType grad_dtype, const AdamWScalars& k,
+void fused_adamw_launch(const FusedAdamWTable& table, unsigned blocks, DType grad_dtype, const AdamScalars& k,
                         cudaStream_t s) {
   if (blocks == 0) return;
   switch (grad_dtype) {
@@ -59,7 +59,7 @@ void fused_adamw_launch(const FusedAdamWTable& table, unsigned blocks, DType gra
       fused_adamw_kernel<__half><<<blocks, 256, 0, s>>>(table, k);
       break;
   }
-  ZT_LAUNCH_CHECK(fused_adamw_kernel);
+  ZT_LAUNCH_CHECK();
 }
 
 }  // namespace zt::cuda
@@ -67,7 +67,7 @@ void fused_adamw_launch(const FusedAdamWTable& table, unsigned blocks, DType gra
 namespace zt {
 
 void fused_adamw(const AdamWChunk* chunks, size_t count, DType grad_dtype, const AdamWHyper& h, void* stream) {
-  const auto k = cuda::adamw_scalars(h);
+  const auto k = adam_scalars(h);
   auto s = static_cast<cudaStream_t>(stream);
   cuda::FusedAdamWTable t{};
   unsigned blocks = 0;

@@ -75,7 +75,7 @@ bool any_rank_failed(Communicator& comm, Backend& backend, bool failed) {
   int64_t flag = failed ? 1 : 0;
   void* buf = backend.alloc(sizeof flag);
   backend.copy_to_device(buf, &flag, sizeof flag);
-  comm.all_reduce(buf, buf, 1, CommDType::I64, ReduceOp::Sum);
+  comm.all_reduce(buf, buf, 1, DType::I64, ReduceOp::Sum);
   backend.copy_to_host(&flag, buf, sizeof flag);
   backend.free(buf);
   return flag > 0;
@@ -200,7 +200,7 @@ RunReport run_training(const RunOptions& o, Communicator& comm, Backend& backend
                  "zerotrain: %s on %d rank(s), backend %s, stage %d, %s | model %s: %d layers, dim %d, vocab %d, "
                  "seq %d, %" PRId64 " params | micro batch %d x accum %d x world %d = %lld samples/step | data: %s\n",
                  o.config_path.empty() ? "built-in config" : o.config_path.c_str(), W, backend.name().c_str(),
-                 eo.stage, precision_name(eo.precision), o.model.name.c_str(), o.model.layers, o.model.dim,
+                 eo.stage, dtype_name(eo.precision), o.model.name.c_str(), o.model.layers, o.model.dim,
                  o.model.vocab, o.model.seq_len, rep.params, eo.micro_batch, eo.grad_accum, W,
                  (long long)eo.micro_batch * eo.grad_accum * W, data.description.c_str());
     std::fprintf(say, "memory plan (per rank):\n%s", plan_to_table(plan).c_str());
@@ -223,7 +223,7 @@ RunReport run_training(const RunOptions& o, Communicator& comm, Backend& backend
                                {"world_size", W},
                                {"stage", eo.stage},
                                {"params", rep.params},
-                               {"precision", precision_name(eo.precision)},
+                               {"precision", dtype_name(eo.precision)},
                                {"plan", plan_to_json(plan)},
                                {"allocated", mem_counts_json(engine.ledger().current())},
                                {"allocated_host", mem_counts_json(engine.ledger().host())}}
@@ -304,6 +304,13 @@ RunReport run_training(const RunOptions& o, Communicator& comm, Backend& backend
   if (!stopped.output_failed.empty())
     throw OutputError("stopped after step " + std::to_string(stopped_at) + " because " +
                       rank_list(stopped.output_failed) + " could not write its output (its error says why)");
+  // After the last collective: a trace that cannot be written fails rank 0 alone, with no rank waiting.
+  auto write_trace = [&] {
+    if (!engine.trace() || !started.trace) return;
+    started.trace->line(engine.trace()->to_json(rank).dump());
+    started.trace->close();
+    if (say) std::fprintf(say, "trace: %zu spans written to %s\n", engine.trace()->size(), o.trace_path.c_str());
+  };
   if (stopped.stop()) {
     // A stop signal: every rank is at the same boundary; the checkpoint (when there is one) goes here.
     rep.stop_signal = stopped.signal;
@@ -320,15 +327,12 @@ RunReport run_training(const RunOptions& o, Communicator& comm, Backend& backend
                                    {"signal", stop_signal_name(stopped.signal)},
                                    {"checkpoint", rep.checkpoint_saved}}
                         .dump());
+    write_trace();
     return rep;
   }
   rep.steps_done = steps;
   rep.summary = engine.param_summary();
-  if (engine.trace() && started.trace) {
-    started.trace->line(engine.trace()->to_json(rank).dump());
-    started.trace->close();
-    if (say) std::fprintf(say, "trace: %zu spans written to %s\n", engine.trace()->size(), o.trace_path.c_str());
-  }
+  write_trace();
   if (say)
     std::fprintf(say, "done: %lld steps, final val loss %.4f (unigram entropy %.3f), median %.0f tokens/s, "
                       "param checksum %s, param L2 %.6f\n",

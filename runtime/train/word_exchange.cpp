@@ -17,7 +17,7 @@ std::vector<int64_t> WordExchange::all_gather(const std::vector<int64_t>& mine) 
   }
   char* own = static_cast<char*>(buf_) + size_t(comm_.rank()) * n * sizeof(int64_t);
   backend_.copy_to_device(own, mine.data(), n * sizeof(int64_t));
-  comm_.all_gather(own, buf_, n * W, CommDType::I64);
+  comm_.all_gather(own, buf_, n * W, DType::I64);
   std::vector<int64_t> all(n * W);
   backend_.copy_to_host(all.data(), buf_, bytes);
   return all;

@@ -182,6 +182,19 @@ def main():
                                   "--metrics", os.path.join(out, "m.jsonl")] + FLAGS + steps, 2,
              r"--trace = .*missing/t\.json: cannot open the file for writing: No such file or directory", 20,
              leftovers=[out])
+        # A disk that fills up during the run: every rank stops at that step's boundary (exit 1).
+        small = os.path.join(root, "small_fs")
+        os.makedirs(small)
+        if subprocess.call(["mount", "-t", "tmpfs", "-o", "size=16k", "tmpfs", small],
+                           stderr=subprocess.DEVNULL) == 0:
+            try:
+                case("metrics_fill_up", MPI + ["-np", "2", ZT, "--metrics", os.path.join(small, "m.jsonl")] + FLAGS +
+                     LONG, 1, r"(?=.*--metrics .*m\.jsonl: write failed after \d+ bytes: No space left on device \(errno 28\))"
+                     r"(?=.*stopped after step \d+ because rank 0 could not write its output)", 60)
+            finally:
+                subprocess.call(["umount", small])
+        else:
+            print("skip metrics_fill_up       (cannot mount a small tmpfs here)")
         # Ranks that disagree: different flags (MPMD), a different stage.
         case("ranks_disagree", MPI + ["-np", "1", ZT] + FLAGS + steps +
              [":", "-np", "1", ZT] + with_flag(FLAGS, "--micro-batch", "8") + steps, 2,
