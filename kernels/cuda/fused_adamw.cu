@@ -31,7 +31,7 @@ __global__ void __launch_bounds__(256) fused_adamw_kernel(const __grid_constant_
   const size_t tile0 = (size_t)(blockIdx.x - t.block_begin[c]) * kFusedTile;
   const size_t end = min(ch.n, tile0 + kFusedTile);
   const G* g = static_cast<const G*>(ch.grad);
-  bf16* out = static_cast<bf16*>(ch.bf16_out);
+  bf16* out = static_cast<bf16*>(ch.working);
 #pragma unroll 4
   for (size_t i = tile0 + threadIdx.x; i < end; i += blockDim.x) {
     float p = ch.master[i], m = ch.m[i], v = ch.v[i];
@@ -93,7 +93,7 @@ void fused_adamw(const AdamWChunk* chunks, size_t count, DType grad_dtype, const
       ch.m += part.n;
       ch.v += part.n;
       ch.grad = static_cast<const char*>(ch.grad) + part.n * dtype_size(grad_dtype);
-      if (ch.bf16_out) ch.bf16_out = static_cast<char*>(ch.bf16_out) + part.n * 2;
+      if (ch.working) ch.working = static_cast<char*>(ch.working) + part.n * 2;
       ch.n -= part.n;
       if (t.count == static_cast<int>(kFusedAdamWMaxChunksPerLaunch) || blocks >= kMaxBlocks) flush();
     }
@@ -101,9 +101,9 @@ void fused_adamw(const AdamWChunk* chunks, size_t count, DType grad_dtype, const
   if (t.count > 0) flush();
 }
 
-void fused_adamw_bf16(float* master, const void* grad, DType grad_dtype, float* m, float* v, void* bf16_out, size_t n,
+void fused_adamw_bf16(float* master, const void* grad, DType grad_dtype, float* m, float* v, void* working, size_t n,
                       const AdamWHyper& h, void* stream) {
-  AdamWChunk c{master, grad, m, v, bf16_out, n};
+  AdamWChunk c{master, grad, m, v, working, n};
   fused_adamw(&c, 1, grad_dtype, h, stream);
 }
 
