@@ -21,6 +21,7 @@
 #include "collectives/comm_handle.h"
 #include "collectives/fixed_order_reduce.h"
 #include "base/mpi_check.h"
+#include "collectives/peer_status.h"
 
 namespace zt {
 namespace {
@@ -91,6 +92,7 @@ struct MpiCommunicator::Impl {
   Work wd_work;
   Clock::time_point wd_start;
 
+  std::unique_ptr<PeerStatus> peers;  // names the ranks that did not arrive when the watchdog fires
   std::vector<char> scratch, pack;  // comm thread only
   std::thread comm_thread, watchdog_thread;
 
@@ -133,6 +135,7 @@ struct MpiCommunicator::Impl {
         wd_active = true;
       }
       wd_cv.notify_all();
+      peers->begin(w.seq, w.op, w.count);
       std::exception_ptr err;
       try {
         if (w.debug) check_fingerprint(w);
@@ -144,6 +147,7 @@ struct MpiCommunicator::Impl {
         std::lock_guard<std::mutex> lock(wd_mu);
         wd_active = false;
       }
+      peers->end(w.seq);
       double secs = std::chrono::duration<double>(Clock::now() - t0).count();
       if (!err) stats.add(w.op, comm_algorithm_bytes(w.op, w.count, w.dtype), secs);
       w.handle->complete(err);
@@ -162,11 +166,14 @@ struct MpiCommunicator::Impl {
       auto deadline = wd_start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(limit));
       wd_cv.wait_until(lock, deadline, [&] { return wd_stop || !wd_active || wd_work.seq != seq; });
       if (wd_stop || !wd_active || wd_work.seq != seq || Clock::now() < deadline) continue;
+      const std::string call = describe(wd_work.op, wd_work.count);
+      lock.unlock();  // the peers' answers take up to two seconds
+      std::string who = peers->report(seq);
+      if (who.empty()) who = "a peer rank may have died, hung, or called a different collective";
       std::fprintf(stderr,
-                   "[rank %d] zerotrain: collective %s #%llu on rank %d did not complete within %g s; a peer "
-                   "rank may have died, hung, or called a different collective (rerun with ZT_COMM_DEBUG=1 to "
-                   "compare calls; raise the bound with ZT_COMM_TIMEOUT_S). Aborting the job.\n",
-                   rank, describe(wd_work.op, wd_work.count).c_str(), (unsigned long long)seq, rank, limit);
+                   "[rank %d] zerotrain: collective %s #%llu on rank %d did not complete within %g s; %s. To wait "
+                   "longer set ZT_COMM_TIMEOUT_S=<seconds> (now %g). Aborting the job.\n",
+                   rank, call.c_str(), (unsigned long long)seq, rank, limit, who.c_str(), limit);
       std::fflush(stderr);
       MPI_Abort(MPI_COMM_WORLD, 1);
     }
@@ -342,6 +349,7 @@ MpiCommunicator::MpiCommunicator(const Bootstrap& boot, CommOptions options)
   ZT_MPI_CHECK(MPI_Comm_set_errhandler(impl_->comm, MPI_ERRORS_RETURN));
   ZT_MPI_CHECK(MPI_Comm_rank(impl_->comm, &impl_->rank));
   ZT_MPI_CHECK(MPI_Comm_size(impl_->comm, &impl_->world));
+  impl_->peers = std::make_unique<PeerStatus>();
   boot.attach();
   impl_->comm_thread = std::thread([this] { impl_->comm_loop(); });
   impl_->watchdog_thread = std::thread([this] { impl_->watchdog_loop(); });
@@ -360,6 +368,7 @@ MpiCommunicator::~MpiCommunicator() {
   }
   impl_->wd_cv.notify_all();
   impl_->watchdog_thread.join();
+  impl_->peers.reset();
   MPI_Comm_free(&impl_->comm);
   impl_->boot.detach();
 }

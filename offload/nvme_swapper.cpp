@@ -1,14 +1,17 @@
 // NvmeSwapper: file set-up checks (path, file system, O_DIRECT, fallocate), per-sub-group aligned
-// regions of one file, and removal at exit.
+// regions of one file that is unlinked as soon as it is open, and the removal of stale files.
 #include "offload/nvme_swapper.h"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <algorithm>
 #include <stdexcept>
@@ -46,6 +49,33 @@ size_t free_bytes_at(const std::string& path) {
   return static_cast<size_t>(s.f_bavail) * static_cast<size_t>(s.f_frsize);
 }
 
+StaleSwapFiles remove_stale_swap_files(const std::string& dir) {
+  StaleSwapFiles r;
+  DIR* d = opendir(dir.c_str());
+  if (!d) return r;
+  while (const dirent* e = readdir(d)) {
+    // zt_swap_rank<r>_pid<p>_<n>.bin
+    unsigned rank = 0, n = 0;
+    long pid = 0;
+    int end = 0;
+    if (std::sscanf(e->d_name, "zt_swap_rank%u_pid%ld_%u.bin%n", &rank, &pid, &n, &end) != 3 ||
+        e->d_name[end] != '\0' || pid <= 0)
+      continue;
+    if (kill(pid_t(pid), 0) == 0 || errno != ESRCH) continue;  // that process is alive (or not ours to judge)
+    const std::string path = dir + (dir.back() == '/' ? "" : "/") + e->d_name;
+    struct stat st{};
+    const uint64_t bytes = stat(path.c_str(), &st) == 0 ? uint64_t(st.st_blocks) * 512 : 0;
+    if (unlink(path.c_str()) == 0) {
+      r.removed.push_back(path);
+      r.bytes += bytes;
+    } else if (errno != ENOENT) {  // another rank on this node may have removed it first
+      r.failed.push_back(path + ": " + errno_text(errno));
+    }
+  }
+  closedir(d);
+  return r;
+}
+
 NvmeSwapper::NvmeSwapper(SwapperConfig config, std::vector<size_t> subgroup_bytes)
     : config_(std::move(config)), bytes_(std::move(subgroup_bytes)), engine_(std::make_unique<AioEngine>(config_.aio)) {
   const std::string& dir = config_.nvme_path;
@@ -72,9 +102,19 @@ NvmeSwapper::NvmeSwapper(SwapperConfig config, std::vector<size_t> subgroup_byte
   // A unique name per rank and process; O_EXCL so two swappers never share a file.
   const std::string stem = dir + (dir.back() == '/' ? "" : "/") + "zt_swap_rank" + std::to_string(config_.rank) +
                            "_pid" + std::to_string(getpid()) + "_";
+  remove_stale_swap_files(dir);
   for (int n = 0; fd_ < 0; ++n) {
     file_path_ = stem + std::to_string(n) + ".bin";
     fd_ = open(file_path_.c_str(), O_RDWR | O_CREAT | O_EXCL | O_DIRECT | O_CLOEXEC, 0600);
+    // The name goes at once: the open descriptor keeps the blocks, and the kernel frees them when
+    // the process ends however it ends (kill -9, abort, a crash), so no file can outlive it.
+    if (fd_ >= 0 && unlink(file_path_.c_str()) != 0) {
+      const int err = errno;
+      close(fd_);
+      fd_ = -1;
+      throw std::runtime_error("cannot unlink the new swap file '" + file_path_ + "': " + errno_text(err) +
+                               ". Fix: give the user write permission on nvme_path");
+    }
     if (fd_ >= 0) break;
     const int err = errno;
     if (err == EEXIST && n < 1000) continue;
@@ -86,7 +126,6 @@ NvmeSwapper::NvmeSwapper(SwapperConfig config, std::vector<size_t> subgroup_byte
   }
   auto fail = [&](const std::string& msg) {
     close(fd_);
-    unlink(file_path_.c_str());
     fd_ = -1;
     throw std::runtime_error(msg);
   };
@@ -120,10 +159,7 @@ NvmeSwapper::NvmeSwapper(SwapperConfig config, std::vector<size_t> subgroup_byte
 
 NvmeSwapper::~NvmeSwapper() {
   engine_.reset();  // finishes in-flight pieces before the descriptor goes away
-  if (fd_ >= 0) {
-    close(fd_);
-    unlink(file_path_.c_str());
-  }
+  if (fd_ >= 0) close(fd_);  // the file was unlinked when opened: closing frees its blocks
 }
 
 size_t NvmeSwapper::max_padded_bytes() const {

@@ -6,8 +6,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
+#include <memory>
 #include <vector>
 
 #include "runtime/cli/commands.h"
@@ -20,11 +19,12 @@ PrepareResult prepare_text(const std::string& text_path, const std::string& out_
   if (!(val_fraction > 0.0 && val_fraction < 1.0))
     throw UserError("--val-fraction", std::to_string(val_fraction), "must be between 0 and 1 (exclusive)",
                     "use e.g. 0.1 for the last 10% as validation");
-  std::ifstream in(text_path, std::ios::binary);
-  if (!in)
-    throw UserError(text_path, "", std::string("cannot open text file: ") + std::strerror(errno),
-                    "check the --text path");
-  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const File in = open_regular_file(text_path, "--text input", "check the --text path");
+  std::vector<char> bytes;
+  char chunk[1 << 16];
+  for (size_t n; (n = std::fread(chunk, 1, sizeof chunk, in.get())) > 0;) bytes.insert(bytes.end(), chunk, chunk + n);
+  if (std::ferror(in.get()))
+    throw UserError(text_path, "", std::string("cannot read text file: ") + std::strerror(errno), "check the --text path");
   if (bytes.size() < 4)
     throw UserError(text_path, std::to_string(bytes.size()) + " bytes",
                     "text file too small to split into train and validation shards",

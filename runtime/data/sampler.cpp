@@ -18,10 +18,10 @@ uint64_t splitmix64(uint64_t& s) {
 }
 }  // namespace
 
-BatchSampler::BatchSampler(const std::vector<uint16_t>& stream, int seq_len, uint64_t seed)
+BatchSampler::BatchSampler(const std::vector<uint16_t>& stream, int seq_len, uint64_t seed, const std::string& source)
     : stream_(stream), T_(seq_len), seed_(seed), windows_(stream.size() > 0 ? int64_t(stream.size() - 1) / seq_len : 0) {
   if (windows_ < 1)
-    throw UserError("data", std::to_string(stream.size()) + " tokens",
+    throw UserError(source, std::to_string(stream.size()) + " tokens",
                     "the token stream is shorter than one training window of seq_len + 1 = " +
                         std::to_string(seq_len + 1) + " tokens",
                     "use more data or a shorter --seq-len");

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace zt {
@@ -18,8 +19,8 @@ struct BatchGeometry {
 class BatchSampler {
  public:
   // Windows are tokens [w·T, w·T + T] (T + 1 tokens: inputs and shifted targets) of the stream.
-  // Throws zt::UserError when the stream is shorter than T + 1 tokens.
-  BatchSampler(const std::vector<uint16_t>& stream, int seq_len, uint64_t seed);
+  // Throws zt::UserError naming `source` (the file) when the stream is shorter than T + 1 tokens.
+  BatchSampler(const std::vector<uint16_t>& stream, int seq_len, uint64_t seed, const std::string& source = "data");
 
   int64_t num_windows() const { return windows_; }
   // The window of global sample index g (epoch g / num_windows()).

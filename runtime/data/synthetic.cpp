@@ -1,11 +1,10 @@
-// The built-in order-2 Markov language, entropy helpers, and loading a train/val shard pair.
+// The built-in order-2 Markov language and the entropy helpers.
 #include "runtime/data/synthetic.h"
 
 #include <algorithm>
 #include <array>
 #include <cmath>
 
-#include "runtime/data/token_shard.h"
 
 namespace zt {
 
@@ -66,7 +65,7 @@ TokenDataset make_synthetic_dataset(uint64_t seed, size_t train_tokens, size_t v
   const uint64_t train_seed = splitmix64(s), val_seed = splitmix64(s);
   chain.generate(train_seed, train_tokens, d.train);
   chain.generate(val_seed, val_tokens, d.val);
-  d.vocab = 256;
+  d.vocab = int(std::max(max_token(d.train), max_token(d.val))) + 1;
   d.description = "built-in order-2 Markov language (32 symbols, seed " + std::to_string(seed) + ", " +
                   std::to_string(train_tokens) + " train / " + std::to_string(val_tokens) + " val tokens)";
   return d;
@@ -87,19 +86,6 @@ double unigram_entropy(const std::vector<uint16_t>& tokens) {
   for (double c : counts)
     if (c > 0) h -= c / n * std::log(c / n);
   return h;
-}
-
-TokenDataset load_token_dataset(const std::string& dir) {
-  TokenDataset d;
-  d.train = read_token_shard(dir + "/train.bin");
-  d.val = read_token_shard(dir + "/val.bin");
-  uint16_t mx = 0;
-  for (uint16_t t : d.train) mx = std::max(mx, t);
-  for (uint16_t t : d.val) mx = std::max(mx, t);
-  d.vocab = (int(mx) + 1 + 255) / 256 * 256;
-  d.description = dir + " (" + std::to_string(d.train.size()) + " train / " + std::to_string(d.val.size()) +
-                  " val tokens)";
-  return d;
 }
 
 }  // namespace zt

@@ -6,13 +6,9 @@
 #include <string>
 #include <vector>
 
-namespace zt {
+#include "runtime/data/token_dataset.h"
 
-struct TokenDataset {
-  std::vector<uint16_t> train, val;
-  int vocab = 256;          // ids are < vocab
-  std::string description;  // for the start-up echo
-};
+namespace zt {
 
 // Train and val streams from the chain defined by `seed` (val continues from a different start).
 TokenDataset make_synthetic_dataset(uint64_t seed, size_t train_tokens = size_t(1) << 20,
@@ -23,8 +19,5 @@ double synthetic_conditional_entropy();
 
 // Plug-in unigram entropy of a token stream, in nats: the loss of the best context-free model.
 double unigram_entropy(const std::vector<uint16_t>& tokens);
-
-// DIR/train.bin and DIR/val.bin (.bin shards); vocab is max token id + 1 rounded up to 256.
-TokenDataset load_token_dataset(const std::string& dir);
 
 }  // namespace zt

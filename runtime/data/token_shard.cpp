@@ -6,26 +6,30 @@
 #include <cstring>
 #include <memory>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include "runtime/common/diagnostics.h"
 
 namespace zt {
 
 namespace {
 
-struct FileCloser {
-  void operator()(std::FILE* f) const { std::fclose(f); }
-};
-using File = std::unique_ptr<std::FILE, FileCloser>;
-
 std::string at(const std::string& path, size_t offset) { return path + ":byte " + std::to_string(offset); }
+
+// FNV-1a over bytes, continuing from h.
+uint64_t fnv1a(const unsigned char* p, size_t n, uint64_t h) {
+  for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 0x100000001b3ull;
+  return h;
+}
+
 
 }  // namespace
 
 std::vector<uint16_t> read_token_shard(const std::string& path) {
-  File f(std::fopen(path.c_str(), "rb"));
-  if (!f)
-    throw UserError(path, "", std::string("cannot open token shard: ") + std::strerror(errno),
-                    "check the path, or run `zerotrain prepare --text FILE --out DIR` to make shards");
+  File f = open_regular_file(path, "token shard",
+                             "check the path, or run `zerotrain prepare --text FILE --out DIR` to make shards");
   if (std::fseek(f.get(), 0, SEEK_END) != 0)
     throw UserError(path, "", std::string("cannot seek: ") + std::strerror(errno), "use a regular file");
   const long size_l = std::ftell(f.get());
@@ -67,6 +71,57 @@ std::vector<uint16_t> read_token_shard(const std::string& path) {
   if (count > 0 && std::fread(tokens.data(), sizeof(uint16_t), size_t(count), f.get()) != size_t(count))
     throw UserError(at(path, kShardHeaderBytes), "", std::string("short read: ") + std::strerror(errno), "");
   return tokens;
+}
+
+File open_regular_file(const std::string& path, const std::string& what, const std::string& fix_if_missing) {
+  // O_NONBLOCK: opening a FIFO without a writer must not wait; cleared once it is known regular.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) throw UserError(path, "", "cannot open the " + what + ": " + std::strerror(errno), fix_if_missing);
+  struct stat st{};
+  const int rc = fstat(fd, &st);
+  const int err = errno;
+  if (rc != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    if (rc != 0) throw UserError(path, "", "cannot stat the " + what + ": " + std::strerror(err), fix_if_missing);
+    const char* kind = S_ISDIR(st.st_mode)    ? "a directory"
+                       : S_ISFIFO(st.st_mode) ? "a FIFO"
+                       : S_ISCHR(st.st_mode)  ? "a character device"
+                       : S_ISBLK(st.st_mode)  ? "a block device"
+                       : S_ISSOCK(st.st_mode) ? "a socket"
+                                              : "not a regular file";
+    throw UserError(path, kind, "the " + what + " must be a regular file",
+                    "give the path of a file, not " + std::string(kind));
+  }
+  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  std::FILE* f = fdopen(fd, "rb");
+  if (!f) {
+    const int e = errno;
+    ::close(fd);
+    throw UserError(path, "", "cannot open the " + what + ": " + std::strerror(e), fix_if_missing);
+  }
+  return File(f);
+}
+
+ShardIdentity shard_identity(const std::string& path) {
+  ShardIdentity id;
+  File f;
+  try {
+    f = open_regular_file(path, "token shard", "");
+  } catch (const UserError&) {
+    return id;
+  }
+  struct stat st{};
+  if (fstat(fileno(f.get()), &st) != 0) return id;
+  id.size = uint64_t(st.st_size);
+  // The header and the first and last 64 KiB of tokens: cheap, and two different files of one
+  // size almost never agree on all of it.
+  std::vector<unsigned char> buf(kShardHeaderBytes + 65536);
+  uint64_t h = 0xcbf29ce484222325ull;
+  h = fnv1a(buf.data(), std::fread(buf.data(), 1, buf.size(), f.get()), h);
+  if (id.size > buf.size() && std::fseek(f.get(), -65536, SEEK_END) == 0)
+    h = fnv1a(buf.data(), std::fread(buf.data(), 1, 65536, f.get()), h);
+  id.hash = h;
+  return id;
 }
 
 void write_token_shard(const std::string& path, const std::vector<uint16_t>& tokens) {

@@ -42,7 +42,9 @@ class CommsLogger {
 
   // Rows of what happened between two snapshots of the communicator's accounting (logged ops only).
   std::vector<CommsRow> rows(const CommStats& before, const CommStats& after) const;
-  // Everything since construction.
+  // Counting starts again from `now` (the first step: start-up's agreements are not training's).
+  void begin(const CommStats& now) { start_ = now; }
+  // Everything since construction (or begin).
   std::vector<CommsRow> totals(const CommStats& now) const { return rows(start_, now); }
 
   // DeepSpeed's verbose lines, one per collective and size in the step.

@@ -79,9 +79,27 @@ RunReporter::RunReporter(ReportSetup setup, Engine& engine, Communicator& comm, 
 }
 
 void RunReporter::record(const nlohmann::json& j) {
-  if (!s_.metrics) return;
-  *s_.metrics << j.dump() << std::endl;  // flushed: a run that dies later keeps its steps
-  if (!*s_.metrics) throw std::runtime_error("writing the metrics file " + s_.metrics_path + " failed: " + std::strerror(errno));
+  if (!s_.metrics || metrics_failed_) return;
+  try {
+    s_.metrics->line(j.dump());  // written through: a run that dies later keeps its steps
+  } catch (const OutputError&) {
+    metrics_failed_ = true;  // the caller stops the run at the step boundary
+    throw;
+  }
+}
+
+void RunReporter::write_trace() {
+  const Trace* t = engine_.trace();
+  if (!t || !s_.trace_file) return;
+  s_.trace_file->line(t->to_json(comm_.rank()).dump());
+  s_.trace_file->close();
+  if (s_.say) std::fprintf(s_.say, "trace: %zu spans written to %s\n", t->size(), s_.trace_path.c_str());
+}
+
+void RunReporter::stopped(int64_t step, const char* signal, bool checkpoint_saved) {
+  write_trace();
+  record({{"event", "stopped"}, {"step", step}, {"signal", signal}, {"checkpoint", checkpoint_saved}});
+  if (s_.metrics && !metrics_failed_) s_.metrics->close();
 }
 
 std::string RunReporter::header() const {
@@ -148,6 +166,7 @@ void RunReporter::start() {
 }
 
 void RunReporter::before_step(int64_t step) {
+  if (step == 1) comms_.begin(comm_.stats());
   step_before_ = comm_.stats();
   if (engine_.trace()) trace_before_ = engine_.trace()->size();
   if (inst_.profiler) inst_.profiler->before_step(step);
@@ -268,9 +287,8 @@ void RunReporter::finish(int64_t steps, double final_val_loss, double unigram_en
                         {"tokens_per_s_median", median_tokens_per_s},
                         {"resident", resident_},
                         {"peak_by_category", peak_by_category_}};
+  write_trace();
   if (const Trace* t = engine_.trace()) {
-    t->write(s_.trace_path, comm_.rank());
-    if (s_.say) std::fprintf(s_.say, "trace: %zu spans written to %s\n", t->size(), s_.trace_path.c_str());
     if (!trace_steps_.empty() && world_ > 1) {
       const OverlapShare o = overlap_share(*t, trace_steps_, comm_busy_s_);
       end["comm_busy_s"] = o.comm_s;
@@ -302,6 +320,7 @@ void RunReporter::finish(int64_t steps, double final_val_loss, double unigram_en
                  (long long)steps, final_val_loss, unigram_entropy, median_tokens_per_s, hex64(summary.checksum).c_str(),
                  summary.l2);
   record(end);
+  if (s_.metrics && !metrics_failed_) s_.metrics->close();
 }
 
 }  // namespace zt

@@ -21,6 +21,7 @@
 #include "runtime/monitor/monitor.h"
 #include "runtime/monitor/profiling_backend.h"
 #include "runtime/plan/memory_plan.h"
+#include "runtime/common/output_file.h"
 
 namespace zt {
 
@@ -47,7 +48,8 @@ struct ReportSetup {
   std::string metrics_path, trace_path;
   int64_t steps = 0;
   std::FILE* say = nullptr;       // rank 0's console (null: quiet)
-  std::ofstream* metrics = nullptr;
+  OutputFile* metrics = nullptr;     // --metrics, opened at start-up; every write checked
+  OutputFile* trace_file = nullptr;  // --trace, likewise
 };
 
 class RunReporter {
@@ -64,9 +66,12 @@ class RunReporter {
   // Trace file, comms summary, hidden-communication share, the final line and the end record.
   void finish(int64_t steps, double final_val_loss, double unigram_entropy, double median_tokens_per_s,
               const ParamSummary& summary);
+  // A stop signal ended the run at a step boundary: the trace and a "stopped" record.
+  void stopped(int64_t step, const char* signal, bool checkpoint_saved);
 
  private:
-  void record(const nlohmann::json& j);        // one metrics line, flushed and checked
+  void record(const nlohmann::json& j);        // one metrics line, written through and checked
+  void write_trace();
   std::string header() const;
   nlohmann::json units_json() const;  // each unit's parameters and padded length, walk order
   std::string progress(const StepStats& st, double rate) const;
@@ -87,6 +92,7 @@ class RunReporter {
   size_t trace_before_ = 0;
   std::vector<std::pair<size_t, size_t>> trace_steps_;  // trace span ranges of those steps
   std::vector<double> step_seconds_;
+  bool metrics_failed_ = false;  // after a failed write nothing more is written
 };
 
 }  // namespace zt

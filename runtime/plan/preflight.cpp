@@ -14,6 +14,17 @@ namespace {
 
 std::string gib1(double b) { return format_gib(b, 1); }
 
+// NVMe sizes span bytes to terabytes: the unit that fits the number ("512 bytes", "3.2 MiB", "1.5 GiB").
+std::string sized(double b) {
+  const char* units[] = {"bytes", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (u < 4 && b >= 1024.0) b /= 1024.0, ++u;
+  char out[48];
+  if (u == 0) std::snprintf(out, sizeof out, "%.0f bytes", b);
+  else std::snprintf(out, sizeof out, "%.1f %s", b, units[u]);
+  return out;
+}
+
 std::string scale_of(const MemoryPlan& p) {
   return format_params(p.input.params) + " params at world size " + std::to_string(p.input.world_size);
 }
@@ -104,23 +115,23 @@ void check_nvme(const MemoryPlan& p, const std::string& nvme_path, Diagnostics& 
                               ? "zero_optimization.offload_optimizer.nvme_path"
                               : "zero_optimization.offload_param.nvme_path";
   if (nvme_path.empty()) {
-    d.error(key, "", "device \"nvme\" needs " + gib1(need) + " of NVMe space for " + scale_of(p) +
+    d.error(key, "", "device \"nvme\" needs " + sized(need) + " of NVMe space for " + scale_of(p) +
                          " but no nvme_path is set",
             "set nvme_path to a directory on a local NVMe drive");
     return;
   }
   const PathInfo info = probe_path(nvme_path);
   if (!info.exists) {
-    d.error(key, nvme_path, "cannot check room for " + gib1(need) + ": " + info.error,
+    d.error(key, nvme_path, "cannot check room for " + sized(need) + ": " + info.error,
             "create the directory on a local NVMe drive, or point nvme_path at one");
     return;
   }
   if (double(info.free_bytes) < need) {
     d.error(key, nvme_path,
-            "offload to nvme needs " + gib1(need) + " of free space for " + scale_of(p) + "; this " +
-                info.fs_type + " file system has " + gib1(double(info.free_bytes)) + " free",
+            "offload to nvme needs " + sized(need) + " of free space for " + scale_of(p) + "; this " +
+                info.fs_type + " file system has " + sized(double(info.free_bytes)) + " free",
             "free space there, use a larger drive, or spread the job over more nodes (each holds " +
-                std::to_string(p.ranks_on_node) + " rank(s) × " + gib1(p.nvme_bytes_per_rank) + ")");
+                std::to_string(p.ranks_on_node) + " rank(s) × " + sized(p.nvme_bytes_per_rank) + ")");
   }
 }
 

@@ -61,7 +61,7 @@ std::string resolve_backend(const std::string& asked, std::string& why) {
   return "cuda";
 }
 
-void run(TrainFlags& f) {
+int run(TrainFlags& f) {
   if (f.backend != "cpu" && f.backend != "cuda" && f.backend != "auto")
     throw UserError("--backend", f.backend, "unknown backend", "use --backend auto, cpu or cuda");
   f.run.model = resolve_model(f);
@@ -89,7 +89,7 @@ void run(TrainFlags& f) {
     throw UserError("--backend", f.backend, e.what(), "use --backend cpu on a machine without a usable GPU");
   }
   auto comm = make_communicator(boot, f.backend == "cuda" ? CommBackend::Nccl : CommBackend::Auto);
-  run_training(f.run, *comm, *backend);
+  return run_training(f.run, *comm, *backend).exit_code();
 }
 
 }  // namespace
@@ -123,8 +123,7 @@ void register_train(CLI::App& app, int& exit_code) {
   app.add_option("--threads", f->threads, "CPU threads per rank (default: cores / ranks on this host)");
   app.callback([&app, f, &exit_code] {
     if (!app.get_subcommands().empty()) return;  // a subcommand ran instead
-    run(*f);
-    exit_code = 0;
+    exit_code = run(*f);
   });
 }
 

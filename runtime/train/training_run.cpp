@@ -1,16 +1,18 @@
-// run_training: config, data and pre-flight checks first (all problems reported at once), then the
-// engine's steps with rank 0's reports (steps_per_print, wall_clock_breakdown, memory_breakdown),
-// validation every K steps, and the metrics file's start / step / end records.
+// run_training: config, data and pre-flight checks first (all problems reported at once), every
+// rank agreeing on the run's fingerprint, the outputs opened, then the engine's steps with rank 0's
+// reports and monitors, validation every K steps, and a stop at a step boundary on SIGTERM/SIGINT.
 #include "runtime/train/training_run.h"
 
 #include <algorithm>
 #include <cinttypes>
-#include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
+#include "collectives/rank_list.h"
+#include "offload/nvme_swapper.h"
 #include "runtime/common/diagnostics.h"
+#include "runtime/common/output_file.h"
 #include "runtime/config/config_plan.h"
 #include "runtime/config/report.h"
 #include "runtime/data/sampler.h"
@@ -18,6 +20,9 @@
 #include "runtime/engine/engine_config.h"
 #include "runtime/monitor/run_reporter.h"
 #include "runtime/plan/machine_probe.h"
+#include "runtime/train/run_fingerprint.h"
+#include "runtime/train/step_boundary.h"
+#include "runtime/train/stop_signals.h"
 
 namespace zt {
 
@@ -35,9 +40,7 @@ void check_inputs(const RunOptions& o, const TokenDataset* data, Diagnostics& d)
   else if (m.dim % m.heads != 0)
     d.error("--dim", std::to_string(m.dim), "must be divisible by --heads " + std::to_string(m.heads),
             "pick a width that is a multiple of the head count");
-  if (data && m.vocab < data->vocab)
-    d.error("--vocab", std::to_string(m.vocab), "smaller than the data's vocabulary (" + std::to_string(data->vocab) + ")",
-            "use --vocab " + std::to_string(data->vocab) + " or a larger preset");
+  if (data) d.append(check_dataset(*data, m.seq_len, m.vocab));
 }
 
 // Start-up checks run on every rank (data, this machine's memory, the swap file); a rank that
@@ -59,8 +62,23 @@ struct Started {
   MemoryPlan plan;
   EngineOptions eo;
   std::unique_ptr<Engine> engine;
-  std::unique_ptr<std::ofstream> metrics;
+  std::unique_ptr<OutputFile> metrics, trace;  // rank 0's, opened before anything is allocated
 };
+
+// Swap files of processes that died before they could unlink them would count against the space
+// pre-flight checks: remove them first. Every rank scans (the ranks of a node race for the same
+// files) and says what it removed.
+void remove_stale_swap_files_of(const Config& c, int rank) {
+  for (const OffloadConfig* off : {&c.zero_optimization.offload_optimizer, &c.zero_optimization.offload_param}) {
+    if (off->device.value != "nvme" || off->nvme_path.value.empty()) continue;
+    const offload::StaleSwapFiles r = offload::remove_stale_swap_files(off->nvme_path.value);
+    if (!r.removed.empty())
+      std::fprintf(stderr, "zerotrain: rank %d: removed %zu stale swap file(s) of exited processes from %s (%.1f MiB)\n",
+                   rank, r.removed.size(), off->nvme_path.value.c_str(), double(r.bytes) / (1024.0 * 1024.0));
+    for (const auto& f : r.failed)
+      std::fprintf(stderr, "zerotrain: rank %d: warning: cannot remove stale swap file %s\n", rank, f.c_str());
+  }
+}
 
 // Runs `step` on every rank; if it failed on any rank, every rank stops: the failing ones with
 // their own errors, the others saying so.
@@ -98,15 +116,18 @@ void check_start(Started& st, const RunOptions& o, Communicator& comm, Backend& 
   check_inputs(o, data_ok ? &st.data : nullptr, d);
   if (d.has_errors()) throw UserError(d);
   if (rank == 0 && !d.all().empty()) write_all(stderr, format_report(d));
+  remove_stale_swap_files_of(st.cfg, rank);
   // Pre-flight: the plan against this machine, before the engine allocates anything.
   st.plan = make_memory_plan(plan_input(st.cfg, o.model.total_params(), &o.model, o.local_ranks));
   const Diagnostics pre = preflight(st.plan, probe_machine(), st.cfg.zero_optimization.offload_optimizer.nvme_path.value);
   if (pre.has_errors()) throw UserError(pre);
   st.eo = engine_options_from_config(st.cfg, o.seed, o.recompute, &o.model);
   st.eo.trace = !o.trace_path.empty() && comm.rank() == 0;
+  if (rank == 0 && !o.metrics_path.empty()) st.metrics = std::make_unique<OutputFile>("--metrics", o.metrics_path);
+  if (rank == 0 && !o.trace_path.empty()) st.trace = std::make_unique<OutputFile>("--trace", o.trace_path);
 }
 
-// Phase 2: the allocations (engine buffers, the NVMe swap file) and the metrics file.
+// Phase 2: the allocations (engine buffers, the NVMe swap file).
 void allocate_start(Started& st, const RunOptions& o, Communicator& comm, Backend& backend) {
   const std::string source = o.config_path.empty() ? "<built-in config>" : o.config_path;
   try {
@@ -127,12 +148,6 @@ void allocate_start(Started& st, const RunOptions& o, Communicator& comm, Backen
       throw UserError("zero_optimization.offload_param.nvme_path", off.param_nvme_path, e.what());
     throw;
   }
-  if (comm.rank() == 0 && !o.metrics_path.empty()) {
-    st.metrics = std::make_unique<std::ofstream>(o.metrics_path);
-    if (!*st.metrics)
-      throw UserError("--metrics", o.metrics_path, "cannot open the metrics file for writing",
-                      "give a path in an existing, writable directory");
-  }
 }
 
 }  // namespace
@@ -143,8 +158,10 @@ RunReport run_training(const RunOptions& o, Communicator& comm, Backend& backend
   // Monitors, comms logger and flops profiler: checked and made before the engine, which runs on
   // the profiling backend when there is one (so they are declared first: destroyed after it).
   RunInstruments instruments;
+  StopSignals signals;  // SIGTERM / SIGINT: stop at the next step boundary
   Started started;
   on_every_rank(comm, backend, [&] { check_start(started, o, comm, backend); });
+  agree_on_fingerprint(make_run_fingerprint(o, started.cfg, started.data, backend), comm, backend);
   on_every_rank(comm, backend, [&] {
     const EngineOptions& e = started.eo;
     instruments = RunInstruments::make(started.cfg, o.model, e.micro_batch, e.grad_accum, e.checkpoint_activations,
@@ -181,10 +198,11 @@ RunReport run_training(const RunOptions& o, Communicator& comm, Backend& backend
   rs.steps = steps;
   rs.say = say;
   rs.metrics = started.metrics.get();
+  rs.trace_file = started.trace.get();
   RunReporter reporter(rs, engine, comm, backend, instruments);
 
-  BatchSampler train_sampler(data.train, T, o.seed);
-  const BatchSampler val_sampler(data.val, T, o.seed);
+  BatchSampler train_sampler(data.train, T, o.seed, data.train_source);
+  const BatchSampler val_sampler(data.val, T, o.seed, data.val_source);
   const BatchGeometry geom{W, eo.micro_batch, eo.grad_accum};
   auto validate = [&](int64_t step) {
     const int64_t windows = std::max<int64_t>(1, val_sampler.num_windows() - eo.micro_batch);
@@ -198,24 +216,44 @@ RunReport run_training(const RunOptions& o, Communicator& comm, Backend& backend
     reporter.validation(step, val);
   };
 
+  // The first write: a file that cannot be written (--metrics /dev/full) stops every rank here.
+  on_every_rank(comm, backend, [&] {
+    try {
+      reporter.start();
+    } catch (const OutputError& e) {
+      throw UserError(started.metrics->flag(), started.metrics->path(), e.what(),
+                      "give a path on a file system with room to write");
+    }
+  });
+
   std::vector<double> rates;
+  StepBoundary boundary(comm, backend);
+  StopDecision stopped;
+  int64_t stopped_at = 0;
+  std::exception_ptr output_error;  // rank 0's failed metrics write: every rank stops at the boundary
   try {
-    reporter.start();
     for (int64_t s = 0; s < steps; ++s) {
       reporter.before_step(s + 1);
       const StepStats st = engine.train_step(
           [&](int micro, int32_t* tok, int32_t* tgt) { train_sampler.fill(s, geom, rank, micro, tok, tgt); });
-      const double rate = reporter.after_step(st);
-      if (s > 0 || steps == 1) rates.push_back(rate);
+      if (!output_error) try {
+        const double rate = reporter.after_step(st);
+        if (s > 0 || steps == 1) rates.push_back(rate);
+      } catch (const OutputError&) {
+        output_error = std::current_exception();
+      }
       rep.losses.push_back(st.loss);
       if (o.eval_every > 0 && (s + 1) % o.eval_every == 0 && s + 1 < steps) validate(s + 1);
+      stopped = boundary.agree(signals.pending(), output_error != nullptr);
+      if (stopped.stop()) {
+        stopped_at = s + 1;
+        break;
+      }
     }
-    validate(steps);
-    reporter.training_done();
-    std::sort(rates.begin(), rates.end());
-    rep.tokens_per_s = rates.empty() ? 0 : rates[rates.size() / 2];
-    rep.summary = engine.param_summary();
-    reporter.finish(steps, rep.val_losses.back().second, rep.unigram_entropy, rep.tokens_per_s, rep.summary);
+    if (!stopped.stop()) {
+      validate(steps);
+      reporter.training_done();
+    }
   } catch (const std::exception& e) {
     if (W == 1) throw;
     // The other ranks are inside a collective this rank will never join: end the whole job now
@@ -224,6 +262,28 @@ RunReport run_training(const RunOptions& o, Communicator& comm, Backend& backend
     std::fflush(stderr);
     std::abort();
   }
+  std::sort(rates.begin(), rates.end());
+  rep.tokens_per_s = rates.empty() ? 0 : rates[rates.size() / 2];
+  if (output_error) std::rethrow_exception(output_error);
+  if (!stopped.output_failed.empty())
+    throw OutputError("stopped after step " + std::to_string(stopped_at) + " because " +
+                      rank_list(stopped.output_failed) + " could not write its output (its error says why)");
+  if (stopped.stop()) {
+    // A stop signal: every rank is at the same boundary; the checkpoint (when there is one) goes here.
+    rep.stop_signal = stopped.signal;
+    rep.steps_done = stopped_at;
+    rep.checkpoint_saved = save_before_stop(engine, o, stopped_at);
+    if (say)
+      std::fprintf(say, "stopped: %s reached %s; every rank stopped after step %lld of %lld; %s\n",
+                   stop_signal_name(stopped.signal), rank_list(stopped.signalled).c_str(), (long long)stopped_at,
+                   (long long)steps,
+                   rep.checkpoint_saved ? "checkpoint saved" : "no checkpoint was written (checkpoints are not built yet)");
+    reporter.stopped(stopped_at, stop_signal_name(stopped.signal), rep.checkpoint_saved);
+    return rep;
+  }
+  rep.steps_done = steps;
+  rep.summary = engine.param_summary();
+  reporter.finish(steps, rep.val_losses.back().second, rep.unigram_entropy, rep.tokens_per_s, rep.summary);
   return rep;
 }
 

@@ -43,6 +43,12 @@ struct RunReport {
   int64_t params = 0;
   int stage = 0;
   ParamSummary summary;
+  int64_t steps_done = 0;
+  int stop_signal = 0;            // SIGTERM/SIGINT that stopped the run at a step boundary, 0 when none
+  bool checkpoint_saved = false;  // at that boundary (save_before_stop)
+  // 0 when the run finished or saved before stopping; 128 + the signal when it stopped without a
+  // checkpoint (143 for SIGTERM, 130 for SIGINT, as a shell reports a process the signal ended).
+  int exit_code() const { return stop_signal && !checkpoint_saved ? 128 + stop_signal : 0; }
 };
 
 // The step count a run takes: --steps, else kDefaultRunSteps (200).
@@ -53,7 +59,10 @@ int64_t run_steps(const RunOptions& o);
 LoadResult load_run_config(const RunOptions& o, int world_size, ComputeBackend backend);
 
 // Collective: every rank calls it with its communicator and backend. Throws zt::UserError for bad
-// input (config, data, plan that cannot fit) before anything large is allocated.
+// input (config, data, plan that cannot fit, ranks whose settings differ, an output that cannot be
+// opened or written) before anything large is allocated, and OutputError when an output fails
+// mid-run (every rank stops at that step's boundary). SIGTERM/SIGINT stop every rank at the end of
+// the current step (see RunReport::exit_code).
 RunReport run_training(const RunOptions& o, Communicator& comm, Backend& backend, std::FILE* out = stdout);
 
 }  // namespace zt

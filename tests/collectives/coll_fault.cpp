@@ -1,7 +1,9 @@
 // Failure scenarios run under mpirun, each expected to end the job non-zero with a message:
 //   mismatch  debug mode; rank 1 calls all_gather(4096) where rank 0 calls reduce_scatter(8192)
 //   kill      rank 1 _exit(3)s before an all_reduce the others enter
-//   hang      rank 1 sleeps instead of calling all_reduce; the others' watchdog fires
+//   hang      rank 1 sleeps instead of calling all_reduce; the others' watchdog fires and names it
+//   stop      rank 1 stops itself (SIGSTOP) before all_reduce #3; the others name it as silent
+#include <signal.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -15,8 +17,8 @@
 int main(int argc, char** argv) {
   zt::Bootstrap boot(&argc, &argv);
   const std::string mode = argc > 1 ? argv[1] : "";
-  if (mode != "mismatch" && mode != "kill" && mode != "hang") {
-    std::fprintf(stderr, "usage: coll_fault mismatch|kill|hang [timeout_s]\n");
+  if (mode != "mismatch" && mode != "kill" && mode != "hang" && mode != "stop") {
+    std::fprintf(stderr, "usage: coll_fault mismatch|kill|hang|stop [timeout_s]\n");
     return 2;
   }
   zt::CommOptions options;
@@ -41,6 +43,8 @@ int main(int argc, char** argv) {
       _exit(3);
     } else if (mode == "hang" && comm.rank() == 1) {
       sleep(120);
+    } else if (mode == "stop" && comm.rank() == 1) {
+      raise(SIGSTOP);
     } else {
       comm.all_reduce(buf.data(), out.data(), 1024, zt::DType::F32, zt::ReduceOp::Sum);  // call #3
     }

@@ -2,6 +2,8 @@
 // trailing bytes), the sampler's world-size independence, prepare, and the built-in language.
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
 #include <array>
 #include <cstdio>
 #include <filesystem>
@@ -14,6 +16,7 @@
 #include "runtime/data/prepare.h"
 #include "runtime/data/sampler.h"
 #include "runtime/data/synthetic.h"
+#include "runtime/data/token_dataset.h"
 #include "runtime/data/token_shard.h"
 
 namespace zt {
@@ -151,6 +154,68 @@ TEST(Prepare, TextBecomesByteShards) {
   const auto ds = load_token_dataset(d.file("out"));
   EXPECT_EQ(ds.vocab, 256);
   EXPECT_THROW(prepare_text(d.file("missing.txt"), d.file("out2")), UserError);
+}
+
+// Data that does not fit the model names the file and, for an id out of range, its byte offset;
+// the vocabulary compared is the largest id actually present (issue 15).
+TEST(TokenDataset, ChecksNameTheFileTheOffsetAndTheFix) {
+  TempDir d;
+  std::vector<uint16_t> train(5000, 7), val(10, 7);
+  train[17] = 300;  // the largest id: 300
+  write_token_shard(d.file("train.bin"), train);
+  write_token_shard(d.file("val.bin"), val);
+  const TokenDataset ds = load_token_dataset(d.path.string());
+  EXPECT_EQ(ds.vocab, 301);
+  EXPECT_TRUE(ds.from_files);
+  EXPECT_EQ(ds.train_source, d.file("train.bin"));
+
+  // --vocab 301 fits data whose largest id is 300 (it used to be rounded up to 512 and refused).
+  Diagnostics ok = check_dataset(ds, 8, 301);
+  EXPECT_EQ(ok.error_count(), 0u) << ok.format();
+
+  // Too short for one window of seq_len + 1 tokens: the file, its token count and the fix.
+  Diagnostics shortd = check_dataset(ds, 16, 301);
+  ASSERT_EQ(shortd.error_count(), 1u) << shortd.format();
+  EXPECT_EQ(shortd.all()[0].path, d.file("val.bin"));
+  EXPECT_EQ(shortd.all()[0].value, "10 tokens");
+  EXPECT_NE(shortd.all()[0].message.find("seq_len + 1 = 17"), std::string::npos) << shortd.format();
+  EXPECT_NE(shortd.all()[0].fix.find("--seq-len 9"), std::string::npos) << shortd.format();
+
+  // An id >= vocab: the file and byte offset of the first one (header + 2 × 17), and --vocab 301.
+  Diagnostics big = check_dataset(ds, 8, 300);
+  ASSERT_EQ(big.error_count(), 1u) << big.format();
+  EXPECT_EQ(big.all()[0].path, d.file("train.bin") + ":byte " + std::to_string(1024 + 2 * 17));
+  EXPECT_EQ(big.all()[0].value, "token id 300");
+  EXPECT_NE(big.all()[0].message.find("vocabulary of 300"), std::string::npos) << big.format();
+  EXPECT_NE(big.all()[0].fix.find("--vocab 301"), std::string::npos) << big.format();
+
+  // The sampler's own refusal names the stream too.
+  try {
+    BatchSampler s(ds.val, 16, 1, ds.val_source);
+    ADD_FAILURE() << "a 10-token stream was accepted for seq_len 16";
+  } catch (const UserError& e) {
+    EXPECT_EQ(e.diagnostics().all()[0].path, d.file("val.bin"));
+  }
+}
+
+// A directory, a FIFO or a device is refused as input with what it is, as a user error (exit 2),
+// and a FIFO without a writer does not block.
+TEST(TokenDataset, NonRegularInputsAreUserErrors) {
+  TempDir d;
+  const std::string fifo = d.file("fifo");
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  for (const auto& [path, kind] : std::vector<std::pair<std::string, std::string>>{
+           {d.path.string(), "a directory"}, {fifo, "a FIFO"}, {"/dev/zero", "a character device"}}) {
+    try {
+      prepare_text(path, d.file("out"));
+      ADD_FAILURE() << path << " was accepted as --text";
+    } catch (const UserError& e) {
+      EXPECT_EQ(e.diagnostics().all()[0].path, path);
+      EXPECT_EQ(e.diagnostics().all()[0].value, kind) << e.diagnostics().format();
+    }
+    const std::string m = refusal(path);
+    EXPECT_NE(m.find(kind), std::string::npos) << m;
+  }
 }
 
 TEST(SyntheticLanguage, DeterministicAndLowEntropy) {

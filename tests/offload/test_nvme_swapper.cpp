@@ -2,7 +2,10 @@
 // an in-memory walk, refusal of missing paths, and full-disk / I/O errors naming path and errno.
 #include <gtest/gtest.h>
 
+#include <signal.h>
 #include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -51,6 +54,22 @@ void fill_random(void* p, size_t bytes, uint32_t seed) {
   for (size_t i = 0; i < bytes; ++i) b[i] = static_cast<unsigned char>(rng());
 }
 
+// "/proc/self/fd/N" for the file this process holds open under the (deleted) name `path`, or "".
+std::string open_deleted_file(const std::string& path) {
+  for (const auto& e : fs::directory_iterator("/proc/self/fd")) {
+    std::error_code ec;
+    const fs::path target = fs::read_symlink(e.path(), ec);
+    if (!ec && target.string() == path + " (deleted)") return e.path().string();
+  }
+  return "";
+}
+
+long long open_deleted_file_size(const std::string& path) {
+  struct stat st{};
+  const std::string fd = open_deleted_file(path);
+  return !fd.empty() && stat(fd.c_str(), &st) == 0 ? st.st_size : -1;
+}
+
 std::string message_of(const std::function<void()>& f) {
   try {
     f();
@@ -76,9 +95,10 @@ TEST(NvmeSwapper, RoundTripUnderSeveralAioSettings) {
     {
       NvmeSwapper sw({dir.path(), 3, configs[c]}, sizes);
       file = sw.file_path();
-      EXPECT_TRUE(fs::exists(file));
+      EXPECT_FALSE(fs::exists(file)) << "the swap file keeps a name while in use";
+      EXPECT_EQ(dir.entries(), 0u);
       EXPECT_NE(file.find("rank3"), std::string::npos);
-      EXPECT_EQ(fs::file_size(file), sw.file_bytes());
+      EXPECT_EQ(open_deleted_file_size(file), static_cast<long long>(sw.file_bytes())) << "the open, unlinked file holds the reserved size";
       std::vector<PinnedBuffer> out, in;
       std::vector<AioHandle> hs;
       for (size_t k = 0; k < sizes.size(); ++k) {
@@ -159,6 +179,59 @@ TEST(NvmeSwapper, PipelinedWalkEqualsInMemoryWalk) {
   }
 }
 
+// kill -9 while a swapper is open: the file has no name to leave behind (issue 15).
+TEST(NvmeSwapper, NoFileOutlivesAKilledProcess) {
+  TempDir dir;
+  int ready[2];
+  ASSERT_EQ(pipe(ready), 0);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    {
+      NvmeSwapper sw({dir.path(), 0, {}}, {1 << 20, 1 << 20});
+      const char c = 1;
+      if (write(ready[1], &c, 1) != 1) _exit(3);
+      for (;;) pause();  // killed here, destructor never runs
+    }
+  }
+  char c = 0;
+  ASSERT_EQ(read(ready[0], &c, 1), 1) << "the child could not create its swapper";
+  EXPECT_EQ(dir.entries(), 0u) << "a live swapper's file has a name in nvme_path";
+  kill(child, SIGKILL);
+  int status = 0;
+  waitpid(child, &status, 0);
+  EXPECT_TRUE(WIFSIGNALED(status));
+  EXPECT_EQ(dir.entries(), 0u) << "kill -9 left a swap file";
+  close(ready[0]);
+  close(ready[1]);
+}
+
+// Files named for processes that no longer exist are removed; a live process's file is not.
+TEST(NvmeSwapper, StaleFilesOfExitedProcessesAreRemoved) {
+  TempDir dir;
+  const pid_t gone = fork();
+  ASSERT_GE(gone, 0);
+  if (gone == 0) _exit(0);
+  waitpid(gone, nullptr, 0);  // its PID now names no process
+  const std::string stale = dir.path() + "/zt_swap_rank1_pid" + std::to_string(gone) + "_0.bin";
+  const std::string live = dir.path() + "/zt_swap_rank0_pid" + std::to_string(getpid()) + "_7.bin";
+  const std::string other = dir.path() + "/zt_swap_rank0_pid" + std::to_string(gone) + "_0.bin.keep";
+  for (const auto& f : {stale, live, other}) std::ofstream(f) << std::string(5000, 'x');
+  const StaleSwapFiles r = remove_stale_swap_files(dir.path());
+  ASSERT_EQ(r.removed.size(), 1u);
+  EXPECT_EQ(r.removed[0], stale);
+  EXPECT_GE(r.bytes, 5000u);
+  EXPECT_TRUE(r.failed.empty());
+  EXPECT_FALSE(fs::exists(stale));
+  EXPECT_TRUE(fs::exists(live));
+  EXPECT_TRUE(fs::exists(other)) << "a name that is not exactly a swap file's must be left alone";
+  // A swapper does the same at start.
+  std::ofstream(stale) << "x";
+  { NvmeSwapper sw({dir.path(), 0, {}}, {4096}); }
+  EXPECT_FALSE(fs::exists(stale));
+  EXPECT_TRUE(fs::exists(live));
+}
+
 TEST(NvmeSwapper, MissingPathIsRefusedWithPathAndReason) {
   const std::string path = "/nonexistent/zt_offload_missing_dir";
   const std::string msg = message_of([&] { NvmeSwapper sw({path, 0, {}}, {4096}); });
@@ -230,7 +303,7 @@ TEST(NvmeSwapper, PipelineStopsOnAWriteErrorWithoutHanging) {
 TEST(NvmeSwapper, ShortReadIsAnError) {
   TempDir dir;
   NvmeSwapper sw({dir.path(), 0, {}}, {8192, 8192});
-  ASSERT_EQ(truncate(sw.file_path().c_str(), 4096), 0);  // the file shrank under us
+  ASSERT_EQ(truncate(open_deleted_file(sw.file_path()).c_str(), 4096), 0);  // the file shrank under us
   PinnedAllocator alloc = host_alloc();
   PinnedBuffer b = alloc.allocate(8192);
   const std::string msg = message_of([&] { sw.wait(sw.read(1, b.data())); });

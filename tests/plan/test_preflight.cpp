@@ -2,6 +2,7 @@
 // can, the CPU-backend and GPU checks, and NVMe free space at nvme_path.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 
@@ -112,6 +113,31 @@ TEST(Preflight, NvmeSpaceAndPath) {
   // A small NVMe plan fits in /tmp.
   in.params = 1'000'000;
   EXPECT_EQ(preflight(make_memory_plan(in), f, "/tmp").error_count(), 0u);
+}
+
+// Below a gigabyte the NVMe messages print MiB/KiB, never "needs 0.0 GiB" (issue 15).
+TEST(Preflight, NvmeSpaceMessagesUseUnitsThatFitTheNumber) {
+  PlanInput in;
+  in.params = 1'000'000;
+  in.world_size = 1;
+  in.ranks_per_node = 1;
+  in.stage = 3;
+  in.precision = DType::BF16;
+  in.offload_optimizer = OffloadDevice::NVMe;
+  const MemoryPlan p = make_memory_plan(in);
+  ASSERT_GT(p.nvme_bytes_per_node, 1024.0 * 1024.0);
+  ASSERT_LT(p.nvme_bytes_per_node, 1024.0 * 1024.0 * 1024.0);
+  MachineFacts f = host_with(1e9);
+  f.gpu_free = f.gpu_total = uint64_t(1e9 * kGiB);
+  for (const std::string path : {"", "/no/such/nvme"}) {
+    const Diagnostics d = preflight(p, f, path);
+    ASSERT_EQ(d.error_count(), 1u) << d.format();
+    const std::string& m = d.all()[0].message;
+    char expect[32];
+    std::snprintf(expect, sizeof expect, "%.1f MiB", p.nvme_bytes_per_node / (1024.0 * 1024.0));
+    EXPECT_NE(m.find(expect), std::string::npos) << m;
+    EXPECT_EQ(m.find("GiB"), std::string::npos) << m;
+  }
 }
 
 TEST(Preflight, UnknownHostRamIsAWarningNotASilentPass) {

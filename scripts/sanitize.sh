@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# The sanitizer job: a CPU-only build with AddressSanitizer + UndefinedBehaviorSanitizer
+# (-DZT_SANITIZE=ON) in build-asan/ (or $ZT_ASAN_DIR), then the unit and MPI tests in it. Any
+# memory error, leak or undefined behaviour aborts its test. Prints the build and test times.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+build="${ZT_ASAN_DIR:-$root/build-asan}"
+"$root/scripts/setup.sh"
+t0=$SECONDS
+ZT_BUILD_DIR="$build" bash "$root/scripts/build.sh" -DZT_CUDA=OFF -DZT_SANITIZE=ON -DZT_BUILD_BENCH=OFF
+t1=$SECONDS
+# Leaks inside Open MPI, hwloc and libevent are theirs (allocated once per process, kept to exit).
+export LSAN_OPTIONS="suppressions=$root/tests/sanitize/lsan.supp:print_suppressions=0"
+export ASAN_OPTIONS="abort_on_error=1:detect_leaks=1:strict_string_checks=1:detect_stack_use_after_return=0"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+cd "$build"
+status=0
+ctest --output-on-failure --timeout 900 -j "${ZT_TEST_JOBS:-2}" -L 'unit|mpi' "$@" || status=$?
+t2=$SECONDS
+echo "sanitize: build $((t1 - t0)) s, unit + mpi tests $((t2 - t1)) s (ASan + UBSan)"
+exit $status
