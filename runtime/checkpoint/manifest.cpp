@@ -19,6 +19,8 @@ nlohmann::json model_json(const ModelConfig& m) {
           {"tied_embeddings", m.tied_embeddings}};
 }
 
+const char* const kDamaged = "the manifest is damaged or not written by zerotrain: load another tag (zerotrain checkpoint info DIR lists them)";
+
 // Typed field access that reports what is missing or mistyped at "<path>: <key>".
 struct Fields {
   const std::string& path;
@@ -27,7 +29,7 @@ struct Fields {
 
   const nlohmann::json* get(const nlohmann::json& o, const std::string& key, const std::string& full) {
     if (!o.is_object() || !o.contains(key)) {
-      d.error(where(full), "", "missing", "the manifest is damaged or not written by zerotrain: load another tag");
+      d.error(where(full), "", "missing", kDamaged);
       return nullptr;
     }
     return &o.at(key);
@@ -37,7 +39,7 @@ struct Fields {
     const auto* v = get(o, key, full);
     if (!v) return false;
     if (!v->is_number_integer() || v->get<int64_t>() < lo || v->get<int64_t>() > hi) {
-      d.error(where(full), v->dump(), "expected an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+      d.error(where(full), v->dump(), "expected an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]", kDamaged);
       return false;
     }
     out = v->get<int64_t>();
@@ -47,7 +49,7 @@ struct Fields {
     const auto* v = get(o, key, full);
     if (!v) return false;
     if (!v->is_string()) {
-      d.error(where(full), v->dump(), "expected a string");
+      d.error(where(full), v->dump(), "expected a string", kDamaged);
       return false;
     }
     out = v->get<std::string>();
@@ -56,6 +58,12 @@ struct Fields {
 };
 
 constexpr int64_t kBig = int64_t(1) << 62;
+
+std::string range_text(const ElementRange& e) {
+  char b[80];
+  std::snprintf(b, sizeof b, "[%d, %lld, %lld]", e.unit, (long long)e.begin, (long long)e.n);
+  return b;
+}
 
 }  // namespace
 
@@ -175,7 +183,7 @@ bool parse_manifest(const std::string& text, const std::string& path, Manifest& 
     for (const auto& x : *a) ok = ok && x.is_string();
     if (ok) m.arrays = a->get<std::vector<std::string>>();
     if (!ok || m.arrays.front() != "master")
-      d.error(f.where("arrays"), a->dump(), "expected a list of array names starting with \"master\"");
+      d.error(f.where("arrays"), a->dump(), "expected a list of array names starting with \"master\"", kDamaged);
   }
   if (const auto* mo = f.get(j, "model", "model")) {
     int64_t x = 0;
@@ -187,12 +195,12 @@ bool parse_manifest(const std::string& text, const std::string& path, Manifest& 
     if (f.integer(*mo, "seq_len", "model.seq_len", x, 1, 1 << 24)) m.model.seq_len = int(x);
     if (const auto* t = f.get(*mo, "tied_embeddings", "model.tied_embeddings")) {
       if (t->is_boolean()) m.model.tied_embeddings = t->get<bool>();
-      else d.error(f.where("model.tied_embeddings"), t->dump(), "expected true or false");
+      else d.error(f.where("model.tied_embeddings"), t->dump(), "expected true or false", kDamaged);
     }
   }
   m.run.model = m.model;
   if (const auto* us = f.get(j, "units", "units")) {
-    if (!us->is_array() || us->empty()) d.error(f.where("units"), "", "expected a non-empty list of units");
+    if (!us->is_array() || us->empty()) d.error(f.where("units"), "", "expected a non-empty list of units", kDamaged);
     else
       for (size_t i = 0; i < us->size(); ++i) {
         const auto& uj = (*us)[i];
@@ -219,7 +227,7 @@ bool parse_manifest(const std::string& text, const std::string& path, Manifest& 
             if (sh && sh->is_array())
               for (const auto& dim : *sh) {
                 if (!dim.is_number_integer() || dim.get<int64_t>() < 0) {
-                  d.error(f.where(tk + ".shape"), sh->dump(), "expected non-negative integers");
+                  d.error(f.where(tk + ".shape"), sh->dump(), "expected non-negative integers", kDamaged);
                   break;
                 }
                 tv.shape.push_back(dim.get<int64_t>());
@@ -227,20 +235,20 @@ bool parse_manifest(const std::string& text, const std::string& path, Manifest& 
               }
             if (tv.offset != next)
               d.error(f.where(tk + ".offset"), std::to_string(tv.offset),
-                      "expected " + std::to_string(next) + " (tensors are contiguous in their unit)");
+                      "expected " + std::to_string(next) + " (tensors are contiguous in their unit)", kDamaged);
             next = tv.offset + tv.numel;
             u.tensors.push_back(std::move(tv));
           }
         if (next != u.numel)
           d.error(f.where(k + ".numel"), std::to_string(u.numel),
-                  "the unit's tensors add up to " + std::to_string(next) + " elements");
+                  "the unit's tensors add up to " + std::to_string(next) + " elements", kDamaged);
         m.units.push_back(std::move(u));
       }
   }
   static const std::regex kFile("rank[0-9]{5}\\.safetensors");
   if (const auto* rs = f.get(j, "ranks", "ranks")) {
     if (!rs->is_array() || int(rs->size()) != m.world_size)
-      d.error(f.where("ranks"), "", "expected one entry per rank (" + std::to_string(m.world_size) + ")");
+      d.error(f.where("ranks"), "", "expected one entry per rank (" + std::to_string(m.world_size) + ")", kDamaged);
     else
       for (size_t i = 0; i < rs->size(); ++i) {
         const auto& rj = (*rs)[i];
@@ -249,13 +257,13 @@ bool parse_manifest(const std::string& text, const std::string& path, Manifest& 
         int64_t n = 0;
         if (f.integer(rj, "rank", k + ".rank", n, int64_t(i), int64_t(i))) r.rank = int(n);
         if (f.text(rj, "file", k + ".file", r.file) && !std::regex_match(r.file, kFile))
-          d.error(f.where(k + ".file"), r.file, "expected a file name like rank00000.safetensors");
+          d.error(f.where(k + ".file"), r.file, "expected a file name like rank00000.safetensors", kDamaged);
         if (f.integer(rj, "bytes", k + ".bytes", n, 8, kBig)) r.bytes = n;
         for (const char* key : {"checksum", "header_checksum"}) {
           std::string s;
           if (!f.text(rj, key, k + "." + key, s)) continue;
           const auto h = parse_checksum_text(s);
-          if (!h) d.error(f.where(k + "." + key), s, "expected \"xxh3:\" and 16 hex digits");
+          if (!h) d.error(f.where(k + "." + key), s, "expected \"xxh3:\" and 16 hex digits", kDamaged);
           else (std::string(key) == "checksum" ? r.checksum : r.header_checksum) = *h;
         }
         const auto* ow = f.get(rj, "owned", k + ".owned");
@@ -263,7 +271,7 @@ bool parse_manifest(const std::string& text, const std::string& path, Manifest& 
           for (const auto& e : *ow) {
             if (!e.is_array() || e.size() != 3 || !e[0].is_number_integer() || !e[1].is_number_integer() ||
                 !e[2].is_number_integer()) {
-              d.error(f.where(k + ".owned"), e.dump(), "expected [unit, begin, count]");
+              d.error(f.where(k + ".owned"), e.dump(), "expected [unit, begin, count]", kDamaged);
               continue;
             }
             r.owned.push_back({e[0].get<int>(), e[1].get<int64_t>(), e[2].get<int64_t>()});
@@ -277,8 +285,8 @@ bool parse_manifest(const std::string& text, const std::string& path, Manifest& 
     for (const auto& e : r.owned) {
       if (e.unit < 0 || e.unit >= int(m.units.size()) || e.begin < 0 || e.n < 0 || e.end() > m.units[size_t(e.unit)].numel)
         d.error(f.where("ranks[" + std::to_string(r.rank) + "].owned"),
-                "[" + std::to_string(e.unit) + ", " + std::to_string(e.begin) + ", " + std::to_string(e.n) + "]",
-                "outside the units' element ranges");
+                range_text(e),
+                "outside the units' element ranges", kDamaged);
       else if (e.n > 0)
         per_unit[e.unit].push_back({e, r.rank});
     }
@@ -290,14 +298,15 @@ bool parse_manifest(const std::string& text, const std::string& path, Manifest& 
       if (e.begin != at) {
         d.error(f.where("ranks[" + std::to_string(rank) + "].owned"), "unit " + m.units[u].name,
                 e.begin < at ? "ranges overlap at element " + std::to_string(e.begin)
-                             : "elements [" + std::to_string(at) + ", " + std::to_string(e.begin) + ") are owned by no rank");
+                             : "elements [" + std::to_string(at) + ", " + std::to_string(e.begin) + ") are owned by no rank",
+                kDamaged);
         break;
       }
       at = e.end();
     }
     if (at != m.units[u].numel && d.error_count() == before)
       d.error(f.where("ranks"), "unit " + m.units[u].name,
-              "elements [" + std::to_string(at) + ", " + std::to_string(m.units[u].numel) + ") are owned by no rank");
+              "elements [" + std::to_string(at) + ", " + std::to_string(m.units[u].numel) + ") are owned by no rank", kDamaged);
   }
   if (const auto* c = f.get(j, "counters", "counters")) {
     m.counters = *c;

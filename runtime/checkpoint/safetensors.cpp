@@ -222,14 +222,15 @@ std::unique_ptr<SafetensorsFile> SafetensorsFile::open(const std::string& path, 
       continue;
     }
     const auto& off = v["data_offsets"];
-    const auto b = off.is_array() && off.size() == 2 ? as_count(off[0]) : std::nullopt;
-    const auto e = off.is_array() && off.size() == 2 ? as_count(off[1]) : std::nullopt;
-    if (!b || !e || *e < *b) {
+    const bool pair = off.is_array() && off.size() == 2;
+    const int64_t b = pair ? as_count(off[0]).value_or(-1) : -1;
+    const int64_t e = pair ? as_count(off[1]).value_or(-1) : -1;
+    if (b < 0 || e < b) {
       bad(at_key(path, key + ".data_offsets"), off.dump(), "expected [begin, end] with 0 <= begin <= end");
       continue;
     }
-    t.begin = *b;
-    t.end = *e;
+    t.begin = b;
+    t.end = e;
     // numel * element size, with overflow checks.
     __int128 bytes = __int128(st_dtype_size(t.dtype));
     for (auto d : t.shape) {

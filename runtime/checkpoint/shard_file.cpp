@@ -185,7 +185,8 @@ void ShardFileReader::read(const std::string& array, const ElementRange& owned, 
   char* dst = reinterpret_cast<char*>(out);
   for (int64_t blk = b0 / block_bytes_; blk * block_bytes_ < b1; blk += kChunkBlocks) {
     const int64_t s = blk * block_bytes_;
-    const int64_t e = std::min({(blk + kChunkBlocks) * block_bytes_, t.bytes()});
+    const int64_t last = (b1 + block_bytes_ - 1) / block_bytes_ * block_bytes_;  // end of the block holding b1 - 1
+    const int64_t e = std::min({(blk + kChunkBlocks) * block_bytes_, last, t.bytes()});
     buf.resize(size_t(e - s));
     file_->read(t, s, size_t(e - s), buf.data());
     std::string problem;
