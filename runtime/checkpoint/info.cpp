@@ -88,10 +88,11 @@ InfoReport checkpoint_info(const std::string& path, const std::string& tag, bool
       Diagnostics fd;
       auto reader = ShardFileReader::open(tag_dir, m, r.rank, fd);
       if (reader) {
+        // The header was checked against the manifest on open; hash the data area.
         FileReader f(join_path(tag_dir, r.file));
         StreamHash h;
         std::vector<char> buf(size_t(8) << 20);
-        for (int64_t off = 0; off < f.size(); off += int64_t(buf.size())) {
+        for (int64_t off = reader->data_start(); off < f.size(); off += int64_t(buf.size())) {
           const size_t n = size_t(std::min<int64_t>(int64_t(buf.size()), f.size() - off));
           f.pread(buf.data(), n, off);
           h.update(buf.data(), n);
@@ -101,7 +102,7 @@ InfoReport checkpoint_info(const std::string& path, const std::string& tag, bool
           status = "CHECKSUM MISMATCH";
           if (reader->verify_all(fd) == 0)
             fd.error(join_path(tag_dir, r.file), checksum_text(h.digest()),
-                     "the file's checksum differs from the manifest's " + checksum_text(r.checksum),
+                     "the data area's checksum differs from the manifest's " + checksum_text(r.checksum),
                      "copy the file again from where it was written");
         }
       } else {

@@ -36,7 +36,7 @@ struct RankFileRecord {
   int rank = 0;
   std::string file;            // name inside the tag directory: rank00003.safetensors
   int64_t bytes = 0;
-  uint64_t checksum = 0;       // xxh3 of the whole file
+  uint64_t checksum = 0;         // xxh3 of its data area (every byte after the header)
   uint64_t header_checksum = 0;  // xxh3 of its 8 + N header bytes (which hold the block checksums)
   std::vector<ElementRange> owned;
 };

@@ -78,8 +78,6 @@ int64_t StTensor::numel() const {
 
 SafetensorsWriter::SafetensorsWriter(FileWriter& out, std::vector<StTensor> tensors, const StMetadata& metadata)
     : out_(out), tensors_(std::move(tensors)) {
-  nlohmann::ordered_json h = nlohmann::ordered_json::object();
-  if (!metadata.empty()) h["__metadata__"] = metadata;
   std::set<std::string> names;
   for (auto& t : tensors_) {
     if (t.name == "__metadata__" || !names.insert(t.name).second)
@@ -87,17 +85,31 @@ SafetensorsWriter::SafetensorsWriter(FileWriter& out, std::vector<StTensor> tens
     t.begin = data_bytes_;
     t.end = data_bytes_ + t.numel() * int64_t(st_dtype_size(t.dtype));
     data_bytes_ = t.end;
-    h[t.name] = {{"dtype", st_dtype_name(t.dtype)}, {"shape", t.shape}, {"data_offsets", {t.begin, t.end}}};
   }
+  const std::string h = header(metadata);
+  header_bytes_ = int64_t(h.size());
+  header_checksum_ = xxh3(h.data(), h.size());
+  out_.write(h.data(), h.size());
+}
+
+std::string SafetensorsWriter::header(const StMetadata& metadata) const {
+  nlohmann::ordered_json h = nlohmann::ordered_json::object();
+  if (!metadata.empty()) h["__metadata__"] = metadata;
+  for (const auto& t : tensors_)
+    h[t.name] = {{"dtype", st_dtype_name(t.dtype)}, {"shape", t.shape}, {"data_offsets", {t.begin, t.end}}};
   std::string json = h.dump();
   json.append((8 - json.size() % 8) % 8, ' ');  // the data area starts 8-byte aligned, as the reference writer does
-  std::string header(8, '\0');
-  put_u64le(header.data(), json.size());
-  header += json;
-  header_bytes_ = int64_t(header.size());
-  header_checksum_ = xxh3(header.data(), header.size());
-  hash_.update(header.data(), header.size());
-  out_.write(header.data(), header.size());
+  std::string out(8, '\0');
+  put_u64le(out.data(), json.size());
+  return out + json;
+}
+
+void SafetensorsWriter::rewrite_header(const StMetadata& metadata) {
+  const std::string h = header(metadata);
+  if (int64_t(h.size()) != header_bytes_)
+    throw std::logic_error("safetensors: the rewritten header of " + out_.path() + " changed size");
+  out_.pwrite(h.data(), h.size(), 0);
+  header_checksum_ = xxh3(h.data(), h.size());
 }
 
 void SafetensorsWriter::append(const void* data, size_t bytes) {

@@ -39,19 +39,23 @@ struct StTensor {
 using StMetadata = std::map<std::string, std::string>;
 
 // Writes header then data, tensors in the order given (their offsets are assigned here). The data
-// must be appended in that order; each byte also feeds a running checksum of the whole file.
+// must be appended in that order; each byte also feeds a running checksum of the data area.
 class SafetensorsWriter {
  public:
   SafetensorsWriter(FileWriter& out, std::vector<StTensor> tensors, const StMetadata& metadata);
   void append(const void* data, size_t bytes);
   void finish();  // throws std::logic_error when fewer bytes were appended than the header declares
+  // Writes the header again with new metadata (known only once the data is written, e.g. its
+  // checksums) in place; its serialized size must not change (std::logic_error otherwise).
+  void rewrite_header(const StMetadata& metadata);
   const std::vector<StTensor>& tensors() const { return tensors_; }
   int64_t header_bytes() const { return header_bytes_; }  // 8 + N
   int64_t file_bytes() const { return header_bytes_ + data_bytes_; }
   uint64_t header_checksum() const { return header_checksum_; }  // xxh3 of the first 8 + N bytes
-  uint64_t file_checksum() const { return hash_.digest(); }
+  uint64_t data_checksum() const { return hash_.digest(); }  // xxh3 of the data area
 
  private:
+  std::string header(const StMetadata& metadata) const;
   FileWriter& out_;
   std::vector<StTensor> tensors_;
   int64_t header_bytes_ = 0, data_bytes_ = 0, written_ = 0;

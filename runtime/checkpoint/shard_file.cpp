@@ -50,31 +50,38 @@ WrittenFile write_shard_file(const std::string& path, const std::vector<UnitLayo
   StMetadata meta = extra;
   meta["format"] = "zerotrain-shard";
   meta["zt.block_bytes"] = std::to_string(block_bytes);
-  const char* p = reinterpret_cast<const char*>(data);
   for (const auto& a : spec.arrays)
     for (const auto& r : spec.owned) {
       StTensor t;
       t.name = shard_tensor_name(a, units.at(size_t(r.unit)).name, r.begin);
       t.dtype = StDType::F32;
       t.shape = {r.n};
-      const int64_t bytes = r.n * 4;
-      std::string hashes;
-      hashes.reserve(size_t((bytes + block_bytes - 1) / block_bytes) * 16);
-      for (int64_t b = 0; b < bytes; b += block_bytes) hashes += hex16(xxh3(p + b, size_t(std::min(block_bytes, bytes - b))));
-      meta[kBlocksPrefix + t.name] = std::move(hashes);
-      p += bytes;
+      // Placeholders of the final length: the header is rewritten in place once the data is out.
+      meta[kBlocksPrefix + t.name] = std::string(size_t((r.n * 4 + block_bytes - 1) / block_bytes) * 16, '0');
       tensors.push_back(std::move(t));
     }
   FileWriter out(path, true);
   SafetensorsWriter w(out, std::move(tensors), meta);
-  w.append(data, size_t(spec.total_elements()) * 4);
+  // One pass: each block is hashed and written while it is in cache.
+  const char* p = reinterpret_cast<const char*>(data);
+  for (const auto& t : w.tensors()) {
+    std::string& hashes = meta[kBlocksPrefix + t.name];
+    hashes.clear();
+    for (int64_t b = 0; b < t.bytes(); b += block_bytes) {
+      const size_t n = size_t(std::min(block_bytes, t.bytes() - b));
+      hashes += hex16(xxh3(p + b, n));
+      w.append(p + b, n);
+    }
+    p += t.bytes();
+  }
   w.finish();
+  w.rewrite_header(meta);
   out.sync();
   out.close();
   WrittenFile f;
   f.path = path;
   f.bytes = w.file_bytes();
-  f.checksum = w.file_checksum();
+  f.checksum = w.data_checksum();
   f.header_checksum = w.header_checksum();
   f.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return f;

@@ -50,6 +50,7 @@ class ShardFileReader {
   // Reads and checks every block (checkpoint info); returns the number of bad blocks, each in `d`.
   int verify_all(Diagnostics& d) const;
   uint64_t bytes_read() const { return file_->bytes_read(); }
+  int64_t data_start() const { return file_->data_start(); }
   const std::string& path() const { return file_->path(); }
 
  private:
