@@ -54,6 +54,16 @@ ModelConfig small_model() {
   return m;
 }
 
+ModelConfig kill_driver_model() {
+  ModelConfig m;
+  m.layers = 4;
+  m.heads = 4;
+  m.dim = 96;
+  m.vocab = 509;
+  m.seq_len = 32;
+  return m;
+}
+
 ckpt::SaveResult save_fake(const std::string& dir, const ModelConfig& m, int world, int stage, int64_t gen,
                            ckpt::SaveOptions opt, const std::string& tag, const std::string& optimizer) {
   opt.dir = dir;

@@ -30,6 +30,8 @@ std::string tree_fingerprint(const std::string& dir);
 
 // A small GPT-2 whose units do not divide evenly by 3 or 4 (so shards have ragged ends).
 ModelConfig small_model();
+// The larger model the kill -9 driver saves (about 0.5 M parameters, 6 MiB per save).
+ModelConfig kill_driver_model();
 
 // Saves generation `gen` of fake states at world `world`, stage `stage` into `dir` (tag
 // "global_step<gen>" unless given); returns rank 0's result.

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "runtime/checkpoint/checkpoint_save.h"
-#include "tests/checkpoint/fake_state.h"
+#include "tests/checkpoint/ckpt_test_util.h"
 #include "tests/checkpoint/thread_comm.h"
 
 int main(int argc, char** argv) {
@@ -16,12 +16,7 @@ int main(int argc, char** argv) {
   }
   const std::string dir = argv[1];
   const long saves = argc > 2 ? std::atol(argv[2]) : 0;
-  zt::ModelConfig m;
-  m.layers = 4;
-  m.heads = 4;
-  m.dim = 96;
-  m.vocab = 509;
-  m.seq_len = 32;
+  const zt::ModelConfig m = zt::test::kill_driver_model();
   zt::test::run_ranks(2, [&](int rank, zt::Communicator& comm) {
     zt::test::FakeShardedState st(m, 2, rank, 2);
     zt::ckpt::RankExchange ex(comm);

@@ -20,16 +20,6 @@
 namespace zt::ckpt {
 namespace {
 
-ModelConfig driver_model() {  // as in kill_driver.cpp
-  ModelConfig m;
-  m.layers = 4;
-  m.heads = 4;
-  m.dim = 96;
-  m.vocab = 509;
-  m.seq_len = 32;
-  return m;
-}
-
 struct Driver {
   pid_t pid = -1;
   int out = -1;
@@ -75,7 +65,7 @@ struct Driver {
 
 TEST(KillDuringSave, LatestAlwaysLoads) {
   test::TempDir dir;
-  const auto m = driver_model();
+  const auto m = test::kill_driver_model();
   std::mt19937 rng(12345);
   // How long one save takes here, to spread the kills over whole saves.
   const auto t0 = std::chrono::steady_clock::now();

@@ -32,6 +32,14 @@ std::vector<std::string> hidden_entries(const std::string& dir) {
   return out;
 }
 
+RunFacts facts(const ModelConfig& m) {
+  RunFacts f;
+  f.model = m;
+  f.seed = 3;
+  f.global_batch = 4;
+  return f;
+}
+
 struct NoFaults {
   ~NoFaults() { set_write_fault_hook(nullptr); }
 };
@@ -212,10 +220,7 @@ TEST(CheckpointManager, SavesEveryNStepsAndAtTheEndThenResumes) {
   const auto m = test::small_model();
   test::run_ranks(2, [&](int rank, Communicator& comm) {
     FakeShardedState st(m, 2, rank, 2);
-    RunFacts f;
-    f.model = m;
-    f.seed = 3;
-    f.global_batch = 4;
+    const RunFacts f = facts(m);
     CheckpointSettings s;
     s.save_dir = dir.path();
     s.save_every = 2;
@@ -233,10 +238,7 @@ TEST(CheckpointManager, SavesEveryNStepsAndAtTheEndThenResumes) {
   EXPECT_EQ(read_small_file(dir.sub("latest")), "global_step5");
   test::run_ranks(3, [&](int rank, Communicator& comm) {
     FakeShardedState st(m, 3, rank, 1);
-    RunFacts f;
-    f.model = m;
-    f.seed = 3;
-    f.global_batch = 4;
+    const RunFacts f = facts(m);
     CheckpointSettings s;
     s.load_dir = dir.path();
     CheckpointManager mgr(st, comm, nullptr, f, s, nullptr);
