@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <mutex>
 #include <stdexcept>
@@ -29,8 +30,11 @@ std::string tree_fingerprint(const std::string& dir) {
   for (const auto& e : std::filesystem::recursive_directory_iterator(dir)) {
     struct stat st {};
     ::lstat(e.path().c_str(), &st);
-    std::string line = e.path().string().substr(dir.size()) + " " + std::to_string(st.st_size) + " " +
-                       std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec);
+    char stamp[96];
+    std::snprintf(stamp, sizeof stamp, " %lld %lld.%09ld", (long long)st.st_size, (long long)st.st_mtim.tv_sec,
+                  (long)st.st_mtim.tv_nsec);
+    std::string line = e.path().string().substr(dir.size());
+    line += stamp;
     if (e.is_regular_file()) {
       const std::string content = ckpt::read_small_file(e.path().string());
       line += " " + ckpt::checksum_text(ckpt::xxh3(content.data(), content.size()));
