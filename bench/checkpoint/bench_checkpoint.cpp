@@ -52,8 +52,8 @@ class HostState final : public zt::ShardedState {
   int world_size() const override { return 1; }
   int rank() const override { return 0; }
   int stage() const override { return 1; }
-  std::string precision() const override { return "fp32"; }
-  std::string optimizer() const override { return "adamw"; }
+  zt::DType precision() const override { return zt::DType::F32; }
+  zt::OptimizerType optimizer() const override { return zt::OptimizerType::AdamW; }
   std::vector<std::string> arrays() const override { return {"master", "exp_avg", "exp_avg_sq"}; }
   std::vector<zt::ElementRange> owned() const override { return {{0, 0, units_[0].numel}}; }
   std::vector<zt::ElementRange> needed() const override { return owned(); }

@@ -113,12 +113,12 @@ bool prepare_load(const ShardedState& state, const LoadOptions& o, LoadPlan& pla
       for (const auto& a : missing) need += (need.empty() ? "" : ", ") + a;
       d.error(mpath + ": arrays", have,
               "the checkpoint (optimizer " + m.optimizer + ") lacks " + need + ", which this run's optimizer " +
-                  state.optimizer() + " needs",
+                  checkpoint_optimizer_name(state.optimizer()) + " needs",
               "use the optimizer it was saved with, or start from its weights alone: zerotrain export --checkpoint " +
                   plan.tag_dir + " --out W.safetensors, then --init-from W.safetensors");
-    } else if (m.optimizer != state.optimizer()) {
+    } else if (m.optimizer != checkpoint_optimizer_name(state.optimizer())) {
       plan.warnings.warning(mpath + ": optimizer", m.optimizer,
-                            "saved with " + m.optimizer + ", loading into " + state.optimizer() +
+                            "saved with " + m.optimizer + ", loading into " + checkpoint_optimizer_name(state.optimizer()) +
                                 ": the moments are taken as they are (same names, same meaning)");
     }
   } else {

@@ -67,7 +67,7 @@ int64_t CheckpointManager::start() {
   lo.load_optimizer_states = s_.load_optimizer_states;
   loaded_ = load_checkpoint(state_, ex_, lo);
   const Manifest& m = loaded_->manifest;
-  Diagnostics w = compare_run(m, facts_, state_.precision());
+  Diagnostics w = compare_run(m, facts_, dtype_name(state_.precision()));
   w.append(loaded_->warnings);
   if (say_) {
     for (const auto& x : w.all()) std::fprintf(say_, "%s\n", format_diagnostic(x).c_str());

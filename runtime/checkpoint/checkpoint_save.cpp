@@ -166,8 +166,8 @@ void CheckpointWriter::begin(ShardedState& state, const RunFacts& facts, const s
   m.created_unix = int64_t(std::time(nullptr));
   m.world_size = state.world_size();
   m.stage = state.stage();
-  m.precision = state.precision();
-  m.optimizer = state.optimizer();
+  m.precision = dtype_name(state.precision());
+  m.optimizer = checkpoint_optimizer_name(state.optimizer());
   m.arrays = state.arrays();
   m.block_bytes = o_.block_bytes;
   m.model = facts.model;

@@ -10,12 +10,12 @@ void RankExchange::gather_i64(std::vector<int64_t>& buf) {
   const size_t n = buf.size(), slice = n / size_t(world_size());
   if (world_size() == 1) return;
   if (!staging_) {
-    comm_.all_gather(buf.data() + slice * size_t(rank()), buf.data(), n, CommDType::I64);
+    comm_.all_gather(buf.data() + slice * size_t(rank()), buf.data(), n, DType::I64);
     return;
   }
   void* d = staging_->alloc(n * 8);
   staging_->copy_to_device(d, buf.data(), n * 8);
-  comm_.all_gather(static_cast<char*>(d) + slice * size_t(rank()) * 8, d, n, CommDType::I64);
+  comm_.all_gather(static_cast<char*>(d) + slice * size_t(rank()) * 8, d, n, DType::I64);
   staging_->copy_to_host(buf.data(), d, n * 8);
   staging_->free(d);
 }

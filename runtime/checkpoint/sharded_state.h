@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/dtype.h"
+#include "base/optimizer.h"
 #include "runtime/model/unit_layout.h"
 
 namespace zt {
@@ -26,9 +28,9 @@ struct ElementRange {
 // The fp32 arrays a checkpoint holds per unit for an optimizer, in file order: "master" (the fp32
 // weights) first, then the optimizer's state under PyTorch's names. Adam, AdamW and Lamb:
 // "exp_avg", "exp_avg_sq"; SGD with momentum != 0: "momentum_buffer"; SGD without momentum: none.
-// `optimizer` is one of "adam", "adamw", "sgd", "lamb" (case-insensitive); throws
-// std::invalid_argument for anything else.
-std::vector<std::string> state_arrays_for(const std::string& optimizer, bool sgd_momentum);
+std::vector<std::string> state_arrays_for(OptimizerType optimizer, bool sgd_momentum);
+// The optimizer as a manifest records it: "adamw", "adam" (L2 decay), "sgd", "lamb".
+const char* checkpoint_optimizer_name(OptimizerType optimizer);
 
 // What the engine implements so that a checkpoint can save and restore one rank's share of a run.
 // Every call is made from the thread that trains, between optimizer steps (never during one);
@@ -70,8 +72,8 @@ class ShardedState {
   virtual int world_size() const = 0;
   virtual int rank() const = 0;
   virtual int stage() const = 0;                // ZeRO stage 0..3
-  virtual std::string precision() const = 0;    // working type: "fp32", "bf16" or "fp16"
-  virtual std::string optimizer() const = 0;    // "adam", "adamw", "sgd" or "lamb"
+  virtual DType precision() const = 0;          // working type: F32, BF16 or F16
+  virtual OptimizerType optimizer() const = 0;
   virtual std::vector<std::string> arrays() const = 0;  // state_arrays_for(optimizer(), ...)
 
   // --- the partition -------------------------------------------------------------------------

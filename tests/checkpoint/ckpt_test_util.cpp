@@ -37,7 +37,8 @@ std::string tree_fingerprint(const std::string& dir) {
     line += stamp;
     if (e.is_regular_file()) {
       const std::string content = ckpt::read_small_file(e.path().string());
-      line += " " + ckpt::checksum_text(ckpt::xxh3(content.data(), content.size()));
+      line += ' ';
+      line += ckpt::checksum_text(ckpt::xxh3(content.data(), content.size()));
     }
     lines.push_back(line);
   }
@@ -69,7 +70,7 @@ ModelConfig kill_driver_model() {
 }
 
 ckpt::SaveResult save_fake(const std::string& dir, const ModelConfig& m, int world, int stage, int64_t gen,
-                           ckpt::SaveOptions opt, const std::string& tag, const std::string& optimizer) {
+                           ckpt::SaveOptions opt, const std::string& tag, OptimizerType optimizer) {
   opt.dir = dir;
   if (!opt.warn) opt.warn = [](const std::string&) {};
   ckpt::SaveResult r0;
@@ -92,7 +93,7 @@ ckpt::SaveResult save_fake(const std::string& dir, const ModelConfig& m, int wor
 }
 
 LoadCheck load_fake(const ckpt::LoadOptions& o, const ModelConfig& m, int world, int stage, int64_t gen,
-                    const std::string& optimizer) {
+                    OptimizerType optimizer) {
   LoadCheck c;
   std::mutex mu;
   FakeShardedState expect(m, 1, 0, 0, optimizer);

@@ -36,7 +36,8 @@ ModelConfig kill_driver_model();
 // Saves generation `gen` of fake states at world `world`, stage `stage` into `dir` (tag
 // "global_step<gen>" unless given); returns rank 0's result.
 ckpt::SaveResult save_fake(const std::string& dir, const ModelConfig& m, int world, int stage, int64_t gen,
-                           ckpt::SaveOptions opt = {}, const std::string& tag = "", const std::string& optimizer = "adamw");
+                           ckpt::SaveOptions opt = {}, const std::string& tag = "",
+                           OptimizerType optimizer = OptimizerType::AdamW);
 
 struct LoadCheck {
   int64_t mismatches = 0;      // elements (over every rank and loaded array) not equal to the saved generation
@@ -48,6 +49,6 @@ struct LoadCheck {
 };
 // Loads `dir` into fresh fake states at world `world`, stage `stage` and compares with generation `gen`.
 LoadCheck load_fake(const ckpt::LoadOptions& o, const ModelConfig& m, int world, int stage, int64_t gen,
-                    const std::string& optimizer = "adamw");
+                    OptimizerType optimizer = OptimizerType::AdamW);
 
 }  // namespace zt::test

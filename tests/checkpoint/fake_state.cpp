@@ -7,10 +7,10 @@
 
 namespace zt::test {
 
-FakeShardedState::FakeShardedState(const ModelConfig& model, int world, int rank, int stage, std::string optimizer,
-                                   std::string precision, bool sgd_momentum)
-    : units_(build_unit_layouts(model)), world_(world), rank_(rank), stage_(stage), optimizer_(std::move(optimizer)),
-      precision_(std::move(precision)), arrays_(state_arrays_for(optimizer_, sgd_momentum)) {
+FakeShardedState::FakeShardedState(const ModelConfig& model, int world, int rank, int stage, OptimizerType optimizer,
+                                   DType precision, bool sgd_momentum)
+    : units_(build_unit_layouts(model)), world_(world), rank_(rank), stage_(stage), optimizer_(optimizer),
+      precision_(precision), arrays_(state_arrays_for(optimizer_, sgd_momentum)) {
   for (const auto& u : units_) {
     const int64_t align = int64_t(world) * 16;
     const int64_t padded = (u.numel + align - 1) / align * align, shard = padded / world;

@@ -14,8 +14,8 @@ namespace zt::test {
 
 class FakeShardedState final : public ShardedState {
  public:
-  FakeShardedState(const ModelConfig& model, int world, int rank, int stage, std::string optimizer = "adamw",
-                   std::string precision = "fp32", bool sgd_momentum = true);
+  FakeShardedState(const ModelConfig& model, int world, int rank, int stage,
+                   OptimizerType optimizer = OptimizerType::AdamW, DType precision = DType::F32, bool sgd_momentum = true);
 
   // The value element `elem` of `unit` has in array `array` after `generation` steps.
   static float value(const std::string& array, int unit, int64_t elem, int64_t generation);
@@ -28,8 +28,8 @@ class FakeShardedState final : public ShardedState {
   int world_size() const override { return world_; }
   int rank() const override { return rank_; }
   int stage() const override { return stage_; }
-  std::string precision() const override { return precision_; }
-  std::string optimizer() const override { return optimizer_; }
+  DType precision() const override { return precision_; }
+  OptimizerType optimizer() const override { return optimizer_; }
   std::vector<std::string> arrays() const override { return arrays_; }
   std::vector<ElementRange> owned() const override { return owned_; }
   std::vector<ElementRange> needed() const override { return needed_; }
@@ -50,7 +50,8 @@ class FakeShardedState final : public ShardedState {
   static bool inside(const std::vector<ElementRange>& set, const ElementRange& r);
   std::vector<UnitLayout> units_;
   int world_, rank_, stage_;
-  std::string optimizer_, precision_;
+  OptimizerType optimizer_;
+  DType precision_;
   std::vector<std::string> arrays_;
   std::vector<ElementRange> owned_, needed_;
   std::vector<std::vector<std::vector<float>>> values_;  // [array][unit][element]

@@ -107,11 +107,11 @@ TEST(Reshard, AdamStateLoadsIntoLambWithAWarningButNotIntoSgd) {
   ASSERT_TRUE(test::save_fake(dir.path(), m, 2, 1, 6).ok);
   LoadOptions o;
   o.path = dir.path();
-  const auto c = test::load_fake(o, m, 2, 1, 6, "lamb");
+  const auto c = test::load_fake(o, m, 2, 1, 6, OptimizerType::Lamb);
   EXPECT_EQ(c.mismatches, 0);
   EXPECT_EQ(c.results[0].warnings.warning_count(), 1u);
   try {
-    test::load_fake(o, m, 2, 1, 6, "sgd");
+    test::load_fake(o, m, 2, 1, 6, OptimizerType::SGD);
     ADD_FAILURE() << "an SGD run loaded Adam's state";
   } catch (const UserError& e) {
     EXPECT_NE(std::string(e.what()).find("lacks momentum_buffer"), std::string::npos) << e.what();

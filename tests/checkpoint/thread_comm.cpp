@@ -59,8 +59,8 @@ class ThreadCommunicator final : public Communicator {
   int world_size() const override { return g_.world; }
   std::string name() const override { return "threads"; }
 
-  CommHandlePtr all_gather_async(const void* send, void* recv, size_t count, CommDType t) override {
-    const size_t slice = count / size_t(g_.world) * comm_dtype_size(t);
+  CommHandlePtr all_gather_async(const void* send, void* recv, size_t count, DType t) override {
+    const size_t slice = count / size_t(g_.world) * dtype_size(t);
     g_.posted[size_t(rank_)] = {send, slice};
     g_.wait_all();
     std::vector<char> mine(static_cast<const char*>(send), static_cast<const char*>(send) + slice);
@@ -70,8 +70,8 @@ class ThreadCommunicator final : public Communicator {
     std::memcpy(static_cast<char*>(recv) + size_t(rank_) * slice, mine.data(), slice);
     return std::make_shared<DoneHandle>();
   }
-  CommHandlePtr broadcast_async(void* buf, size_t count, CommDType t, int root) override {
-    const size_t bytes = count * comm_dtype_size(t);
+  CommHandlePtr broadcast_async(void* buf, size_t count, DType t, int root) override {
+    const size_t bytes = count * dtype_size(t);
     g_.posted[size_t(rank_)] = {buf, bytes};
     g_.wait_all();
     if (rank_ != root) std::memcpy(buf, g_.posted[size_t(root)].send, bytes);
@@ -83,11 +83,20 @@ class ThreadCommunicator final : public Communicator {
     return std::make_shared<DoneHandle>();
   }
   // Checkpoints never reduce; a call here is a bug in the code under test.
-  CommHandlePtr all_reduce_async(const void*, void*, size_t, CommDType, ReduceOp) override {
+  CommHandlePtr all_reduce_async(const void*, void*, size_t, DType, ReduceOp) override {
     throw std::logic_error("ThreadCommunicator: all_reduce is not used by checkpoint code");
   }
-  CommHandlePtr reduce_scatter_async(const void*, void*, size_t, CommDType, ReduceOp) override {
+  CommHandlePtr reduce_scatter_async(const void*, void*, size_t, DType, ReduceOp) override {
     throw std::logic_error("ThreadCommunicator: reduce_scatter is not used by checkpoint code");
+  }
+  CommHandlePtr reduce_scatter_segments_async(const std::vector<Segment>&, DType, ReduceOp) override {
+    throw std::logic_error("ThreadCommunicator: reduce_scatter_segments is not used by checkpoint code");
+  }
+  CommHandlePtr all_reduce_segments_async(const std::vector<Segment>&, DType, ReduceOp) override {
+    throw std::logic_error("ThreadCommunicator: all_reduce_segments is not used by checkpoint code");
+  }
+  CommHandlePtr all_gather_segments_async(const std::vector<Segment>&, DType) override {
+    throw std::logic_error("ThreadCommunicator: all_gather_segments is not used by checkpoint code");
   }
   CommStats stats() const override { return {}; }
   void reset_stats() override {}
