@@ -3,7 +3,7 @@
 set -euo pipefail
 packages=(cmake g++ make ninja-build pkg-config
           libopenmpi-dev openmpi-bin nlohmann-json3-dev libgtest-dev libopenblas-dev libcli11-dev liburing-dev
-          libxxhash-dev python3 python3-venv openssh-client)
+          libprotobuf-dev protobuf-compiler libisal-dev libxxhash-dev python3 python3-venv python3-matplotlib openssh-client)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -18,15 +18,16 @@ else
   DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq "${missing[@]}"
 fi
 
-# Test-only Python readers (the Hugging Face checkpoint tests write and check safetensors files
-# with the reference library), pinned, in a venv beside the checkout; nothing else uses them.
+# Test-only Python readers (the tensorboard package's event reader) in a virtualenv beside the
+# sources, pinned; the build and the training never use it.
 root="$(cd "$(dirname "$0")/.." && pwd)"
 venv="$root/.venv-test"
-pins=(numpy==2.2.6 safetensors==0.5.3)
-if "$venv/bin/python3" -c 'import numpy, safetensors, sys; sys.exit(numpy.__version__ != "2.2.6" or safetensors.__version__ != "0.5.3")' 2>/dev/null; then
-  echo "setup: test venv present ($venv)"
+req="$root/scripts/requirements-test.txt"
+if [ -x "$venv/bin/python3" ] && cmp -s "$req" "$venv/requirements-test.txt"; then
+  echo "setup: test virtualenv up to date ($venv)"
 else
-  echo "setup: creating the test venv $venv (${pins[*]})"
-  /usr/bin/python3 -m venv "$venv"
-  "$venv/bin/pip" install -q "${pins[@]}"
+  echo "setup: making the test virtualenv $venv"
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install -q --disable-pip-version-check -r "$req"
+  cp "$req" "$venv/requirements-test.txt"
 fi
