@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <cctype>
 #include <chrono>
 #include <cinttypes>
 #include <cstdio>
@@ -86,8 +87,12 @@ CheckpointWriter::CheckpointWriter(RankExchange& ex, SaveOptions o)
   if (!o_.warn) o_.warn = [r = ex_.rank()](const std::string& s) {
     if (r == 0) std::fprintf(stderr, "warning: %s\n", s.c_str());
   };
-  if (o_.tag_validation != "Ignore" && o_.tag_validation != "Warn" && o_.tag_validation != "Fail")
+  // DeepSpeed compares the value case-insensitively; so does the config reader.
+  std::string mode = o_.tag_validation;
+  for (auto& c : mode) c = char(std::tolower(static_cast<unsigned char>(c)));
+  if (mode != "ignore" && mode != "warn" && mode != "fail")
     throw UserError("checkpoint.tag_validation", o_.tag_validation, "expected Ignore, Warn or Fail");
+  o_.tag_validation = mode == "ignore" ? "Ignore" : mode == "warn" ? "Warn" : "Fail";
   leader_ = ex_.rank() == 0;
   if (o_.node_local_storage) {
     const auto hosts = ex_.all_gather(host_name());

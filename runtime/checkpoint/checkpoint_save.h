@@ -20,7 +20,7 @@ namespace zt::ckpt {
 
 struct SaveOptions {
   std::string dir;                       // the save directory: DIR/latest, DIR/<tag>/
-  std::string tag_validation = "Warn";   // checkpoint.tag_validation: Ignore | Warn | Fail
+  std::string tag_validation = "Warn";   // checkpoint.tag_validation: Ignore | Warn | Fail (any case)
   bool node_local_storage = false;       // checkpoint.use_node_local_storage (see README)
   int64_t block_bytes = kDefaultBlockBytes;
   bool pin_memory = true;                // the snapshot buffer

@@ -178,6 +178,18 @@ TEST(CheckpointSave, TagValidation) {
   }
 }
 
+TEST(CheckpointSave, TagValidationIsCaseInsensitiveAndChecked) {
+  test::run_ranks(1, [&](int, Communicator& comm) {
+    RankExchange ex(comm);
+    SaveOptions o;
+    o.dir = "unused";
+    o.tag_validation = "fail";
+    EXPECT_NO_THROW(CheckpointWriter(ex, o));
+    o.tag_validation = "Sometimes";
+    EXPECT_THROW(CheckpointWriter(ex, o), UserError);
+  });
+}
+
 TEST(CheckpointSave, BackgroundWriteSavesTheSnapshotNotLaterValues) {
   TempDir dir;
   const auto m = test::small_model();
