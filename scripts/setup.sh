@@ -3,7 +3,7 @@
 set -euo pipefail
 packages=(cmake g++ make ninja-build pkg-config
           libopenmpi-dev openmpi-bin nlohmann-json3-dev libgtest-dev libopenblas-dev libcli11-dev liburing-dev
-          libprotobuf-dev protobuf-compiler libisal-dev python3 python3-venv python3-matplotlib openssh-client
+          libprotobuf-dev protobuf-compiler libisal-dev libxxhash-dev python3 python3-venv python3-matplotlib openssh-client
           clang libclang-rt-14-dev libomp-dev)  # the config fuzzer: clang's libFuzzer and OpenMP runtimes
 missing=()
 for p in "${packages[@]}"; do

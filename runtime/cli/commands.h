@@ -12,5 +12,7 @@ void register_check_command(CLI::App& app, int& exit_code);    // runtime/config
 void register_env_command(CLI::App& app, int& exit_code);      // runtime/plan: the ds_report of zerotrain
 void register_prepare_command(CLI::App& app, int& exit_code);  // runtime/data: text -> .bin shards
 void register_train(CLI::App& app, int& exit_code);            // runtime/train: options of the root app
+void register_export_command(CLI::App& app, int& exit_code);     // runtime/cli: checkpoint -> consolidated weights
+void register_checkpoint_command(CLI::App& app, int& exit_code); // runtime/cli: checkpoint info
 
 }  // namespace zt

@@ -35,6 +35,8 @@ int main(int argc, char** argv) {
   zt::register_check_command(app, exit_code);
   zt::register_env_command(app, exit_code);
   zt::register_prepare_command(app, exit_code);
+  zt::register_export_command(app, exit_code);
+  zt::register_checkpoint_command(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

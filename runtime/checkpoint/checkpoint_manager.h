@@ -1,0 +1,76 @@
+// CheckpointManager: what the training loop calls for --save / --save-every / --load / --init-from
+// — load at start, save at step boundaries in the background, finish at the end — with its reports.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "collectives/communicator.h"
+#include "kernels/backend.h"
+#include "runtime/checkpoint/checkpoint_load.h"
+#include "runtime/checkpoint/checkpoint_save.h"
+#include "runtime/checkpoint/manifest.h"
+#include "runtime/checkpoint/rank_exchange.h"
+#include "runtime/checkpoint/sharded_state.h"
+
+namespace zt::ckpt {
+
+struct CheckpointSettings {
+  std::string save_dir;        // --save DIR ("" = no saves)
+  int64_t save_every = 0;      // --save-every N (0: only at the end of the run)
+  bool background = true;      // write while training goes on (false: every save completes in its step)
+  std::string load_dir;        // --load DIR[/TAG] ("" = start fresh)
+  std::string load_tag;        // --load-tag T
+  bool load_optimizer_states = true;
+  std::string init_from;       // --init-from FILE (Hugging Face GPT-2 or zerotrain export); not with --load
+  // The ds_config's checkpoint block.
+  std::string tag_validation = "Warn";
+  bool load_universal = false;        // accepted: every zerotrain checkpoint is universal
+  bool use_node_local_storage = false;
+};
+
+// Wiring for the loop (collective methods, called by every rank at the same points):
+//   CheckpointManager ckpt(state, comm, staging, facts, settings, rank0_out);
+//   int64_t first = ckpt.start();          // load or init-from; the step to continue from
+//   for (s = first; s < steps; ++s) { train_step(s); ckpt.after_step(s + 1); }
+//   ckpt.at_end(steps);                    // final save unless just saved; waits for the write
+class CheckpointManager {
+ public:
+  CheckpointManager(ShardedState& state, Communicator& comm, Backend* staging, RunFacts facts, CheckpointSettings s,
+                    std::FILE* say);
+  ~CheckpointManager();
+
+  // Loads (--load) or initialises the weights (--init-from); returns the step to continue from.
+  // Throws UserError on bad input (every rank, before any state is written).
+  int64_t start();
+  // After the optimizer step that brought the run to `step` steps: completes a background save
+  // whose files are all written and starts one when `step` is a multiple of save_every.
+  void after_step(int64_t step);
+  // After the last step: saves `step` (unless that step was just saved) and waits for the write.
+  // A failed final save throws UserError (the run must not end as if it had been saved).
+  void at_end(int64_t step);
+
+  const std::vector<SaveResult>& saves() const { return saves_; }
+  const std::optional<LoadResult>& loaded() const { return loaded_; }
+
+ private:
+  void report(std::deque<SaveResult> done, bool final_save);
+  ShardedState& state_;
+  RankExchange ex_;
+  RunFacts facts_;
+  CheckpointSettings s_;
+  std::FILE* say_;
+  std::unique_ptr<CheckpointWriter> writer_;
+  int64_t last_saved_ = -1;
+  std::vector<SaveResult> saves_;
+  std::optional<LoadResult> loaded_;
+};
+
+// Warnings when a run resumes with a different seed or global batch (the data order then differs
+// from the uninterrupted run's), or a different precision.
+Diagnostics compare_run(const Manifest& m, const RunFacts& now, const std::string& precision_now);
+
+}  // namespace zt::ckpt

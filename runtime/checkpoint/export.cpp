@@ -1,0 +1,139 @@
+// Export: consolidates each unit's fp32 master from the rank files that hold it, then writes its
+// tensors (renamed, transposed, converted as the format needs) before moving to the next unit.
+#include "runtime/checkpoint/export.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "collectives/half_convert.h"
+#include "runtime/checkpoint/checkpoint_load.h"
+#include "runtime/checkpoint/file_io.h"
+#include "runtime/checkpoint/hf_gpt2.h"
+#include "runtime/checkpoint/manifest.h"
+#include "runtime/checkpoint/reshard.h"
+#include "runtime/checkpoint/safetensors.h"
+#include "runtime/checkpoint/shard_file.h"
+
+namespace zt::ckpt {
+
+ExportResult export_weights(const ExportOptions& o) {
+  Diagnostics d;
+  if (o.dtype != "fp32" && o.dtype != "bf16") d.error("--dtype", o.dtype, "expected fp32 or bf16");
+  if (o.format != "zerotrain" && o.format != "hf") d.error("--format", o.format, "expected zerotrain or hf");
+  if (o.out.empty()) d.error("--out", "", "missing", "name the file (hf: the folder) to write");
+  const bool hf = o.format == "hf";
+  if (!o.out.empty()) {
+    if (hf && path_exists(o.out) && !is_directory(o.out))
+      d.error("--out", o.out, "exists and is not a folder (--format hf writes model.safetensors and config.json into a folder)",
+              "name a folder");
+    if (!hf && is_directory(o.out))
+      d.error("--out", o.out, "is a folder (--format zerotrain writes one file)", "name a .safetensors file");
+  }
+  ExportResult res;
+  res.tag_dir = d.has_errors() ? "" : resolve_checkpoint(o.checkpoint, o.tag, d);
+  Manifest m;
+  if (!res.tag_dir.empty()) read_manifest(res.tag_dir, m, d);
+  if (d.has_errors()) throw UserError(d);
+  std::vector<std::unique_ptr<ShardFileReader>> files(size_t(m.world_size));
+  for (int r = 0; r < m.world_size; ++r) files[size_t(r)] = ShardFileReader::open(res.tag_dir, m, r, d);
+  if (d.has_errors()) throw UserError(d);
+
+  // Output tensors, unit by unit, in walk order.
+  const StDType dt = o.dtype == "bf16" ? StDType::BF16 : StDType::F32;
+  std::vector<StTensor> tensors;
+  std::vector<bool> transpose;
+  for (const auto& u : m.units)
+    for (const auto& t : u.tensors) {
+      StTensor s;
+      s.dtype = dt;
+      if (hf) {
+        const HfName h = hf_gpt2_name(u, t);
+        s.name = h.name;
+        s.shape = hf_shape(t, h.transpose);
+        transpose.push_back(h.transpose);
+      } else {
+        s.name = u.name + "." + t.name;
+        s.shape = t.shape;
+        transpose.push_back(false);
+      }
+      tensors.push_back(std::move(s));
+    }
+  StMetadata meta;
+  if (hf) {
+    meta["format"] = "pt";  // transformers refuses safetensors archives without it
+  } else {
+    meta["format"] = "zerotrain-weights";
+    meta["zt.model"] = nlohmann::json{{"name", m.model.name},   {"layers", m.model.layers}, {"heads", m.model.heads},
+                                      {"dim", m.model.dim},     {"vocab", m.model.vocab},   {"seq_len", m.model.seq_len},
+                                      {"tied_embeddings", m.model.tied_embeddings}}
+                           .dump();
+  }
+  meta["zt.tag"] = m.tag;
+  meta["zt.step"] = std::to_string(m.step());
+
+  if (hf) make_directories(o.out);
+  const std::string final_path = hf ? join_path(o.out, "model.safetensors") : o.out;
+  const std::string tmp = final_path + ".tmp-" + std::to_string(::getpid());
+  try {
+    FileWriter out(tmp, false);
+    SafetensorsWriter w(out, tensors, meta);
+    std::vector<float> unit, scratch;
+    std::vector<uint16_t> half;
+    size_t k = 0;
+    for (int u = 0; u < int(m.units.size()); ++u) {
+      const UnitLayout& ul = m.units[size_t(u)];
+      unit.resize(size_t(ul.numel));
+      for (const auto& p : plan_reads(m.ranks, ElementRange{u, 0, ul.numel}))
+        files[size_t(p.rank)]->read("master", p.source, p.src_offset, p.n, unit.data() + p.dst_offset, o.verify);
+      int64_t largest = 0;
+      for (const auto& t : ul.tensors) {
+        const float* src = unit.data() + t.offset;
+        if (transpose[k]) {
+          scratch.resize(size_t(t.numel));
+          const int64_t rows = t.shape[0], cols = t.shape[1];
+          for (int64_t i = 0; i < cols; ++i)
+            for (int64_t r = 0; r < rows; ++r) scratch[size_t(i * rows + r)] = src[r * cols + i];
+          src = scratch.data();
+          largest = std::max(largest, t.numel * 4);
+        }
+        if (dt == StDType::BF16) {
+          half.resize(size_t(t.numel));
+          for (int64_t i = 0; i < t.numel; ++i) half[size_t(i)] = f32_to_bf16(src[i]);
+          w.append(half.data(), half.size() * 2);
+          largest = std::max(largest, t.numel * (transpose[k] ? 6 : 2));
+        } else {
+          w.append(src, size_t(t.numel) * 4);
+        }
+        ++k;
+      }
+      res.peak_buffer_bytes = std::max(res.peak_buffer_bytes, ul.numel * 4 + largest);
+      res.params += ul.numel;
+    }
+    w.finish();
+    out.sync();
+    out.close();
+    res.bytes_written = w.file_bytes();
+    if (::rename(tmp.c_str(), final_path.c_str()) != 0) throw IoError("cannot rename " + tmp + " to", final_path, -1, errno);
+    fsync_directory(final_path.find('/') == std::string::npos ? "." : final_path.substr(0, final_path.rfind('/')));
+  } catch (const IoError& e) {
+    ::unlink(tmp.c_str());
+    throw UserError("--out", o.out, e.what(), "write to a folder with free space that you can write to");
+  } catch (...) {
+    ::unlink(tmp.c_str());
+    throw;
+  }
+  res.files.push_back(final_path);
+  if (hf) {
+    const std::string cfg = join_path(o.out, "config.json");
+    const std::string text = hf_gpt2_config(m.model).dump(2) + "\n";
+    replace_file_atomically(cfg, text);
+    res.files.push_back(cfg);
+    res.bytes_written += int64_t(text.size());
+  }
+  res.tensors = int64_t(tensors.size());
+  for (const auto& f : files) res.bytes_read += f->bytes_read();
+  return res;
+}
+
+}  // namespace zt::ckpt

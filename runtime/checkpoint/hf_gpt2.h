@@ -1,0 +1,65 @@
+// Hugging Face GPT-2 weights: the name and layout of each of our tensors in GPT2LMHeadModel's state
+// dict, its config.json, and a reader of such a safetensors file into our unit layout (--init-from).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/checkpoint/rank_exchange.h"
+#include "runtime/checkpoint/safetensors.h"
+#include "runtime/checkpoint/sharded_state.h"
+#include "runtime/common/diagnostics.h"
+#include "runtime/model/model_config.h"
+#include "runtime/model/unit_layout.h"
+
+namespace zt::ckpt {
+
+// HF's name for our tensor, and whether the layouts differ by a transpose: HF's Conv1D stores
+// [in, out] where our linear weights are [out, in] (qkv_w, attproj_w, fc_w, fcproj_w).
+// embedding.wte -> transformer.wte.weight, block3.qkv_w -> transformer.h.3.attn.c_attn.weight,
+// head.lnf_w -> transformer.ln_f.weight, head.lm_head_w -> lm_head.weight (untied models only).
+struct HfName {
+  std::string name;
+  bool transpose = false;
+};
+HfName hf_gpt2_name(const UnitLayout& unit, const TensorView& t);
+std::vector<int64_t> hf_shape(const TensorView& t, bool transpose);
+
+// config.json for GPT2LMHeadModel with this shape (gelu_new, layer_norm_epsilon 1e-5, no dropout).
+nlohmann::ordered_json hf_gpt2_config(const ModelConfig& m);
+
+// A GPT-2 safetensors file in the HF layout (with or without the "transformer." prefix) or as
+// `zerotrain export --format zerotrain` writes it (our names and layout), checked
+// against our units: every tensor present with the right shape (transposed where HF's is), dtype
+// F32, F16, BF16 or F64; the causal-mask buffers (attn.bias, attn.masked_bias) are ignored. A
+// config.json beside the file is checked against `model` (heads, activation, epsilon, tying).
+class HfGpt2Reader {
+ public:
+  static std::unique_ptr<HfGpt2Reader> open(const std::string& path, const std::vector<UnitLayout>& units,
+                                            const ModelConfig& model, Diagnostics& d);
+  // Unit u's numel fp32 values in our layout (transposed back where needed).
+  void read_unit(int u, float* out) const;
+  uint64_t bytes_read() const { return file_->bytes_read(); }
+
+ private:
+  HfName source(const UnitLayout& u, const TensorView& t) const;  // the file's name for our tensor
+  std::unique_ptr<SafetensorsFile> file_;
+  const std::vector<UnitLayout>* units_ = nullptr;
+  std::string prefix_;  // "transformer." or ""
+  bool ours_ = false;   // zerotrain's names ("block0.qkv_w"), no transposes
+};
+
+// --init-from FILE: every rank reads the units it needs and writes them as "master" (the
+// optimizer state stays fresh, counters untouched), then commit(). Collective; bad input is a
+// UserError on every rank before any write.
+void init_from_hf(ShardedState& state, RankExchange& ex, const std::string& path, const ModelConfig& model);
+
+// Converts n values of a safetensors dtype (F32, F16, BF16, F64) to fp32.
+void to_f32(StDType t, const void* src, int64_t n, float* dst);
+
+}  // namespace zt::ckpt

@@ -1,0 +1,223 @@
+// Shard files: writing with block checksums, reading element ranges with or without verification.
+#include "runtime/checkpoint/shard_file.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+
+namespace zt::ckpt {
+
+namespace {
+
+constexpr const char* kBlocksPrefix = "zt.blocks/";
+
+std::string hex16(uint64_t v) {
+  char b[20];
+  std::snprintf(b, sizeof b, "%016" PRIx64, v);
+  return b;
+}
+
+bool parse_blocks(const std::string& s, std::vector<uint64_t>& out) {
+  if (s.size() % 16 != 0) return false;
+  for (size_t i = 0; i < s.size(); i += 16) {
+    const auto v = parse_checksum_text("xxh3:" + s.substr(i, 16));
+    if (!v) return false;
+    out.push_back(*v);
+  }
+  return true;
+}
+
+const std::string kFix = "the file is damaged: copy the checkpoint again from where it was written, or load another tag";
+
+}  // namespace
+
+std::string shard_tensor_name(const std::string& array, const std::string& unit, int64_t begin) {
+  return array + "/" + unit + "/" + std::to_string(begin);
+}
+
+int64_t ShardFileSpec::range_elements() const {
+  int64_t n = 0;
+  for (const auto& r : owned) n += r.n;
+  return n;
+}
+
+WrittenFile write_shard_file(const std::string& path, const std::vector<UnitLayout>& units, const ShardFileSpec& spec,
+                             const float* data, int64_t block_bytes, const StMetadata& extra) {
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<StTensor> tensors;
+  StMetadata meta = extra;
+  meta["format"] = "zerotrain-shard";
+  meta["zt.block_bytes"] = std::to_string(block_bytes);
+  for (const auto& a : spec.arrays)
+    for (const auto& r : spec.owned) {
+      StTensor t;
+      t.name = shard_tensor_name(a, units.at(size_t(r.unit)).name, r.begin);
+      t.dtype = StDType::F32;
+      t.shape = {r.n};
+      // Placeholders of the final length: the header is rewritten in place once the data is out.
+      meta[kBlocksPrefix + t.name] = std::string(size_t((r.n * 4 + block_bytes - 1) / block_bytes) * 16, '0');
+      tensors.push_back(std::move(t));
+    }
+  FileWriter out(path, true);
+  SafetensorsWriter w(out, std::move(tensors), meta);
+  // One pass: each block is hashed and written while it is in cache.
+  const char* p = reinterpret_cast<const char*>(data);
+  for (const auto& t : w.tensors()) {
+    std::string& hashes = meta[kBlocksPrefix + t.name];
+    hashes.clear();
+    for (int64_t b = 0; b < t.bytes(); b += block_bytes) {
+      const size_t n = size_t(std::min(block_bytes, t.bytes() - b));
+      hashes += hex16(xxh3(p + b, n));
+      w.append(p + b, n);
+    }
+    p += t.bytes();
+  }
+  w.finish();
+  w.rewrite_header(meta);
+  out.sync();
+  out.close();
+  WrittenFile f;
+  f.path = path;
+  f.bytes = w.file_bytes();
+  f.checksum = w.data_checksum();
+  f.header_checksum = w.header_checksum();
+  f.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return f;
+}
+
+std::unique_ptr<ShardFileReader> ShardFileReader::open(const std::string& tag_dir, const Manifest& m, int rank,
+                                                        Diagnostics& d) {
+  const RankFileRecord& rec = m.ranks.at(size_t(rank));
+  const std::string path = join_path(tag_dir, rec.file);
+  const size_t before = d.error_count();
+  if (!path_exists(path)) {
+    d.error(path, "", "rank " + std::to_string(rank) + "'s shard file is missing (the manifest lists " +
+                          std::to_string(m.world_size) + " rank files)",
+            "copy every rank file of the tag into " + tag_dir + " (with node-local storage each node wrote its own), or load another tag");
+    return nullptr;
+  }
+  {
+    FileReader probe(path);
+    if (probe.size() != rec.bytes) {
+      d.error(path + " (byte " + std::to_string(probe.size()) + ")", std::to_string(probe.size()) + " bytes",
+              probe.size() < rec.bytes ? "the file is truncated: the manifest recorded " + std::to_string(rec.bytes) +
+                                             " bytes, it ends " + std::to_string(rec.bytes - probe.size()) + " bytes early"
+                                       : "the manifest recorded " + std::to_string(rec.bytes) + " bytes",
+              kFix);
+      return nullptr;
+    }
+  }
+  auto file = SafetensorsFile::open(path, d, kFix);
+  if (!file) return nullptr;
+  if (file->header_checksum() != rec.header_checksum) {
+    d.error(path + " (bytes 0.." + std::to_string(file->data_start()) + ")", checksum_text(file->header_checksum()),
+            "the header does not match the manifest's record (" + checksum_text(rec.header_checksum) +
+                "): the file is damaged or comes from another save",
+            kFix);
+    return nullptr;
+  }
+  std::unique_ptr<ShardFileReader> r(new ShardFileReader());
+  r->manifest_ = &m;
+  r->rank_ = rank;
+  r->block_bytes_ = m.block_bytes;
+  const auto bb = file->metadata().find("zt.block_bytes");
+  if (bb == file->metadata().end() || bb->second != std::to_string(m.block_bytes))
+    d.error(path + " (header key \"__metadata__.zt.block_bytes\")", bb == file->metadata().end() ? "" : bb->second,
+            "expected " + std::to_string(m.block_bytes) + " as the manifest records", kFix);
+  size_t expected = 0;
+  for (const auto& a : m.arrays)
+    for (const auto& e : rec.owned) {
+      const std::string name = shard_tensor_name(a, m.units.at(size_t(e.unit)).name, e.begin);
+      ++expected;
+      const StTensor* t = file->find(name);
+      if (!t || t->dtype != StDType::F32 || t->shape != std::vector<int64_t>{e.n}) {
+        d.error(path + " (header key \"" + name + "\")", t ? std::string(st_dtype_name(t->dtype)) + " " + shape_text(t->shape) : "",
+                t ? "expected F32 [" + std::to_string(e.n) + "]" : "missing: the manifest says rank " + std::to_string(rank) + " owns it",
+                kFix);
+        continue;
+      }
+      const auto it = file->metadata().find(kBlocksPrefix + name);
+      std::vector<uint64_t> hashes;
+      const int64_t nblocks = (t->bytes() + m.block_bytes - 1) / m.block_bytes;
+      if (it == file->metadata().end() || !parse_blocks(it->second, hashes) || int64_t(hashes.size()) != nblocks)
+        d.error(path + " (header key \"__metadata__." + kBlocksPrefix + name + "\")", "",
+                "expected " + std::to_string(nblocks) + " block checksums", kFix);
+      r->blocks_[name] = std::move(hashes);
+    }
+  if (file->tensors().size() != expected)
+    d.error(path, std::to_string(file->tensors().size()) + " tensors",
+            "expected " + std::to_string(expected) + " (one per array and owned range)", kFix);
+  if (d.error_count() != before) return nullptr;
+  r->file_ = std::move(file);
+  return r;
+}
+
+const StTensor& ShardFileReader::tensor(const std::string& array, const ElementRange& owned) const {
+  const StTensor* t = file_->find(shard_tensor_name(array, manifest_->units.at(size_t(owned.unit)).name, owned.begin));
+  if (!t) throw std::logic_error("shard file " + path() + " has no tensor for array " + array);
+  return *t;
+}
+
+bool ShardFileReader::check_blocks(const StTensor& t, int64_t first_block, const char* bytes, int64_t nbytes,
+                                   std::string* problem) const {
+  const auto& hashes = blocks_.at(t.name);
+  for (int64_t off = 0, b = first_block; off < nbytes; off += block_bytes_, ++b) {
+    const int64_t n = std::min(block_bytes_, nbytes - off);
+    const uint64_t h = xxh3(bytes + off, size_t(n));
+    if (h != hashes.at(size_t(b))) {
+      *problem = "block " + std::to_string(b) + " of tensor \"" + t.name + "\" (file bytes " +
+                 std::to_string(file_->data_start() + t.begin + b * block_bytes_) + ".." +
+                 std::to_string(file_->data_start() + t.begin + b * block_bytes_ + n) + ") has checksum " + checksum_text(h) +
+                 ", the header recorded " + checksum_text(hashes.at(size_t(b)));
+      return false;
+    }
+  }
+  return true;
+}
+
+void ShardFileReader::read(const std::string& array, const ElementRange& owned, int64_t offset, int64_t n, float* out,
+                           bool verify) const {
+  const StTensor& t = tensor(array, owned);
+  const int64_t b0 = offset * 4, b1 = (offset + n) * 4;
+  if (n <= 0) return;
+  if (!verify) {
+    file_->read(t, b0, size_t(b1 - b0), out);
+    return;
+  }
+  // Whole blocks, at most kChunk blocks at a time, each checked before its bytes are used.
+  constexpr int64_t kChunkBlocks = 16;
+  std::vector<char> buf;
+  char* dst = reinterpret_cast<char*>(out);
+  for (int64_t blk = b0 / block_bytes_; blk * block_bytes_ < b1; blk += kChunkBlocks) {
+    const int64_t s = blk * block_bytes_;
+    const int64_t last = (b1 + block_bytes_ - 1) / block_bytes_ * block_bytes_;  // end of the block holding b1 - 1
+    const int64_t e = std::min({(blk + kChunkBlocks) * block_bytes_, last, t.bytes()});
+    buf.resize(size_t(e - s));
+    file_->read(t, s, size_t(e - s), buf.data());
+    std::string problem;
+    if (!check_blocks(t, blk, buf.data(), e - s, &problem)) throw UserError(path(), "", problem, kFix);
+    const int64_t from = std::max(s, b0), to = std::min(e, b1);
+    std::memcpy(dst + (from - b0), buf.data() + (from - s), size_t(to - from));
+  }
+}
+
+int ShardFileReader::verify_all(Diagnostics& d) const {
+  int bad = 0;
+  std::vector<char> buf;
+  for (const auto& t : file_->tensors())
+    for (int64_t s = 0; s < t.bytes(); s += block_bytes_) {
+      const int64_t n = std::min(block_bytes_, t.bytes() - s);
+      buf.resize(size_t(n));
+      file_->read(t, s, size_t(n), buf.data());
+      std::string problem;
+      if (!check_blocks(t, s / block_bytes_, buf.data(), n, &problem)) {
+        d.error(path(), "", problem, kFix);
+        ++bad;
+      }
+    }
+  return bad;
+}
+
+}  // namespace zt::ckpt

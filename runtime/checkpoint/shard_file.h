@@ -1,0 +1,66 @@
+// Shard files: one rank's part of a checkpoint as safetensors — a tensor per (array, owned range),
+// each with per-block checksums in the header — written from a snapshot, read back by element range.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/checkpoint/manifest.h"
+#include "runtime/checkpoint/safetensors.h"
+#include "runtime/checkpoint/sharded_state.h"
+
+namespace zt::ckpt {
+
+// "exp_avg/block3/1024": array, unit name, first element of the owned range.
+std::string shard_tensor_name(const std::string& array, const std::string& unit, int64_t begin);
+
+// What one rank file holds, in data order: for each array, for each owned range, its fp32 values.
+struct ShardFileSpec {
+  std::vector<std::string> arrays;
+  std::vector<ElementRange> owned;
+  int64_t range_elements() const;  // Σ owned n
+  int64_t total_elements() const { return int64_t(arrays.size()) * range_elements(); }
+};
+
+struct WrittenFile {
+  std::string path;
+  int64_t bytes = 0;
+  uint64_t checksum = 0, header_checksum = 0;
+  double seconds = 0;  // hashing, writing and fsync
+};
+
+// Writes `data` (spec.total_elements() floats in data order) to a new file at `path` with a
+// checksum per `block_bytes` of each tensor, fsyncs and closes it. Throws IoError.
+WrittenFile write_shard_file(const std::string& path, const std::vector<UnitLayout>& units, const ShardFileSpec& spec,
+                             const float* data, int64_t block_bytes, const StMetadata& extra);
+
+// One rank file of a checkpoint opened for reading, checked against its manifest record.
+class ShardFileReader {
+ public:
+  // Checks the size and header checksum the manifest recorded, the safetensors header, and that
+  // the file holds exactly the tensors of its rank's owned ranges. Problems go to `d` (null return).
+  static std::unique_ptr<ShardFileReader> open(const std::string& tag_dir, const Manifest& m, int rank, Diagnostics& d);
+
+  // n elements of `array`, from element `offset` of owned range `owned` (one of this rank's).
+  // verify: read whole checksum blocks and check them (a mismatch throws UserError naming the
+  // file and byte offset); otherwise read exactly the bytes asked for.
+  void read(const std::string& array, const ElementRange& owned, int64_t offset, int64_t n, float* out, bool verify) const;
+  // Reads and checks every block (checkpoint info); returns the number of bad blocks, each in `d`.
+  int verify_all(Diagnostics& d) const;
+  uint64_t bytes_read() const { return file_->bytes_read(); }
+  int64_t data_start() const { return file_->data_start(); }
+  const std::string& path() const { return file_->path(); }
+
+ private:
+  const StTensor& tensor(const std::string& array, const ElementRange& owned) const;
+  bool check_blocks(const StTensor& t, int64_t first_block, const char* bytes, int64_t nbytes, std::string* problem) const;
+  std::unique_ptr<SafetensorsFile> file_;
+  const Manifest* manifest_ = nullptr;
+  int rank_ = 0;
+  int64_t block_bytes_ = 0;
+  std::map<std::string, std::vector<uint64_t>> blocks_;  // tensor name -> block checksums
+};
+
+}  // namespace zt::ckpt
