@@ -91,19 +91,20 @@ std::string resolve_checkpoint(const std::string& path, const std::string& tag, 
   return dir;
 }
 
-bool prepare_load(const ShardedState& state, const LoadOptions& o, LoadPlan& plan, Diagnostics& d) {
+bool prepare_manifest(const std::vector<UnitLayout>& units, const std::vector<std::string>& arrays,
+                      OptimizerType optimizer, const LoadOptions& o, LoadPlan& plan, Diagnostics& d) {
   const size_t before = d.error_count();
   plan.tag_dir = resolve_checkpoint(o.path, o.tag, d);
   if (plan.tag_dir.empty()) return false;
   Manifest& m = plan.manifest;
   if (!read_manifest(plan.tag_dir, m, d)) return false;
   const std::string mpath = join_path(plan.tag_dir, kManifestName);
-  check_same_model(m, mpath, state.units(),
+  check_same_model(m, mpath, units,
                    "load it into the model it was saved from (" + model_text(m.model) + ": e.g. --model " + m.model.name +
                        "), or start a new run",
                    d);
   if (o.load_optimizer_states) {
-    plan.arrays = state.arrays();
+    plan.arrays = arrays;
     std::vector<std::string> missing;
     for (const auto& a : plan.arrays)
       if (std::find(m.arrays.begin(), m.arrays.end(), a) == m.arrays.end()) missing.push_back(a);
@@ -113,18 +114,24 @@ bool prepare_load(const ShardedState& state, const LoadOptions& o, LoadPlan& pla
       for (const auto& a : missing) need += (need.empty() ? "" : ", ") + a;
       d.error(mpath + ": arrays", have,
               "the checkpoint (optimizer " + m.optimizer + ") lacks " + need + ", which this run's optimizer " +
-                  checkpoint_optimizer_name(state.optimizer()) + " needs",
+                  checkpoint_optimizer_name(optimizer) + " needs",
               "use the optimizer it was saved with, or start from its weights alone: zerotrain export --checkpoint " +
                   plan.tag_dir + " --out W.safetensors, then --init-from W.safetensors");
-    } else if (m.optimizer != checkpoint_optimizer_name(state.optimizer())) {
+    } else if (m.optimizer != checkpoint_optimizer_name(optimizer)) {
       plan.warnings.warning(mpath + ": optimizer", m.optimizer,
-                            "saved with " + m.optimizer + ", loading into " + checkpoint_optimizer_name(state.optimizer()) +
+                            "saved with " + m.optimizer + ", loading into " + checkpoint_optimizer_name(optimizer) +
                                 ": the moments are taken as they are (same names, same meaning)");
     }
   } else {
     plan.arrays = {"master"};
   }
-  if (d.error_count() != before) return false;
+  return d.error_count() == before;
+}
+
+bool prepare_load(const ShardedState& state, const LoadOptions& o, LoadPlan& plan, Diagnostics& d) {
+  const size_t before = d.error_count();
+  if (!prepare_manifest(state.units(), state.arrays(), state.optimizer(), o, plan, d)) return false;
+  const Manifest& m = plan.manifest;
   // Open (and check) only the old rank files holding something this rank needs.
   for (int r : ranks_touched(m.ranks, state.needed())) {
     auto f = ShardFileReader::open(plan.tag_dir, m, r, d);

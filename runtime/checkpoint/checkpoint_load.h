@@ -40,6 +40,10 @@ struct LoadPlan {
   Diagnostics warnings;
 };
 bool prepare_load(const ShardedState& state, const LoadOptions& o, LoadPlan& plan, Diagnostics& d);
+// The part of prepare_load that needs no engine (a run checks it before allocating): the tag, the
+// manifest, the model (`units`) and the arrays this run's optimizer loads; no rank file opened.
+bool prepare_manifest(const std::vector<UnitLayout>& units, const std::vector<std::string>& arrays,
+                      OptimizerType optimizer, const LoadOptions& o, LoadPlan& plan, Diagnostics& d);
 
 struct LoadResult {
   Manifest manifest;

@@ -11,14 +11,19 @@ namespace zt::ckpt {
 Diagnostics compare_run(const Manifest& m, const RunFacts& now, const std::string& precision_now) {
   Diagnostics w;
   const std::string where = m.tag + "/" + kManifestName;
+  const std::string fix = "resume with the saved run's values (the data order is a function of the seed, the step and the "
+                          "global batch), or start a new run from its weights: zerotrain export, then --init-from";
   if (m.run.seed != now.seed)
-    w.warning(where + ": run.seed", std::to_string(m.run.seed),
-              "this run's seed is " + std::to_string(now.seed) + ": the sample order differs from the saved run's");
+    w.error(where + ": run.seed", std::to_string(m.run.seed),
+            "the checkpoint was saved by a run with seed " + std::to_string(m.run.seed) + ", this run's seed is " +
+                std::to_string(now.seed) + ": the samples would not continue the saved run's order",
+            fix + " (--seed " + std::to_string(m.run.seed) + ")");
   if (m.run.global_batch != now.global_batch && m.run.global_batch > 0)
-    w.warning(where + ": run.global_batch", std::to_string(m.run.global_batch),
-              "this run's global batch is " + std::to_string(now.global_batch) +
-                  ": the data continues in another order than the saved run would have (keep micro batch x accumulation x "
-                  "world size equal to resume exactly)");
+    w.error(where + ": run.global_batch", std::to_string(m.run.global_batch),
+            "the checkpoint was saved by a run with global batch " + std::to_string(m.run.global_batch) +
+                ", this run's global batch is " + std::to_string(now.global_batch) +
+                " (micro batch x accumulation x world size): the samples would not continue the saved run's order",
+            fix + " (keep micro batch x accumulation x world size at " + std::to_string(m.run.global_batch) + ")");
   if (!m.precision.empty() && m.precision != precision_now)
     w.warning(where + ": precision", m.precision,
               "loading into a " + precision_now + " run: the fp32 master and moments load as they are, the working copy is "
@@ -26,16 +31,58 @@ Diagnostics compare_run(const Manifest& m, const RunFacts& now, const std::strin
   return w;
 }
 
+void check_settings(const CheckpointSettings& s, Diagnostics& d) {
+  if (s.save_every < 0) d.error("--save-every", std::to_string(s.save_every), "must be >= 0 (0: save at the end only)");
+  if (s.save_every > 0 && s.save_dir.empty()) d.error("--save-every", std::to_string(s.save_every), "needs --save DIR");
+  if (!s.load_dir.empty() && !s.init_from.empty())
+    d.error("--init-from", s.init_from, "cannot be combined with --load (a checkpoint already holds weights)",
+            "drop one of them");
+  if (!s.load_tag.empty() && s.load_dir.empty()) d.error("--load-tag", s.load_tag, "needs --load DIR");
+}
+
+void check_before_start(const CheckpointSettings& s, const RunFacts& facts, const std::string& precision,
+                        OptimizerType optimizer, bool sgd_momentum, int64_t steps, Diagnostics& d) {
+  const size_t before = d.error_count();
+  check_settings(s, d);
+  if (d.error_count() != before) return;
+  const std::vector<UnitLayout> units = build_unit_layouts(facts.model);
+  if (!s.init_from.empty()) {
+    HfGpt2Reader::open(s.init_from, units, facts.model, d);
+    return;
+  }
+  if (s.load_dir.empty()) return;
+  LoadOptions lo;
+  lo.path = s.load_dir;
+  lo.tag = s.load_tag;
+  lo.load_optimizer_states = s.load_optimizer_states;
+  LoadPlan plan;
+  try {
+    if (!prepare_manifest(units, state_arrays_for(optimizer, sgd_momentum), optimizer, lo, plan, d)) return;
+  } catch (const IoError& e) {
+    d.error(e.path(), "", e.what(), "check that the checkpoint is readable by this user");
+    return;
+  }
+  const Manifest& m = plan.manifest;
+  for (const RankFileRecord& r : m.ranks)
+    if (!path_exists(join_path(plan.tag_dir, r.file)))
+      d.error(join_path(plan.tag_dir, r.file), "", "rank " + std::to_string(r.rank) + "'s file is missing",
+              "copy every rank file of the tag together (the manifest lists " + std::to_string(m.ranks.size()) +
+                  "), or load another tag");
+  Diagnostics w = compare_run(m, facts, precision);
+  w.append(plan.warnings);
+  for (const auto& x : w.all())
+    if (x.severity == Severity::Error) d.add(x);
+  if (m.step() > steps)
+    d.error("--steps", std::to_string(steps),
+            "the checkpoint " + plan.tag_dir + " is at step " + std::to_string(m.step()) + " already",
+            "pass --steps " + std::to_string(m.step()) + " or more (the total, loaded steps included)");
+}
+
 CheckpointManager::CheckpointManager(ShardedState& state, Communicator& comm, Backend* staging, RunFacts facts,
                                      CheckpointSettings s, std::FILE* say)
     : state_(state), ex_(comm, staging), facts_(std::move(facts)), s_(std::move(s)), say_(say) {
   Diagnostics d;
-  if (s_.save_every < 0) d.error("--save-every", std::to_string(s_.save_every), "must be >= 0 (0: save at the end only)");
-  if (s_.save_every > 0 && s_.save_dir.empty()) d.error("--save-every", std::to_string(s_.save_every), "needs --save DIR");
-  if (!s_.load_dir.empty() && !s_.init_from.empty())
-    d.error("--init-from", s_.init_from, "cannot be combined with --load (a checkpoint already holds weights)",
-            "drop one of them");
-  if (!s_.load_tag.empty() && s_.load_dir.empty()) d.error("--load-tag", s_.load_tag, "needs --load DIR");
+  check_settings(s_, d);
   if (d.has_errors()) throw UserError(d);
   if (s_.load_universal && say_)
     std::fprintf(say_, "note: checkpoint.load_universal: every zerotrain checkpoint loads at any world size and stage; "
@@ -68,6 +115,7 @@ int64_t CheckpointManager::start() {
   loaded_ = load_checkpoint(state_, ex_, lo);
   const Manifest& m = loaded_->manifest;
   Diagnostics w = compare_run(m, facts_, dtype_name(state_.precision()));
+  if (w.has_errors()) throw UserError(w);  // a run checks these before it allocates (check_before_start)
   w.append(loaded_->warnings);
   if (say_) {
     for (const auto& x : w.all()) std::fprintf(say_, "%s\n", format_diagnostic(x).c_str());

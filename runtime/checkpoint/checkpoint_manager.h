@@ -53,6 +53,7 @@ class CheckpointManager {
   // A failed final save throws UserError (the run must not end as if it had been saved).
   void at_end(int64_t step);
 
+  bool saving() const { return writer_ != nullptr; }  // --save was given
   const std::vector<SaveResult>& saves() const { return saves_; }
   const std::optional<LoadResult>& loaded() const { return loaded_; }
 
@@ -69,8 +70,16 @@ class CheckpointManager {
   std::optional<LoadResult> loaded_;
 };
 
-// Warnings when a run resumes with a different seed or global batch (the data order then differs
-// from the uninterrupted run's), or a different precision.
+// A run that resumes with a different seed or global batch (the data order would differ from the
+// uninterrupted run's): errors naming both values; a different precision: a warning.
 Diagnostics compare_run(const Manifest& m, const RunFacts& now, const std::string& precision_now);
+
+// The flags together: --save-every without --save, --load-tag without --load, --init-from with --load.
+void check_settings(const CheckpointSettings& s, Diagnostics& d);
+// What a run checks before it allocates anything (every problem into `d`): the flags; for --load the
+// tag, the manifest, the model, the optimizer's arrays, every rank file present, the seed and global
+// batch (compare_run) and a checkpoint past `steps`; for --init-from the file's tensors and config.
+void check_before_start(const CheckpointSettings& s, const RunFacts& facts, const std::string& precision,
+                        OptimizerType optimizer, bool sgd_momentum, int64_t steps, Diagnostics& d);
 
 }  // namespace zt::ckpt

@@ -1,6 +1,7 @@
 // Engine: builds the ZeRO objects for one run (partition first, then the buffers each object owns),
 // gives every rank its deterministic initial parameters (they depend on the seed only, never on the
 // stage or the world size), and answers the summaries: evaluation and the consolidated checksum.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -112,21 +113,40 @@ Engine::State::State(const ModelConfig& m, const EngineOptions& o, Backend& b, C
                                                StateOffloadOptions{o.offload.nvme_path, o.offload.buffer_count, o.offload.aio},
                                                pinned, transfer.get(), *store);
   // Initial values of the range this rank keeps (the whole unit for stages 0–2, its shard for 3).
-  std::vector<float> init;
-  for (int u = 0; u < U; ++u) {
-    const UnitPart& up = part->unit(u);
-    const int64_t first = part->gathers_params_for_compute() ? part->shard(u).rank_begin : 0;
-    init.assign(size_t(up.param_len), 0.0f);
-    init_unit_params(model->layout(u), o.seed, first, first + up.param_len, init.data());
-    store->initialize(u, init.data());
-    optimizer->initialize(u, init.data() + up.state_in_param);
-  }
-  store->finish_initialize();
-  optimizer->finish_initialize();
+  set_params(
+      [&](int u, float* values) {
+        const int64_t first = part->gathers_params_for_compute() ? part->shard(u).rank_begin : 0;
+        init_unit_params(model->layout(u), o.seed, first, first + part->unit(u).param_len, values);
+      },
+      true);
   if (o.precision == DType::F16) scaler = std::make_unique<LossScaler>(o.loss_scaler);
   tokens.resize(size_t(o.micro_batch) * m.seq_len);
   targets.resize(tokens.size());
   backend.synchronize();
+}
+
+void Engine::State::set_params(const std::function<void(int, float*)>& fill, bool with_master) {
+  std::vector<float> values;
+  for (int u = 0; u < part->units(); ++u) {
+    const UnitPart& up = part->unit(u);
+    values.assign(size_t(up.param_len), 0.0f);
+    fill(u, values.data());
+    store->initialize(u, values.data());
+    if (with_master) optimizer->initialize(u, values.data() + up.state_in_param);
+  }
+  store->finish_initialize();
+  if (with_master) optimizer->finish_initialize();
+}
+
+void Engine::State::gather_unit(int u, const float* shard, std::vector<float>& full) {
+  const UnitShard& sh = part->shard(u);
+  void* buf = ledger.alloc(MemCategory::CommBuffers, size_t(sh.padded) * 4);
+  void* mine = static_cast<char*>(buf) + size_t(sh.rank_begin) * 4;
+  backend.copy_to_device(mine, shard, size_t(sh.shard) * 4);
+  comm.all_gather(mine, buf, size_t(sh.padded), DType::F32);
+  full.resize(size_t(sh.padded));
+  backend.copy_to_host(full.data(), buf, size_t(sh.padded) * 4);
+  ledger.free(buf);
 }
 
 Engine::State::~State() {
@@ -181,15 +201,7 @@ ParamSummary Engine::param_summary() {
     const int64_t numel = p.shard(u).numel;
     const float* values = masters[size_t(u)].data();
     if (!p.all_reduces_grads() && p.world_size() > 1) {
-      // Consolidate the unit from every rank's master shard (through backend memory for NCCL).
-      const int64_t S = p.shard(u).shard, P = p.shard(u).padded;
-      void* buf = s.ledger.alloc(MemCategory::CommBuffers, size_t(P) * 4);
-      void* mine = static_cast<char*>(buf) + size_t(p.shard(u).rank_begin) * 4;
-      s.backend.copy_to_device(mine, values, size_t(S) * 4);
-      s.comm.all_gather(mine, buf, size_t(P), DType::F32);
-      full.resize(size_t(P));
-      s.backend.copy_to_host(full.data(), buf, size_t(P) * 4);
-      s.ledger.free(buf);
+      s.gather_unit(u, values, full);  // the unit from every rank's master shard
       values = full.data();
     }
     for (int64_t i = 0; i < numel; ++i) {
@@ -206,6 +218,54 @@ ParamSummary Engine::param_summary() {
   out.checksum = h;
   out.l2 = std::sqrt(sq);
   return out;
+}
+
+Engine::Counters Engine::counters() const {
+  const State& s = *s_;
+  Counters c{s.steps, s.applied, s.skipped, std::nullopt};
+  if (s.scaler) c.scaler = s.scaler->state();
+  return c;
+}
+
+void Engine::restore_counters(const Counters& c) {
+  State& s = *s_;
+  s.steps = c.steps;
+  s.applied = c.applied;
+  s.skipped = c.skipped;
+  if (s.scaler && c.scaler) s.scaler->restore(*c.scaler);
+}
+
+double Engine::next_lr() const {
+  const State& s = *s_;
+  return s.opt.scheduler ? s.opt.scheduler->lr_for_step(s.applied) : s.opt.optimizer.lr;
+}
+
+bool Engine::has_state(StateArray a) const { return s_->optimizer->has_state(a); }
+void Engine::read_state(StateArray a, int u, int64_t begin, int64_t n, float* out) {
+  s_->optimizer->read_state(a, u, begin, n, out);
+}
+void Engine::write_state(StateArray a, int u, int64_t begin, int64_t n, const float* in) {
+  s_->optimizer->write_state(a, u, begin, n, in);
+}
+
+void Engine::params_from_master() {
+  State& s = *s_;
+  const Partition& p = *s.part;
+  s.gatherer->release_all();  // gathered copies of the old values
+  const std::vector<std::vector<float>> masters = s.optimizer->masters();
+  std::vector<float> full;
+  s.set_params(
+      [&](int u, float* values) {
+        const std::vector<float>& m = masters[size_t(u)];
+        if (p.gathers_params_after_update()) {  // stages 1–2 keep the full unit, the master its shard
+          s.gather_unit(u, m.data(), full);
+          std::copy(full.begin(), full.end(), values);
+        } else {                                // stages 0 and 3: the master covers what is kept
+          std::copy(m.begin(), m.end(), values);
+        }
+      },
+      false);
+  s.backend.synchronize();
 }
 
 }  // namespace zt

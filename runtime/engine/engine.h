@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 
 #include "collectives/communicator.h"
 #include "kernels/backend.h"
@@ -16,6 +17,7 @@
 #include "runtime/model/model_config.h"
 #include "runtime/zero/partition.h"
 #include "runtime/zero/shard_map.h"
+#include "runtime/zero/shard_optimizer.h"
 
 namespace zt {
 
@@ -76,6 +78,26 @@ class Engine {
   // expected_comm_bytes_per_step; accumulation repeats the stage 2–3 reductions and stage 3 gathers
   // per micro-step). Element bytes of the working type.
   uint64_t expected_comm_bytes_per_step() const;
+
+  // --- checkpoints (runtime/engine/engine_checkpoint.h maps these onto a ShardedState) ---------
+  // The run's counters between steps: steps taken, updates applied, fp16 overflow skips, and the
+  // fp16 loss scaler's state (absent for fp32/bf16).
+  struct Counters {
+    int64_t steps = 0, applied = 0, skipped = 0;
+    std::optional<LossScaler::State> scaler;
+  };
+  Counters counters() const;
+  void restore_counters(const Counters& c);  // a scaler state is ignored when the run has no scaler
+  double next_lr() const;                    // the lr the next applied update uses (the scheduler's)
+  // Unit u's fp32 state array `a`, elements [begin, begin + n) in state coordinates (the
+  // ShardOptimizer's read_state / write_state).
+  bool has_state(StateArray a) const;
+  void read_state(StateArray a, int u, int64_t begin, int64_t n, float* out);
+  void write_state(StateArray a, int u, int64_t begin, int64_t n, const float* in);
+  // After write_state: every unit's working parameters rebuilt from the master through the path the
+  // engine's setup takes (rounded to the working type, offload copies written), gathered as the
+  // stage keeps them (stages 1–2: the full unit from every rank's shard). Collective.
+  void params_from_master();
 
   struct State;  // the implementation (engine_state.h); public only so its .cpp helpers can name it
 

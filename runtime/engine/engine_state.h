@@ -2,6 +2,7 @@
 // reducer, parameter gatherer, shard optimizer, loss scaler — and the model they run.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -44,6 +45,14 @@ struct Engine::State {
 
   int64_t steps = 0, applied = 0, skipped = 0;
   std::vector<int32_t> tokens, targets;
+
+  // Every unit's working parameters from param_len fp32 values each (`fill(u, out)`: the range this
+  // rank keeps, the whole padded unit for stages 0–2, its shard for 3) through the ParamStore; with
+  // `with_master` the same values also become the optimizer's master (setup; a load has written it).
+  void set_params(const std::function<void(int u, float* values)>& fill, bool with_master);
+  // Unit u's full padded fp32 values from every rank's shard of it (`shard`: this rank's). Collective;
+  // through backend memory (NCCL needs device buffers).
+  void gather_unit(int u, const float* shard, std::vector<float>& full);
 
   // The walks of one micro-step.
   void forward_walk();

@@ -18,11 +18,15 @@ StopDecision StepBoundary::agree(int local_signal, bool local_output_failed) {
   return d;
 }
 
-bool save_before_stop(Engine& engine, const RunOptions& o, int64_t step) {
-  (void)engine;
-  (void)o;
-  (void)step;
-  return false;  // no checkpoint support yet: nothing is written
+bool save_before_stop(ckpt::CheckpointManager& ckpt, int64_t step, std::FILE* say) {
+  if (!ckpt.saving()) return false;
+  try {
+    ckpt.at_end(step);
+  } catch (const UserError& e) {
+    if (say) std::fprintf(say, "%s", e.diagnostics().format().c_str());
+    return false;
+  }
+  return !ckpt.saves().empty() && ckpt.saves().back().ok && ckpt.saves().back().step == step;
 }
 
 }  // namespace zt

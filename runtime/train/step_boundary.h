@@ -1,14 +1,15 @@
 // StepBoundary: at the end of every step the ranks decide together whether to go on. A stop signal
 // that reached any rank, or an output that failed on any rank, stops all of them at that boundary;
-// save_before_stop is where the run will write its checkpoint before it stops.
+// save_before_stop writes the run's checkpoint there (with --save) before it stops.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "runtime/engine/engine.h"
-#include "runtime/train/training_run.h"
+#include <cstdio>
+
+#include "runtime/checkpoint/checkpoint_manager.h"
 #include "runtime/train/word_exchange.h"
 
 namespace zt {
@@ -31,8 +32,9 @@ class StepBoundary {
 };
 
 // Called on every rank at the step boundary where a stop signal ends the run, after `step` steps,
-// before the run returns. The checkpoint code saves here when --save is given (collective, like the
-// save). Checkpoints are not built yet: it writes nothing and returns false, and the run says so.
-bool save_before_stop(Engine& engine, const RunOptions& o, int64_t step);
+// before the run returns. With --save (a manager that saves) the checkpoint of `step` is written and
+// waited for (collective, as every save); true when it was saved. A save that fails is reported on
+// `say` (rank 0) and gives false: the run then exits as a stopped run without a checkpoint.
+bool save_before_stop(ckpt::CheckpointManager& ckpt, int64_t step, std::FILE* say);
 
 }  // namespace zt

@@ -121,6 +121,17 @@ void register_train(CLI::App& app, int& exit_code) {
                  "(bf16, NCCL, one GPU per rank)")
       ->capture_default_str();
   app.add_option("--threads", f->threads, "CPU threads per rank (default: cores / ranks on this host)");
+  auto& ck = f->run.checkpoint;
+  app.add_option("--save", ck.save_dir,
+                 "Save checkpoints into DIR (DIR/global_stepN, DIR/latest): at the end, every --save-every steps and "
+                 "on SIGTERM/SIGINT");
+  app.add_option("--save-every", ck.save_every, "Also save after every N steps (needs --save; 0: at the end only)")
+      ->capture_default_str();
+  app.add_option("--load", ck.load_dir, "Resume from the checkpoint DIR/latest names (or DIR/TAG, or a tag folder)");
+  app.add_option("--load-tag", ck.load_tag, "Resume from DIR/TAG instead of the one `latest` names (needs --load)");
+  app.add_option("--init-from", ck.init_from,
+                 "Start from these weights: Hugging Face GPT-2 safetensors, or `zerotrain export` output (optimizer "
+                 "state fresh; not with --load)");
   app.callback([&app, f, &exit_code] {
     if (!app.get_subcommands().empty()) return;  // a subcommand ran instead
     exit_code = run(*f);

@@ -16,7 +16,9 @@
 #include "runtime/config/config_plan.h"
 #include "runtime/config/report.h"
 #include "runtime/data/sampler.h"
+#include "runtime/config/config_echo.h"
 #include "runtime/data/synthetic.h"
+#include "runtime/engine/engine_checkpoint.h"
 #include "runtime/engine/engine_config.h"
 #include "runtime/monitor/run_reporter.h"
 #include "runtime/plan/machine_probe.h"
@@ -54,6 +56,30 @@ bool any_rank_failed(Communicator& comm, Backend& backend, bool failed) {
   backend.copy_to_host(&flag, buf, sizeof flag);
   backend.free(buf);
   return flag > 0;
+}
+
+// What a checkpoint records of the run beside the engine's state (the data order is a function of
+// the seed, the step and the global batch).
+ckpt::RunFacts run_facts(const RunOptions& o, const Config& cfg, const EngineOptions& eo, int world_size,
+                         const std::string& data) {
+  ckpt::RunFacts f;
+  f.model = o.model;
+  f.config = config_to_json(cfg);
+  f.seed = o.seed;
+  f.micro_batch = eo.micro_batch;
+  f.grad_accum = eo.grad_accum;
+  f.global_batch = int64_t(world_size) * eo.micro_batch * eo.grad_accum;
+  f.data = data;
+  return f;
+}
+
+// The flags and the config's checkpoint block together.
+ckpt::CheckpointSettings checkpoint_settings(const RunOptions& o, const Config& cfg) {
+  ckpt::CheckpointSettings s = o.checkpoint;
+  s.tag_validation = cfg.checkpoint.tag_validation.value;
+  s.load_universal = cfg.checkpoint.load_universal.value;
+  s.use_node_local_storage = cfg.checkpoint.use_node_local_storage.value;
+  return s;
 }
 
 struct Started {
@@ -114,7 +140,17 @@ void check_start(Started& st, const RunOptions& o, Communicator& comm, Backend& 
     data_ok = false;
   }
   check_inputs(o, data_ok ? &st.data : nullptr, d);
-  if (d.has_errors()) throw UserError(d);
+  if (d.has_errors()) {
+    ckpt::check_settings(o.checkpoint, d);  // reported with the rest; the checkpoint itself once the config is valid
+    throw UserError(d);
+  }
+  {
+    // --load / --init-from: the checkpoint against this run, before anything is allocated.
+    const EngineOptions eo = engine_options_from_config(st.cfg, o.seed, o.recompute, &o.model);
+    ckpt::check_before_start(checkpoint_settings(o, st.cfg), run_facts(o, st.cfg, eo, W, st.data.description),
+                             dtype_name(eo.precision), eo.optimizer.type, eo.optimizer.momentum != 0.0, run_steps(o), d);
+    if (d.has_errors()) throw UserError(d);
+  }
   if (rank == 0 && !d.all().empty()) write_all(stderr, format_report(d));
   remove_stale_swap_files_of(st.cfg, rank);
   // Pre-flight: the plan against this machine, before the engine allocates anything.
@@ -226,24 +262,45 @@ RunReport run_training(const RunOptions& o, Communicator& comm, Backend& backend
     }
   });
 
+  // Checkpoints: --load or --init-from now (collective; bad input stops every rank before any state
+  // is written), saves after the steps --save-every names and at the end.
+  EngineCheckpoint ckpt_state(engine, o.model);
+  std::unique_ptr<ckpt::CheckpointManager> checkpoints;
+  int64_t first = 0;
+  on_every_rank(comm, backend, [&] {
+    checkpoints = std::make_unique<ckpt::CheckpointManager>(ckpt_state, comm, &backend,
+                                                     run_facts(o, started.cfg, eo, W, data.description),
+                                                     checkpoint_settings(o, started.cfg), say);
+    first = checkpoints->start();
+  });
+  if (say)
+    for (const auto& w : ckpt_state.warnings().all()) std::fprintf(say, "%s\n", format_diagnostic(w).c_str());
+  rep.first_step = first;
+  auto saved_tags = [&] {
+    for (const auto& r : checkpoints->saves())
+      if (r.ok && std::find(rep.checkpoints.begin(), rep.checkpoints.end(), r.tag_dir) == rep.checkpoints.end())
+        rep.checkpoints.push_back(r.tag_dir);
+  };
+
   std::vector<double> rates;
   StepBoundary boundary(comm, backend);
   StopDecision stopped;
   int64_t stopped_at = 0;
   std::exception_ptr output_error;  // rank 0's failed metrics write: every rank stops at the boundary
   try {
-    for (int64_t s = 0; s < steps; ++s) {
+    for (int64_t s = first; s < steps; ++s) {
       reporter.before_step(s + 1);
       const StepStats st = engine.train_step(
           [&](int micro, int32_t* tok, int32_t* tgt) { train_sampler.fill(s, geom, rank, micro, tok, tgt); });
       if (!output_error) try {
         const double rate = reporter.after_step(st);
-        if (s > 0 || steps == 1) rates.push_back(rate);
+        if (s > first || steps - first == 1) rates.push_back(rate);
       } catch (const OutputError&) {
         output_error = std::current_exception();
       }
       rep.losses.push_back(st.loss);
       if (o.eval_every > 0 && (s + 1) % o.eval_every == 0 && s + 1 < steps) validate(s + 1);
+      checkpoints->after_step(s + 1);
       stopped = boundary.agree(signals.pending(), output_error != nullptr);
       if (stopped.stop()) {
         stopped_at = s + 1;
@@ -253,6 +310,7 @@ RunReport run_training(const RunOptions& o, Communicator& comm, Backend& backend
     if (!stopped.stop()) {
       validate(steps);
       reporter.training_done();
+      checkpoints->at_end(steps);
     }
   } catch (const std::exception& e) {
     if (W == 1) throw;
@@ -272,16 +330,21 @@ RunReport run_training(const RunOptions& o, Communicator& comm, Backend& backend
     // A stop signal: every rank is at the same boundary; the checkpoint (when there is one) goes here.
     rep.stop_signal = stopped.signal;
     rep.steps_done = stopped_at;
-    rep.checkpoint_saved = save_before_stop(engine, o, stopped_at);
+    rep.checkpoint_saved = save_before_stop(*checkpoints, stopped_at, say);
+    saved_tags();
+    const std::string saved = rep.checkpoint_saved ? "checkpoint " + rep.checkpoints.back() + " saved (resume with --load " +
+                                                         o.checkpoint.save_dir + ")"
+                              : checkpoints->saving() ? "no checkpoint was written (the save failed: see above)"
+                                               : "no checkpoint was written (no --save DIR was given)";
     if (say)
       std::fprintf(say, "stopped: %s reached %s; every rank stopped after step %lld of %lld; %s\n",
                    stop_signal_name(stopped.signal), rank_list(stopped.signalled).c_str(), (long long)stopped_at,
-                   (long long)steps,
-                   rep.checkpoint_saved ? "checkpoint saved" : "no checkpoint was written (checkpoints are not built yet)");
+                   (long long)steps, saved.c_str());
     reporter.stopped(stopped_at, stop_signal_name(stopped.signal), rep.checkpoint_saved);
     return rep;
   }
   rep.steps_done = steps;
+  saved_tags();
   rep.summary = engine.param_summary();
   reporter.finish(steps, rep.val_losses.back().second, rep.unigram_entropy, rep.tokens_per_s, rep.summary);
   return rep;

@@ -11,6 +11,7 @@
 
 #include "collectives/communicator.h"
 #include "kernels/backend.h"
+#include "runtime/checkpoint/checkpoint_manager.h"
 #include "runtime/config/auto_flags.h"
 #include "runtime/config/config.h"
 #include "runtime/config/config_load.h"
@@ -33,6 +34,9 @@ struct RunOptions {
   std::string trace_path;     // Chrome trace events of rank 0's steps (compute and collectives)
   bool print = true;          // rank 0's per-step lines
   int local_ranks = 1;        // ranks sharing this host (host RAM in the plan)
+  // --save, --save-every, --load, --load-tag, --init-from (the config's checkpoint block is added
+  // by the run).
+  ckpt::CheckpointSettings checkpoint;
 };
 
 struct RunReport {
@@ -44,8 +48,10 @@ struct RunReport {
   int stage = 0;
   ParamSummary summary;
   int64_t steps_done = 0;
+  int64_t first_step = 0;         // the step a --load continued from (0 for a fresh run)
   int stop_signal = 0;            // SIGTERM/SIGINT that stopped the run at a step boundary, 0 when none
   bool checkpoint_saved = false;  // at that boundary (save_before_stop)
+  std::vector<std::string> checkpoints;  // tag folders this run saved, in order
   // 0 when the run finished or saved before stopping; 128 + the signal when it stopped without a
   // checkpoint (143 for SIGTERM, 130 for SIGINT, as a shell reports a process the signal ended).
   int exit_code() const { return stop_signal && !checkpoint_saved ? 128 + stop_signal : 0; }

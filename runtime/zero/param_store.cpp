@@ -71,6 +71,7 @@ void ParamStore::initialize(int u, const float* values) {
   const int64_t n = up.param_len;
   switch (up.param) {
     case ParamHome::Nvme:
+      if (initial_.empty()) initial_.resize(size_t(z_.part.units()));  // set anew after finish_initialize
       initial_[size_t(u)].assign(size_t(n) * z_.es(), 0);
       to_act(initial_[size_t(u)].data(), values, n);
       return;

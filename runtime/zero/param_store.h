@@ -35,6 +35,7 @@ class ParamStore {
   // Where state element `e` of unit u sits in its working buffer.
   void* working_at(int u, int64_t e) const { return z_.at(work_[size_t(u)], z_.part.unit(u).state_in_param + e); }
   // Initial values of what this rank keeps (param_len fp32 values, rounded to the working type here).
+  // Also between steps, to set every unit anew (a checkpoint load), followed by finish_initialize.
   void initialize(int u, const float* values);
   void finish_initialize();  // NVMe: every record written
 

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 #include <stdexcept>
+#include <string>
 
 #include "offload/cpu_adam.h"
 #include "optim/sgd.h"
@@ -252,6 +253,64 @@ std::vector<std::vector<float>> ShardOptimizer::masters() {
     else std::memcpy(out[size_t(u)].data(), master_[size_t(u)], bytes);
   }
   return out;
+}
+
+bool ShardOptimizer::has_state(StateArray a) const {
+  switch (a) {
+    case StateArray::Master: return true;
+    case StateArray::Moment1: return has_m();
+    case StateArray::Moment2: return has_v();
+  }
+  return false;
+}
+
+void ShardOptimizer::read_state(StateArray a, int u, int64_t begin, int64_t n, float* out) {
+  access_state(a, u, begin, n, out, false);
+}
+
+void ShardOptimizer::write_state(StateArray a, int u, int64_t begin, int64_t n, const float* in) {
+  access_state(a, u, begin, n, const_cast<float*>(in), true);
+}
+
+void ShardOptimizer::access_state(StateArray a, int u, int64_t begin, int64_t n, float* host, bool write) {
+  const UnitPart& up = z_.part.unit(u);
+  if (!has_state(a)) throw std::invalid_argument("ShardOptimizer: this optimizer keeps no such state array");
+  if (begin < 0 || n < 0 || begin + n > up.state_valid)
+    throw std::out_of_range("ShardOptimizer: state range [" + std::to_string(begin) + ", " + std::to_string(begin + n) +
+                            ") of unit " + std::to_string(u) + " is outside its " + std::to_string(up.state_valid) +
+                            " real elements");
+  if (n == 0) return;
+  if (up.state != StateHome::Nvme) {
+    float* base = (a == StateArray::Master ? master_ : a == StateArray::Moment1 ? m_ : v_)[size_t(u)] + begin;
+    const size_t bytes = size_t(n) * 4;
+    if (up.device_update) {
+      if (write) z_.backend.copy_to_device(base, host, bytes);
+      else z_.backend.copy_to_host(host, base, bytes);
+    } else if (write) {
+      std::memcpy(base, host, bytes);
+    } else {
+      std::memcpy(host, base, bytes);
+    }
+    return;
+  }
+  // A record is [master n][moment1 n][moment2 n] (SGD: no moment2): read every sub-group the range
+  // touches; a write changes its part and writes the record back.
+  if (!record_.data()) record_ = pinned_.allocate(swapper_->max_padded_bytes());
+  float* rec = static_cast<float*>(record_.data());
+  const int64_t slot = a == StateArray::Master ? 0 : a == StateArray::Moment1 ? 1 : 2;
+  for (size_t k = 0; k < subgroups_.size(); ++k) {
+    const SubGroup& sg = subgroups_[k];
+    const int64_t lo = std::max(begin, sg.begin), hi = std::min(begin + n, sg.begin + sg.n);
+    if (sg.unit != u || lo >= hi) continue;
+    swapper_->wait(swapper_->read(k, rec));
+    float* at = rec + slot * sg.n + (lo - sg.begin);
+    if (write) {
+      std::memcpy(at, host + (lo - begin), size_t(hi - lo) * 4);
+      swapper_->wait(swapper_->write(k, rec));
+    } else {
+      std::memcpy(host + (lo - begin), at, size_t(hi - lo) * 4);
+    }
+  }
 }
 
 }  // namespace zt

@@ -41,6 +41,10 @@ struct SubGroup {
   int64_t begin = 0, n = 0;
 };
 
+// One fp32 state array per unit (checkpoints): the master weights, the first moment (Adam's exp_avg,
+// SGD's momentum_buffer) and the second (exp_avg_sq).
+enum class StateArray { Master, Moment1, Moment2 };
+
 class ShardOptimizer {
  public:
   ShardOptimizer(ZeroContext& z, const OptimizerOptions& o, int64_t sub_group_size, const StateOffloadOptions& off,
@@ -62,6 +66,13 @@ class ShardOptimizer {
 
   // Every unit's fp32 master values (its state range, state_len each), on the host.
   std::vector<std::vector<float>> masters();
+  // Elements [begin, begin + n) of unit u's state array `a` in state coordinates (element 0 is the
+  // unit's state_begin; only [0, state_valid) may be named: padding is not state), copied to or from
+  // host memory wherever the state lives — backend memory, host memory, or the NVMe sub-group
+  // records (read; for a write, modified and written back). Between steps only.
+  bool has_state(StateArray a) const;
+  void read_state(StateArray a, int u, int64_t begin, int64_t n, float* out);
+  void write_state(StateArray a, int u, int64_t begin, int64_t n, const float* in);
   const std::vector<SubGroup>& subgroups() const { return subgroups_; }
   uint64_t grad_bytes_to_host() const { return transfer_ ? transfer_->grad_bytes_out() : 0; }
 
@@ -73,6 +84,7 @@ class ShardOptimizer {
   std::vector<float*> host_grads(const GradReducer& grads);
   void host_update(int u, int64_t begin, int64_t n, float* p, const float* g, float* m, float* v);
   void lamb_step(const std::vector<float*>& g, const LambHyper& h);  // shard_lamb.cpp
+  void access_state(StateArray a, int u, int64_t begin, int64_t n, float* host, bool write);
 
   ZeroContext& z_;
   OptimizerOptions o_;
@@ -86,6 +98,7 @@ class ShardOptimizer {
   std::unique_ptr<offload::NvmeSwapper> swapper_;
   std::unique_ptr<offload::SwapPipeline> pipeline_;
   std::vector<std::vector<float>> initial_;  // NVMe: initial masters until finish_initialize
+  offload::PinnedBuffer record_;             // NVMe: one sub-group record for read_state/write_state
   AdamWHyper adam_h_;
   SgdHyper sgd_h_;
   StateOffloadOptions off_;

@@ -280,7 +280,7 @@ TEST(CheckpointManager, RefusesContradictorySettings) {
   });
 }
 
-TEST(CheckpointManager, WarnsWhenTheGlobalBatchChanges) {
+TEST(CheckpointManager, RefusesAnotherGlobalBatchOrSeed) {
   Manifest m;
   m.tag = "global_step3";
   m.run.seed = 1;
@@ -289,9 +289,17 @@ TEST(CheckpointManager, WarnsWhenTheGlobalBatchChanges) {
   RunFacts now;
   now.seed = 1;
   now.global_batch = 8;
-  const Diagnostics w = compare_run(m, now, "fp32");
-  ASSERT_EQ(w.warning_count(), 1u);
-  EXPECT_TRUE(contains(w.format(), "global batch is 8")) << w.format();
+  Diagnostics w = compare_run(m, now, "fp32");
+  ASSERT_EQ(w.error_count(), 1u);
+  EXPECT_EQ(w.warning_count(), 0u);
+  EXPECT_TRUE(contains(w.format(), "global batch 16, this run's global batch is 8")) << w.format();
+  now.global_batch = 16;
+  now.seed = 2;
+  w = compare_run(m, now, "bf16");
+  ASSERT_EQ(w.error_count(), 1u);
+  EXPECT_TRUE(contains(w.format(), "seed 1, this run's seed is 2")) << w.format();
+  EXPECT_TRUE(contains(w.format(), "--seed 1")) << w.format();
+  EXPECT_EQ(w.warning_count(), 1u) << w.format();  // fp32 saved, bf16 now
 }
 
 }  // namespace

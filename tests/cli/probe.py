@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """End-to-end probe of the zerotrain binary: bad files, bad command lines and faults (a killed
-rank, a stopped rank with a short watchdog, ranks started with different settings, SIGTERM).
+rank, a stopped rank with a short watchdog, ranks started with different settings, SIGTERM without
+and with --save, and the load of the checkpoint SIGTERM saved).
 Each case asserts the exit code, a message, a time bound and that no file is left behind, and
 prints its measured seconds. Usage: probe.py ZEROTRAIN MPIRUN CONFIGS_DIR [case ...]"""
 import json
@@ -223,6 +224,17 @@ def main():
         case("sigterm_ranks", nvme, 143,
              r"stopped: SIGTERM reached ranks? [0-9, ]+; every rank stopped after step \d+ of 100000; no checkpoint", 10,
              leftovers=[swap], fault=signal_ranks(signal.SIGTERM, [0, 1]), wait_for=r"step +10/")
+        # With --save the same signal writes a checkpoint of that step first (exit 0), and a new job
+        # loads it (and, signalled again, saves again).
+        saved = os.path.join(root, "saved")
+        case("sigterm_save", nvme + ["--save", saved], 0,
+             r"stopped: SIGTERM reached ranks? [0-9, ]+; every rank stopped after step \d+ of 100000; checkpoint "
+             + re.escape(saved) + r"/global_step\d+ saved", 20,
+             leftovers=[swap], fault=signal_ranks(signal.SIGTERM, [0, 1]), wait_for=r"step +10/")
+        case("sigterm_load", nvme + ["--save", saved, "--load", saved], 0,
+             r"loaded checkpoint " + re.escape(saved) + r"/global_step(\d+): step \1, saved at world size 2 stage 3.*"
+             r"every rank stopped after step \d+ of 100000; checkpoint .*saved", 20,
+             leftovers=[swap], fault=signal_ranks(signal.SIGTERM, [0]), wait_for=r"step +\d+/100000")
         # What an operator sends: SIGTERM to mpirun (it forwards it, then kills after a second), and
         # Ctrl-C (SIGINT to the whole foreground process group).
         case("sigterm_mpirun", nvme, lambda rc: rc != 0, r"step +10/", 10, leftovers=[swap],

@@ -1,0 +1,53 @@
+// EngineCheckpoint: the ZeRO engine as a checkpoint's ShardedState — the partition's owned and
+// needed ranges, the fp32 master and moments by range wherever they live, the counters, commit().
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "runtime/checkpoint/sharded_state.h"
+#include "runtime/common/diagnostics.h"
+#include "runtime/engine/engine.h"
+#include "runtime/model/model_config.h"
+
+namespace zt {
+
+class EngineCheckpoint final : public ShardedState {
+ public:
+  EngineCheckpoint(Engine& engine, const ModelConfig& model);
+
+  const std::vector<UnitLayout>& units() const override { return units_; }
+  int world_size() const override { return part_.world_size(); }
+  int rank() const override { return part_.rank(); }
+  int stage() const override { return part_.stage(); }
+  DType precision() const override { return engine_.options().precision; }
+  OptimizerType optimizer() const override { return engine_.options().optimizer.type; }
+  std::vector<std::string> arrays() const override { return arrays_; }
+  std::vector<ElementRange> owned() const override { return owned_; }
+  std::vector<ElementRange> needed() const override { return needed_; }
+  void read(const std::string& array, const ElementRange& r, float* out) override;
+  void write(const std::string& array, const ElementRange& r, const float* in) override;
+  void commit() override { engine_.params_from_master(); }
+  nlohmann::json counters() const override;
+  // Restores step, applied/skipped counts and the fp16 scaler. Bad types are a UserError naming the
+  // key; a saved lr the schedule does not reproduce, or a scaler state a fp16 run lacks, a warning.
+  void set_counters(const nlohmann::json& c) override;
+
+  // Warnings of the last set_counters (the run prints them).
+  const Diagnostics& warnings() const { return warnings_; }
+
+ private:
+  StateArray array_of(const std::string& name) const;
+  // The range in the unit's state coordinates, checked to lie in one range of `set`.
+  int64_t state_begin(const ElementRange& r, const std::vector<ElementRange>& set, const char* what) const;
+
+  Engine& engine_;
+  const Partition& part_;
+  std::vector<UnitLayout> units_;
+  std::vector<std::string> arrays_;
+  std::vector<ElementRange> owned_, needed_;
+  nlohmann::json kept_ = nlohmann::json::object();  // counters this engine does not read, handed back
+  Diagnostics warnings_;
+};
+
+}  // namespace zt
