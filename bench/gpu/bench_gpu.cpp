@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/gpu/gpu_timing.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/fused_adamw.h"
 #include "kernels/cuda/matmul.cuh"
@@ -25,25 +26,7 @@ struct Row {
   std::string peer_name;
 };
 
-// Median milliseconds of `reps` timed runs after `warm` untimed ones, each timed with events.
-double median_ms(cudaStream_t s, int warm, int reps, const std::function<void()>& fn) {
-  cudaEvent_t a, b;
-  CUDA_CHECK(cudaEventCreate(&a));
-  CUDA_CHECK(cudaEventCreate(&b));
-  for (int i = 0; i < warm; ++i) fn();
-  std::vector<float> t(reps);
-  for (int i = 0; i < reps; ++i) {
-    CUDA_CHECK(cudaEventRecord(a, s));
-    fn();
-    CUDA_CHECK(cudaEventRecord(b, s));
-    CUDA_CHECK(cudaEventSynchronize(b));
-    CUDA_CHECK(cudaEventElapsedTime(&t[i], a, b));
-  }
-  CUDA_CHECK(cudaEventDestroy(a));
-  CUDA_CHECK(cudaEventDestroy(b));
-  std::sort(t.begin(), t.end());
-  return t[reps / 2];
-}
+using zt::bench::median_ms;
 
 __attribute__((unused)) void fill(void* p, size_t bytes, cudaStream_t s) { CUDA_CHECK(cudaMemsetAsync(p, 0x3c, bytes, s)); }
 
