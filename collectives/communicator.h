@@ -7,13 +7,13 @@
 #include <memory>
 #include <string>
 
+#include "base/dtype.h"
+
 namespace zt {
 
-enum class CommDType { F32, BF16, F16, I64 };
 enum class ReduceOp { Sum, Avg };
 enum class CommOp { AllReduce, ReduceScatter, AllGather, Broadcast, Barrier };
 constexpr int kCommOpCount = 5;
-size_t comm_dtype_size(CommDType t);
 const char* comm_op_name(CommOp op);
 
 // A pending collective. wait() blocks until it completed (and rethrows its failure); done() polls.
@@ -49,21 +49,21 @@ class Communicator {
   virtual std::string name() const = 0;  // "mpi", "nccl", "single"
 
   // In-place when send == recv. count = elements of the full buffer.
-  virtual CommHandlePtr all_reduce_async(const void* send, void* recv, size_t count, CommDType t, ReduceOp op) = 0;
+  virtual CommHandlePtr all_reduce_async(const void* send, void* recv, size_t count, DType t, ReduceOp op) = 0;
   // send holds count elements; recv receives this rank's count/W elements. In-place form: pass
   // recv == (char*)send + rank*count/W*elem (the shard inside the full buffer).
-  virtual CommHandlePtr reduce_scatter_async(const void* send, void* recv, size_t count, CommDType t,
+  virtual CommHandlePtr reduce_scatter_async(const void* send, void* recv, size_t count, DType t,
                                              ReduceOp op) = 0;
   // send holds count/W elements; recv receives count. In-place when send is recv's own shard.
-  virtual CommHandlePtr all_gather_async(const void* send, void* recv, size_t count, CommDType t) = 0;
-  virtual CommHandlePtr broadcast_async(void* buf, size_t count, CommDType t, int root) = 0;
+  virtual CommHandlePtr all_gather_async(const void* send, void* recv, size_t count, DType t) = 0;
+  virtual CommHandlePtr broadcast_async(void* buf, size_t count, DType t, int root) = 0;
   virtual CommHandlePtr barrier_async() = 0;
 
   // Blocking forms.
-  void all_reduce(const void* s, void* r, size_t n, CommDType t, ReduceOp op) { all_reduce_async(s, r, n, t, op)->wait(); }
-  void reduce_scatter(const void* s, void* r, size_t n, CommDType t, ReduceOp op) { reduce_scatter_async(s, r, n, t, op)->wait(); }
-  void all_gather(const void* s, void* r, size_t n, CommDType t) { all_gather_async(s, r, n, t)->wait(); }
-  void broadcast(void* b, size_t n, CommDType t, int root) { broadcast_async(b, n, t, root)->wait(); }
+  void all_reduce(const void* s, void* r, size_t n, DType t, ReduceOp op) { all_reduce_async(s, r, n, t, op)->wait(); }
+  void reduce_scatter(const void* s, void* r, size_t n, DType t, ReduceOp op) { reduce_scatter_async(s, r, n, t, op)->wait(); }
+  void all_gather(const void* s, void* r, size_t n, DType t) { all_gather_async(s, r, n, t)->wait(); }
+  void broadcast(void* b, size_t n, DType t, int root) { broadcast_async(b, n, t, root)->wait(); }
   void barrier() { barrier_async()->wait(); }
 
   // Device implementations order every collective after the work already queued on this stream

@@ -20,7 +20,7 @@
 #include "collectives/comm_common.h"
 #include "collectives/comm_handle.h"
 #include "collectives/fixed_order_reduce.h"
-#include "collectives/mpi_check.h"
+#include "base/mpi_check.h"
 
 namespace zt {
 namespace {
@@ -32,7 +32,7 @@ struct Work {
   const void* send = nullptr;
   void* recv = nullptr;
   size_t count = 0;
-  CommDType dtype = CommDType::F32;
+  DType dtype = DType::F32;
   ReduceOp rop = ReduceOp::Sum;
   int root = 0;
   uint64_t seq = 0;
@@ -40,12 +40,12 @@ struct Work {
   std::shared_ptr<QueuedHandle> handle;
 };
 
-MPI_Datatype mpi_type(CommDType t) {
+MPI_Datatype mpi_type(DType t) {
   switch (t) {
-    case CommDType::F32: return MPI_FLOAT;
-    case CommDType::BF16: return MPI_UINT16_T;  // bytes only: reductions happen in fixed_order_reduce
-    case CommDType::F16: return MPI_UINT16_T;
-    case CommDType::I64: return MPI_INT64_T;
+    case DType::F32: return MPI_FLOAT;
+    case DType::BF16: return MPI_UINT16_T;  // bytes only: reductions happen in fixed_order_reduce
+    case DType::F16: return MPI_UINT16_T;
+    case DType::I64: return MPI_INT64_T;
   }
   return MPI_BYTE;
 }
@@ -58,7 +58,7 @@ enum { kFpOp, kFpCount, kFpDtype, kFpExtra, kFpSeq, kFpFields };
 std::string describe_fp(const int64_t* f, bool detailed) {
   std::string s = std::string(comm_op_name(CommOp(f[kFpOp]))) + "(" + std::to_string(f[kFpCount]);
   if (detailed) {
-    s += std::string(", ") + comm_dtype_name(CommDType(f[kFpDtype]));
+    s += std::string(", ") + dtype_name(DType(f[kFpDtype]));
     CommOp op = CommOp(f[kFpOp]);
     if (op == CommOp::AllReduce || op == CommOp::ReduceScatter)
       s += std::string(", ") + reduce_op_name(ReduceOp(f[kFpExtra]));
@@ -180,7 +180,7 @@ struct MpiCommunicator::Impl {
     if (w.op == CommOp::AllGather || w.op == CommOp::Barrier) mine[kFpExtra] = 0;
     if (w.op == CommOp::Barrier) mine[kFpDtype] = 0;
     std::vector<int64_t> all(size_t(world) * kFpFields);
-    ZT_MPI_CHECK_CTX(MPI_Allgather(mine, kFpFields, MPI_INT64_T, all.data(), kFpFields, MPI_INT64_T, comm),
+    ZT_MPI_CHECK(MPI_Allgather(mine, kFpFields, MPI_INT64_T, all.data(), kFpFields, MPI_INT64_T, comm),
                      "debug fingerprint exchange before " + context(w));
     const int64_t* f0 = all.data();
     for (int r = 1; r < world; ++r) {
@@ -202,29 +202,29 @@ struct MpiCommunicator::Impl {
   }
 
   void run(const Work& w) {
-    const size_t es = comm_dtype_size(w.dtype);
+    const size_t es = dtype_size(w.dtype);
     const MPI_Datatype dt = mpi_type(w.dtype);
     const std::string ctx = context(w);
     switch (w.op) {
       case CommOp::Barrier:
-        ZT_MPI_CHECK_CTX(MPI_Barrier(comm), ctx);
+        ZT_MPI_CHECK(MPI_Barrier(comm), ctx);
         return;
       case CommOp::Broadcast:
-        if (w.count) ZT_MPI_CHECK_CTX(MPI_Bcast(w.recv, int(w.count), dt, w.root, comm), ctx);
+        if (w.count) ZT_MPI_CHECK(MPI_Bcast(w.recv, int(w.count), dt, w.root, comm), ctx);
         return;
       case CommOp::AllGather: {
         if (!w.count) return;
         const size_t shard = w.count / size_t(world);
         const void* own = static_cast<const char*>(w.recv) + size_t(rank) * shard * es;
         const void* src = (w.send == own) ? MPI_IN_PLACE : w.send;
-        ZT_MPI_CHECK_CTX(MPI_Allgather(src, int(shard), dt, w.recv, int(shard), dt, comm), ctx);
+        ZT_MPI_CHECK(MPI_Allgather(src, int(shard), dt, w.recv, int(shard), dt, comm), ctx);
         return;
       }
       case CommOp::ReduceScatter: {
         if (!w.count) return;
         const size_t shard = w.count / size_t(world);
         char* rows = scratch_bytes(w.count * es);
-        ZT_MPI_CHECK_CTX(MPI_Alltoall(w.send, int(shard), dt, rows, int(shard), dt, comm), ctx);
+        ZT_MPI_CHECK(MPI_Alltoall(w.send, int(shard), dt, rows, int(shard), dt, comm), ctx);
         reduce_rank_order(rows, shard, world, w.dtype, w.rop, w.recv);
         return;
       }
@@ -245,12 +245,12 @@ struct MpiCommunicator::Impl {
           rdispls[size_t(i)] = i * mine;
         }
         char* rows = scratch_bytes(size_t(mine) * size_t(world) * es);
-        ZT_MPI_CHECK_CTX(MPI_Alltoallv(w.send, counts.data(), displs.data(), dt, rows, rcounts.data(),
+        ZT_MPI_CHECK(MPI_Alltoallv(w.send, counts.data(), displs.data(), dt, rows, rcounts.data(),
                                        rdispls.data(), dt, comm),
                          ctx);
         char* out = static_cast<char*>(w.recv) + size_t(displs[size_t(rank)]) * es;
         reduce_rank_order(rows, size_t(mine), world, w.dtype, w.rop, out);
-        ZT_MPI_CHECK_CTX(MPI_Allgatherv(MPI_IN_PLACE, 0, dt, w.recv, counts.data(), displs.data(), dt, comm), ctx);
+        ZT_MPI_CHECK(MPI_Allgatherv(MPI_IN_PLACE, 0, dt, w.recv, counts.data(), displs.data(), dt, comm), ctx);
         return;
       }
     }
@@ -303,7 +303,7 @@ void MpiCommunicator::set_timeout_s(double s) {
 }
 void MpiCommunicator::set_debug(bool on) { impl_->debug.store(on); }
 
-CommHandlePtr MpiCommunicator::all_reduce_async(const void* send, void* recv, size_t count, CommDType t, ReduceOp op) {
+CommHandlePtr MpiCommunicator::all_reduce_async(const void* send, void* recv, size_t count, DType t, ReduceOp op) {
   check_reduction(CommOp::AllReduce, t, op);
   Work w;
   w.op = CommOp::AllReduce;
@@ -311,7 +311,7 @@ CommHandlePtr MpiCommunicator::all_reduce_async(const void* send, void* recv, si
   return impl_->enqueue(std::move(w));
 }
 
-CommHandlePtr MpiCommunicator::reduce_scatter_async(const void* send, void* recv, size_t count, CommDType t,
+CommHandlePtr MpiCommunicator::reduce_scatter_async(const void* send, void* recv, size_t count, DType t,
                                                     ReduceOp op) {
   check_even_split(CommOp::ReduceScatter, count, impl_->world);
   check_reduction(CommOp::ReduceScatter, t, op);
@@ -321,7 +321,7 @@ CommHandlePtr MpiCommunicator::reduce_scatter_async(const void* send, void* recv
   return impl_->enqueue(std::move(w));
 }
 
-CommHandlePtr MpiCommunicator::all_gather_async(const void* send, void* recv, size_t count, CommDType t) {
+CommHandlePtr MpiCommunicator::all_gather_async(const void* send, void* recv, size_t count, DType t) {
   check_even_split(CommOp::AllGather, count, impl_->world);
   Work w;
   w.op = CommOp::AllGather;
@@ -329,7 +329,7 @@ CommHandlePtr MpiCommunicator::all_gather_async(const void* send, void* recv, si
   return impl_->enqueue(std::move(w));
 }
 
-CommHandlePtr MpiCommunicator::broadcast_async(void* buf, size_t count, CommDType t, int root) {
+CommHandlePtr MpiCommunicator::broadcast_async(void* buf, size_t count, DType t, int root) {
   check_root(root, impl_->world);
   Work w;
   w.op = CommOp::Broadcast;

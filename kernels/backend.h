@@ -7,23 +7,13 @@
 #include <memory>
 #include <string>
 
+#include "base/dtype.h"
+#include "base/optimizer.h"
+
 namespace zt {
 
-// Element type of a buffer. The CPU backend computes in F32; the CUDA backend in BF16 with fp32
-// accumulation (its act_dtype). Master weights and optimizer state are always F32.
-enum class DType { F32, BF16, F16 };
-inline size_t dtype_size(DType t) { return t == DType::F32 ? 4 : 2; }
-inline const char* dtype_name(DType t) { return t == DType::F32 ? "fp32" : t == DType::BF16 ? "bf16" : "fp16"; }
-
-struct AdamWHyper {
-  float lr = 1e-3f;
-  float beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f;
-  float weight_decay = 0.0f;
-  bool decoupled = true;     // true: AdamW (decay applied to the param); false: L2 added to the grad
-  int step = 1;              // 1-based step for bias correction
-  bool bias_correction = true;
-  float grad_scale = 1.0f;   // multiplied into every grad before use (unscale and clip, folded)
-};
+// Buffers' element type (base/dtype.h): the CPU backend computes in F32; the CUDA backend in BF16
+// with fp32 accumulation (its act_dtype). Master weights and optimizer state are always F32.
 
 // Conventions shared by every implementation (tests pin them):
 // * Pointers named d_* or dw/db/dinp are gradient buffers. Parameter gradients (dw, db, dwte, ...)

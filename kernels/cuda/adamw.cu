@@ -3,7 +3,7 @@
 
 #include "kernels/cuda/adamw_math.cuh"
 #include "kernels/cuda/bf16_util.cuh"
-#include "kernels/cuda/cuda_check.h"
+#include "base/cuda_check.h"
 
 namespace zt::cuda {
 
@@ -38,7 +38,7 @@ __global__ void adamw_kernel(float* p, const float* g, float* m, float* v, size_
 void adamw_step(float* p, const float* g, float* m, float* v, size_t n, const AdamWHyper& h, cudaStream_t s) {
   if (n == 0) return;
   adamw_kernel<<<grid_for(n, 256), 256, 0, s>>>(p, g, m, v, n, adamw_scalars(h));
-  ZT_LAUNCH_CHECK(adamw_kernel);
+  ZT_LAUNCH_CHECK();
 }
 
 }  // namespace zt::cuda

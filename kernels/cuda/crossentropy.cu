@@ -2,7 +2,7 @@
 // max, log-sum-exp, the loss and the overwritten gradient row.
 #include "kernels/cuda/bf16_util.cuh"
 #include "kernels/cuda/crossentropy.cuh"
-#include "kernels/cuda/cuda_check.h"
+#include "base/cuda_check.h"
 
 namespace zt::cuda {
 
@@ -46,10 +46,10 @@ void crossentropy_forward_backward(float* losses, void* dlogits, const void* log
                                    int V, float dloss, int* scratch_count, cudaStream_t s) {
   if (N <= 0) return;
   count_valid_kernel<<<1, 1024, 0, s>>>(scratch_count, targets, N);
-  ZT_LAUNCH_CHECK(count_valid_kernel);
+  ZT_LAUNCH_CHECK();
   crossentropy_kernel<<<N, 256, 0, s>>>(losses, static_cast<bf16*>(dlogits), static_cast<const bf16*>(logits),
                                         targets, V, dloss, scratch_count);
-  ZT_LAUNCH_CHECK(crossentropy_kernel);
+  ZT_LAUNCH_CHECK();
 }
 
 }  // namespace zt::cuda

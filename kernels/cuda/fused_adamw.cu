@@ -6,7 +6,7 @@
 
 #include "kernels/cuda/adamw_math.cuh"
 #include "kernels/cuda/bf16_util.cuh"
-#include "kernels/cuda/cuda_check.h"
+#include "base/cuda_check.h"
 #include "kernels/cuda/fused_adamw.cuh"
 
 namespace zt::cuda {
@@ -59,7 +59,7 @@ void fused_adamw_launch(const FusedAdamWTable& table, unsigned blocks, DType gra
       fused_adamw_kernel<__half><<<blocks, 256, 0, s>>>(table, k);
       break;
   }
-  ZT_LAUNCH_CHECK(fused_adamw_kernel);
+  ZT_LAUNCH_CHECK();
 }
 
 }  // namespace zt::cuda
