@@ -46,6 +46,25 @@ void check_root(int root, int world_size) {
   }
 }
 
+size_t check_segments(CommOp op, const std::vector<Segment>& segments, int world_size, size_t limit) {
+  size_t total = 0;
+  for (size_t i = 0; i < segments.size(); ++i) {
+    const Segment& s = segments[i];
+    if (s.owner < 0 || s.owner >= world_size)
+      throw std::invalid_argument(std::string(comm_op_name(op)) + ": segment " + std::to_string(i) + " has owner " +
+                                  std::to_string(s.owner) + " outside [0, " + std::to_string(world_size) + ")");
+    if (s.count && !s.data)
+      throw std::invalid_argument(std::string(comm_op_name(op)) + ": segment " + std::to_string(i) + " has " +
+                                  std::to_string(s.count) + " elements but no buffer");
+    total += s.count;
+  }
+  if (total > limit)
+    throw std::invalid_argument(std::string(comm_op_name(op)) + ": a bucket of " + std::to_string(total) +
+                                " elements exceeds this communicator's limit of " + std::to_string(limit) +
+                                "; use a smaller bucket size");
+  return total;
+}
+
 uint64_t comm_algorithm_bytes(CommOp op, size_t count, DType t) {
   return op == CommOp::Barrier ? 0 : uint64_t(count) * dtype_size(t);
 }

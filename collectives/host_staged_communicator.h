@@ -36,10 +36,14 @@ class HostStagedCommunicator final : public Communicator {
   int world_size() const override { return inner_->world_size(); }
   std::string name() const override { return inner_->name() + "-staged"; }
 
-  CommHandlePtr all_reduce_async(const void* send, void* recv, size_t count, CommDType t, ReduceOp op) override;
-  CommHandlePtr reduce_scatter_async(const void* send, void* recv, size_t count, CommDType t, ReduceOp op) override;
-  CommHandlePtr all_gather_async(const void* send, void* recv, size_t count, CommDType t) override;
-  CommHandlePtr broadcast_async(void* buf, size_t count, CommDType t, int root) override;
+  CommHandlePtr all_reduce_async(const void* send, void* recv, size_t count, DType t, ReduceOp op) override;
+  CommHandlePtr reduce_scatter_async(const void* send, void* recv, size_t count, DType t, ReduceOp op) override;
+  CommHandlePtr all_gather_async(const void* send, void* recv, size_t count, DType t) override;
+  CommHandlePtr broadcast_async(void* buf, size_t count, DType t, int root) override;
+  // Bucketed forms: the segments packed into one host buffer, the inner communicator's segment op.
+  CommHandlePtr reduce_scatter_segments_async(const std::vector<Segment>& segments, DType t, ReduceOp op) override;
+  CommHandlePtr all_reduce_segments_async(const std::vector<Segment>& segments, DType t, ReduceOp op) override;
+  CommHandlePtr all_gather_segments_async(const std::vector<Segment>& segments, DType t) override;
   CommHandlePtr barrier_async() override { return inner_->barrier_async(); }
 
   void set_compute_stream(void* stream) override { inner_->set_compute_stream(stream); }
@@ -52,6 +56,7 @@ class HostStagedCommunicator final : public Communicator {
   class Pool;
 
  private:
+  CommHandlePtr segments_async(CommOp op, const std::vector<Segment>& segments, DType t, ReduceOp rop);
   std::unique_ptr<Communicator> inner_;
   Backend& backend_;
   std::shared_ptr<Pool> pool_;

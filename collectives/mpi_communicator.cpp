@@ -37,6 +37,8 @@ struct Work {
   int root = 0;
   uint64_t seq = 0;
   bool debug = false;
+  bool segmented = false;  // a bucketed op over `segments` (count = their total)
+  std::vector<Segment> segments;
   std::shared_ptr<QueuedHandle> handle;
 };
 
@@ -89,7 +91,7 @@ struct MpiCommunicator::Impl {
   Work wd_work;
   Clock::time_point wd_start;
 
-  std::vector<char> scratch;  // comm thread only
+  std::vector<char> scratch, pack;  // comm thread only
   std::thread comm_thread, watchdog_thread;
 
   Impl(const Bootstrap& b, CommOptions o) : boot(b), timeout_s(o.timeout_s), debug(o.debug) {}
@@ -200,11 +202,99 @@ struct MpiCommunicator::Impl {
     if (scratch.size() < n) scratch.resize(n);
     return scratch.data();
   }
+  char* pack_bytes(size_t n) {
+    if (pack.size() < n) pack.resize(n);
+    return pack.data();
+  }
+
+  // All-reduce of `count` elements in place at buf: chunk j (balanced: the first count%W chunks one
+  // element longer) is reduced by rank j in rank order, then every chunk is gathered.
+  void all_reduce_in_place(void* buf, size_t count, DType t, ReduceOp rop, const std::string& ctx) {
+    if (!count) return;
+    const size_t es = dtype_size(t);
+    const MPI_Datatype dt = mpi_type(t);
+    const size_t nw = size_t(world);
+    std::vector<int> counts(nw), displs(nw), rcounts(nw), rdispls(nw);
+    const size_t base = count / nw, rem = count % nw;
+    for (int j = 0, off = 0; j < world; ++j) {
+      counts[size_t(j)] = int(base + (size_t(j) < rem ? 1 : 0));
+      displs[size_t(j)] = off;
+      off += counts[size_t(j)];
+    }
+    const int mine = counts[size_t(rank)];
+    for (int i = 0; i < world; ++i) {
+      rcounts[size_t(i)] = mine;
+      rdispls[size_t(i)] = i * mine;
+    }
+    char* rows = scratch_bytes(size_t(mine) * nw * es);
+    ZT_MPI_CHECK(MPI_Alltoallv(buf, counts.data(), displs.data(), dt, rows, rcounts.data(), rdispls.data(), dt, comm),
+                 ctx);
+    char* out = static_cast<char*>(buf) + size_t(displs[size_t(rank)]) * es;
+    reduce_rank_order(rows, size_t(mine), world, t, rop, out);
+    ZT_MPI_CHECK(MPI_Allgatherv(MPI_IN_PLACE, 0, dt, buf, counts.data(), displs.data(), dt, comm), ctx);
+  }
+
+  // Elements each rank owns in a segment list, and the list's segments grouped by owner (in list
+  // order within an owner): the layout the byte-moving calls use.
+  std::vector<int> owned_counts(const std::vector<Segment>& segs) const {
+    std::vector<int> c(size_t(world), 0);
+    for (const Segment& s : segs) c[size_t(s.owner)] += int(s.count);
+    return c;
+  }
+
+  void run_segments(const Work& w, const std::string& ctx) {
+    const size_t es = dtype_size(w.dtype);
+    const MPI_Datatype dt = mpi_type(w.dtype);
+    const auto& segs = w.segments;
+    if (w.op == CommOp::AllReduce) {  // pack, all-reduce in place, unpack
+      char* buf = pack_bytes(w.count * es);
+      size_t off = 0;
+      for (const Segment& s : segs) std::memcpy(buf + off * es, s.data, s.count * es), off += s.count;
+      all_reduce_in_place(buf, w.count, w.dtype, w.rop, ctx);
+      off = 0;
+      for (const Segment& s : segs) std::memcpy(s.data, buf + off * es, s.count * es), off += s.count;
+      return;
+    }
+    const std::vector<int> counts = owned_counts(segs);
+    std::vector<int> displs(size_t(world), 0);
+    for (int q = 1; q < world; ++q) displs[size_t(q)] = displs[size_t(q - 1)] + counts[size_t(q - 1)];
+    const int mine = counts[size_t(rank)];
+    char* buf = pack_bytes(w.count * es);  // segments grouped by owner, owner 0 first
+    auto pack_owner = [&](int q, bool to_buf) {
+      size_t off = size_t(displs[size_t(q)]);
+      for (const Segment& s : segs) {
+        if (s.owner != q) continue;
+        if (to_buf) std::memcpy(buf + off * es, s.data, s.count * es);
+        else std::memcpy(s.data, buf + off * es, s.count * es);
+        off += s.count;
+      }
+    };
+    if (w.op == CommOp::ReduceScatter) {
+      for (int q = 0; q < world; ++q) pack_owner(q, true);
+      std::vector<int> rcounts(size_t(world), mine), rdispls(size_t(world), 0);
+      for (int p = 0; p < world; ++p) rdispls[size_t(p)] = p * mine;
+      char* rows = scratch_bytes(size_t(mine) * size_t(world) * es);
+      ZT_MPI_CHECK(MPI_Alltoallv(buf, counts.data(), displs.data(), dt, rows, rcounts.data(), rdispls.data(), dt, comm),
+                   ctx);
+      reduce_rank_order(rows, size_t(mine), world, w.dtype, w.rop, buf + size_t(displs[size_t(rank)]) * es);
+      pack_owner(rank, false);
+      return;
+    }
+    // All-gather: this rank's owned segments in its block, every block gathered, then unpacked.
+    pack_owner(rank, true);
+    ZT_MPI_CHECK(MPI_Allgatherv(MPI_IN_PLACE, 0, dt, buf, counts.data(), displs.data(), dt, comm), ctx);
+    for (int q = 0; q < world; ++q)
+      if (q != rank) pack_owner(q, false);
+  }
 
   void run(const Work& w) {
     const size_t es = dtype_size(w.dtype);
     const MPI_Datatype dt = mpi_type(w.dtype);
     const std::string ctx = context(w);
+    if (w.segmented) {
+      run_segments(w, ctx);
+      return;
+    }
     switch (w.op) {
       case CommOp::Barrier:
         ZT_MPI_CHECK(MPI_Barrier(comm), ctx);
@@ -230,27 +320,8 @@ struct MpiCommunicator::Impl {
       }
       case CommOp::AllReduce: {
         if (!w.count) return;
-        // Chunk j (balanced: the first count%W chunks one element longer) is reduced by rank j.
-        const size_t nw = size_t(world);
-        std::vector<int> counts(nw), displs(nw), rcounts(nw), rdispls(nw);
-        const size_t base = w.count / size_t(world), rem = w.count % size_t(world);
-        for (int j = 0, off = 0; j < world; ++j) {
-          counts[size_t(j)] = int(base + (size_t(j) < rem ? 1 : 0));
-          displs[size_t(j)] = off;
-          off += counts[size_t(j)];
-        }
-        const int mine = counts[size_t(rank)];
-        for (int i = 0; i < world; ++i) {
-          rcounts[size_t(i)] = mine;
-          rdispls[size_t(i)] = i * mine;
-        }
-        char* rows = scratch_bytes(size_t(mine) * size_t(world) * es);
-        ZT_MPI_CHECK(MPI_Alltoallv(w.send, counts.data(), displs.data(), dt, rows, rcounts.data(),
-                                       rdispls.data(), dt, comm),
-                         ctx);
-        char* out = static_cast<char*>(w.recv) + size_t(displs[size_t(rank)]) * es;
-        reduce_rank_order(rows, size_t(mine), world, w.dtype, w.rop, out);
-        ZT_MPI_CHECK(MPI_Allgatherv(MPI_IN_PLACE, 0, dt, w.recv, counts.data(), displs.data(), dt, comm), ctx);
+        if (w.send != w.recv) std::memcpy(w.recv, w.send, w.count * es);
+        all_reduce_in_place(w.recv, w.count, w.dtype, w.rop, ctx);
         return;
       }
     }
@@ -338,5 +409,33 @@ CommHandlePtr MpiCommunicator::broadcast_async(void* buf, size_t count, DType t,
 }
 
 CommHandlePtr MpiCommunicator::barrier_async() { return impl_->enqueue(Work{}); }
+
+namespace {
+Work segment_work(CommOp op, const std::vector<Segment>& segments, DType t, ReduceOp rop, int world) {
+  Work w;
+  w.op = op;
+  w.segmented = true;
+  w.segments = segments;
+  w.count = check_segments(op, segments, world, size_t(INT_MAX));
+  w.dtype = t;
+  w.rop = rop;
+  return w;
+}
+}  // namespace
+
+CommHandlePtr MpiCommunicator::reduce_scatter_segments_async(const std::vector<Segment>& segments, DType t,
+                                                             ReduceOp op) {
+  check_reduction(CommOp::ReduceScatter, t, op);
+  return impl_->enqueue(segment_work(CommOp::ReduceScatter, segments, t, op, impl_->world));
+}
+
+CommHandlePtr MpiCommunicator::all_reduce_segments_async(const std::vector<Segment>& segments, DType t, ReduceOp op) {
+  check_reduction(CommOp::AllReduce, t, op);
+  return impl_->enqueue(segment_work(CommOp::AllReduce, segments, t, op, impl_->world));
+}
+
+CommHandlePtr MpiCommunicator::all_gather_segments_async(const std::vector<Segment>& segments, DType t) {
+  return impl_->enqueue(segment_work(CommOp::AllGather, segments, t, ReduceOp::Sum, impl_->world));
+}
 
 }  // namespace zt

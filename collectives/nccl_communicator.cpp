@@ -316,6 +316,51 @@ CommHandlePtr NcclCommunicator::broadcast_async(void* buf, size_t count, DType t
   });
 }
 
+// Bucketed ops: one grouped NCCL launch over the segments (ncclReduce to each segment's owner,
+// ncclAllReduce, ncclBroadcast from the owner), recorded as one call of the op.
+template <class PerSegment>
+static void nccl_group(const std::vector<Segment>& segments, PerSegment per_segment) {
+  ZT_NCCL_CHECK(ncclGroupStart());
+  for (const Segment& s : segments)
+    if (s.count) per_segment(s);
+  ZT_NCCL_CHECK(ncclGroupEnd());
+}
+
+CommHandlePtr NcclCommunicator::reduce_scatter_segments_async(const std::vector<Segment>& segments, DType t,
+                                                              ReduceOp op) {
+  check_reduction(CommOp::ReduceScatter, t, op);
+  Impl& m = *impl_;
+  const size_t total = check_segments(CommOp::ReduceScatter, segments, m.world);
+  return m.issue(CommOp::ReduceScatter, total, t, [&] {
+    nccl_group(segments, [&](const Segment& s) {
+      ZT_NCCL_CHECK(ncclReduce(s.data, s.data, s.count, nccl_type(t), op == ReduceOp::Avg ? ncclAvg : ncclSum, s.owner,
+                               m.comm, m.stream));
+    });
+  });
+}
+
+CommHandlePtr NcclCommunicator::all_reduce_segments_async(const std::vector<Segment>& segments, DType t, ReduceOp op) {
+  check_reduction(CommOp::AllReduce, t, op);
+  Impl& m = *impl_;
+  const size_t total = check_segments(CommOp::AllReduce, segments, m.world);
+  return m.issue(CommOp::AllReduce, total, t, [&] {
+    nccl_group(segments, [&](const Segment& s) {
+      ZT_NCCL_CHECK(ncclAllReduce(s.data, s.data, s.count, nccl_type(t), op == ReduceOp::Avg ? ncclAvg : ncclSum,
+                                  m.comm, m.stream));
+    });
+  });
+}
+
+CommHandlePtr NcclCommunicator::all_gather_segments_async(const std::vector<Segment>& segments, DType t) {
+  Impl& m = *impl_;
+  const size_t total = check_segments(CommOp::AllGather, segments, m.world);
+  return m.issue(CommOp::AllGather, total, t, [&] {
+    nccl_group(segments, [&](const Segment& s) {
+      ZT_NCCL_CHECK(ncclBroadcast(s.data, s.data, s.count, nccl_type(t), s.owner, m.comm, m.stream));
+    });
+  });
+}
+
 CommHandlePtr NcclCommunicator::barrier_async() {
   Impl& m = *impl_;
   return m.issue(CommOp::Barrier, 0, DType::F32, [&] {

@@ -15,6 +15,18 @@ namespace zt {
 // Buffers' element type (base/dtype.h): the CPU backend computes in F32; the CUDA backend in BF16
 // with fp32 accumulation (its act_dtype). Master weights and optimizer state are always F32.
 
+// One contiguous piece of a multi-tensor AdamW: fp32 master and moments and the gradient (of the
+// dtype passed with the call) in backend memory; `working` (act_dtype, may be null) receives the
+// updated parameters rounded to the working precision.
+struct AdamWChunk {
+  float* master = nullptr;
+  const void* grad = nullptr;
+  float* m = nullptr;
+  float* v = nullptr;
+  void* working = nullptr;
+  size_t n = 0;
+};
+
 // Conventions shared by every implementation (tests pin them):
 // * Pointers named d_* or dw/db/dinp are gradient buffers. Parameter gradients (dw, db, dwte, ...)
 //   ACCUMULATE (+=) so that micro-batches add up; activation gradients (dinp) also accumulate, and
@@ -110,6 +122,18 @@ class Backend {
 
   // The simple AdamW on a flat fp32 span (master weights p, grads g, moments m and v, all F32).
   virtual void adamw_step(float* p, const float* g, float* m, float* v, size_t n, const AdamWHyper& h) = 0;
+
+  // --- the ZeRO step on backend memory (global norm partials, scaling, the shard update) ---------
+  // Σ (x_i · scale)² over n act_dtype() values, each product rounded to fp32, summed in double:
+  // one rank's partial of the global gradient norm. CPU: base/fixed_order_sum.h's order (same bits
+  // for every thread count); CUDA: a fixed-order two-pass reduction on the device, deterministic,
+  // with one 8-byte copy back (the gradients never leave the device). Waits for earlier ops.
+  virtual double sum_squares(const void* x, size_t n, float scale) = 0;
+  // x *= s over n act_dtype() values, in place (each product rounded once).
+  virtual void scale(void* x, float s, size_t n) = 0;
+  // Multi-tensor AdamW (base/adam_math.h's formula) over every chunk in as few launches as the
+  // backend needs; grads of grad_dtype (F32, BF16 or F16). Ordered on the backend's stream.
+  virtual void adamw_multi_tensor(const AdamWChunk* chunks, size_t count, DType grad_dtype, const AdamWHyper& h) = 0;
 };
 
 // Factories. make_cuda_backend() throws std::runtime_error when no GPU is usable, with the reason.

@@ -184,6 +184,7 @@ fi
 # ---- 3. GPU targets first, so GPU results come back even if another module does not build --
 GPU_TARGETS=(test_gpu_ops test_gpu_attention test_gpu_convert test_gpu_fused_adamw bench_gpu bench_attention)
 run_bench() {  # run_bench BINARY ARGS... : exit 77 (no GPU) is reported, not failed
+  [ -x "$1" ] || { echo "$(basename "$1"): not built"; return 3; }
   "$@"
   local rc=$?; [ $rc -eq 77 ] && echo "$(basename "$1"): skipped (no GPU)" && return 0; return $rc
 }
@@ -255,6 +256,9 @@ JSON
       ST_NAME+=("engine"); ST_STATUS+=("SKIPPED"); ST_SECS+=(0); ST_NOTE+=("no GPU")
     fi
     stage peer_compile 150 "$BENCH_LOG" peer_compiled
+  else
+    ST_NAME+=("zt_vs_peer"); ST_STATUS+=("SKIPPED"); ST_SECS+=(0); ST_NOTE+=("zerotrain not built: see build.log")
+    ST_NAME+=("engine"); ST_STATUS+=("SKIPPED"); ST_SECS+=(0); ST_NOTE+=("zerotrain not built")
   fi
   # The whole single-process suite: unit tests and every module's gpu-labelled tests.
   stage all_tests 150 "$TEST_LOG" ctest --test-dir "$BUILD" -LE mpi -j 4 --output-on-failure --timeout 120

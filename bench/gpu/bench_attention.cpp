@@ -18,7 +18,7 @@
 
 #include "bench/gpu/gpu_timing.h"
 #include "kernels/cuda/attention.cuh"
-#include "kernels/cuda/cuda_check.h"
+#include "base/cuda_check.h"
 #include "kernels/cuda/flash_attention.cuh"
 #include "kernels/cuda/matmul.cuh"
 
@@ -54,8 +54,8 @@ float bf16_bits_to_float(uint16_t b) {
 
 void* device_copy(const std::vector<uint16_t>& h) {
   void* p;
-  CUDA_CHECK(cudaMalloc(&p, h.size() * 2));
-  CUDA_CHECK(cudaMemcpy(p, h.data(), h.size() * 2, cudaMemcpyHostToDevice));
+  ZT_CUDA_CHECK(cudaMalloc(&p, h.size() * 2));
+  ZT_CUDA_CHECK(cudaMemcpy(p, h.data(), h.size() * 2, cudaMemcpyHostToDevice));
   return p;
 }
 
@@ -70,13 +70,13 @@ int main(int argc, char** argv) {
   }
   const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
   cudaDeviceProp prop{};
-  CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
+  ZT_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
   cudaStream_t s;
-  CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  ZT_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   zt::cuda::LtContext lt;
-  CUBLAS_CHECK(cublasLtCreate(&lt.handle));
+  ZT_CUBLAS_CHECK(cublasLtCreate(&lt.handle));
   lt.workspace_bytes = 32u << 20;
-  CUDA_CHECK(cudaMalloc(&lt.workspace, lt.workspace_bytes));
+  ZT_CUDA_CHECK(cudaMalloc(&lt.workspace, lt.workspace_bytes));
 
   std::vector<Shape> shapes = {{"gpt2-124m B=16 T=1024", 16, 1024, 768, 12}, {"B=4 T=4096 hs=64", 4, 4096, 768, 12}};
   if (quick) shapes.resize(1);
@@ -93,23 +93,23 @@ int main(int argc, char** argv) {
     void* dout = device_copy(random_bf16_bits(n_out, 2));
     void *out, *saved, *dqkv, *ref_out;
     float* dsum;
-    CUDA_CHECK(cudaMalloc(&out, n_out * 2));
-    CUDA_CHECK(cudaMalloc(&ref_out, n_out * 2));
-    CUDA_CHECK(cudaMalloc(&dqkv, 3 * n_out * 2));
-    CUDA_CHECK(cudaMalloc(&saved, zt::cuda::flash_attention_saved_bytes(sh.B, sh.T, sh.C, sh.NH)));
-    CUDA_CHECK(cudaMalloc(&dsum, zt::cuda::flash_attention_backward_scratch_floats(sh.B, sh.T, sh.NH) * 4));
+    ZT_CUDA_CHECK(cudaMalloc(&out, n_out * 2));
+    ZT_CUDA_CHECK(cudaMalloc(&ref_out, n_out * 2));
+    ZT_CUDA_CHECK(cudaMalloc(&dqkv, 3 * n_out * 2));
+    ZT_CUDA_CHECK(cudaMalloc(&saved, zt::cuda::flash_attention_saved_bytes(sh.B, sh.T, sh.C, sh.NH)));
+    ZT_CUDA_CHECK(cudaMalloc(&dsum, zt::cuda::flash_attention_backward_scratch_floats(sh.B, sh.T, sh.NH) * 4));
 
     // The flash output against the reference kernels on these inputs (relative L2 error).
     const size_t probs_bytes = zt::cuda::naive_attention_saved_bytes(sh.B, sh.T, sh.C, sh.NH);
     float *probs = nullptr, *scratch = nullptr;
-    CUDA_CHECK(cudaMalloc(&probs, probs_bytes));
-    CUDA_CHECK(cudaMalloc(&scratch, zt::cuda::naive_attention_backward_scratch_floats(sh.B, sh.T, sh.NH) * 4));
+    ZT_CUDA_CHECK(cudaMalloc(&probs, probs_bytes));
+    ZT_CUDA_CHECK(cudaMalloc(&scratch, zt::cuda::naive_attention_backward_scratch_floats(sh.B, sh.T, sh.NH) * 4));
     zt::cuda::flash_attention_forward(out, saved, qkv, sh.B, sh.T, sh.C, sh.NH, s);
     zt::cuda::naive_attention_forward(ref_out, probs, qkv, sh.B, sh.T, sh.C, sh.NH, s);
-    CUDA_CHECK(cudaStreamSynchronize(s));
+    ZT_CUDA_CHECK(cudaStreamSynchronize(s));
     std::vector<uint16_t> a(n_out), b(n_out);
-    CUDA_CHECK(cudaMemcpy(a.data(), out, n_out * 2, cudaMemcpyDeviceToHost));
-    CUDA_CHECK(cudaMemcpy(b.data(), ref_out, n_out * 2, cudaMemcpyDeviceToHost));
+    ZT_CUDA_CHECK(cudaMemcpy(a.data(), out, n_out * 2, cudaMemcpyDeviceToHost));
+    ZT_CUDA_CHECK(cudaMemcpy(b.data(), ref_out, n_out * 2, cudaMemcpyDeviceToHost));
     double num = 0, den = 0;
     for (size_t i = 0; i < n_out; ++i) {
       const double x = bf16_bits_to_float(a[i]), y = bf16_bits_to_float(b[i]);
@@ -123,36 +123,36 @@ int main(int argc, char** argv) {
     });
     // Backward as the model runs it: the gradient buffer zeroed, then accumulated into.
     const double t_bwd = zt::bench::median_ms(s, 3, reps, [&] {
-      CUDA_CHECK(cudaMemsetAsync(dqkv, 0, 3 * n_out * 2, s));
+      ZT_CUDA_CHECK(cudaMemsetAsync(dqkv, 0, 3 * n_out * 2, s));
       zt::cuda::flash_attention_backward(dqkv, dout, qkv, saved, sh.B, sh.T, sh.C, sh.NH, dsum, s);
     });
     const double t_ref = zt::bench::median_ms(s, 1, quick ? 3 : 5, [&] {
       zt::cuda::naive_attention_forward(ref_out, probs, qkv, sh.B, sh.T, sh.C, sh.NH, s);
-      CUDA_CHECK(cudaMemsetAsync(dqkv, 0, 3 * n_out * 2, s));
+      ZT_CUDA_CHECK(cudaMemsetAsync(dqkv, 0, 3 * n_out * 2, s));
       zt::cuda::naive_attention_backward(dqkv, dout, qkv, probs, sh.B, sh.T, sh.C, sh.NH, scratch, s);
     });
-    CUDA_CHECK(cudaFree(probs));
-    CUDA_CHECK(cudaFree(scratch));
+    ZT_CUDA_CHECK(cudaFree(probs));
+    ZT_CUDA_CHECK(cudaFree(scratch));
 
     // A square bf16 GEMM with (about) the forward+backward FLOP count: 2·n³ = f_fwd + f_bwd.
     int n = int(std::cbrt((f_fwd + f_bwd) / 2.0) / 128.0 + 0.5) * 128;
     if (n < 128) n = 128;
     const double f_gemm = 2.0 * n * double(n) * n;
     void *A, *Bm, *D;
-    CUDA_CHECK(cudaMalloc(&A, size_t(n) * n * 2));
-    CUDA_CHECK(cudaMalloc(&Bm, size_t(n) * n * 2));
-    CUDA_CHECK(cudaMalloc(&D, size_t(n) * n * 2));
+    ZT_CUDA_CHECK(cudaMalloc(&A, size_t(n) * n * 2));
+    ZT_CUDA_CHECK(cudaMalloc(&Bm, size_t(n) * n * 2));
+    ZT_CUDA_CHECK(cudaMalloc(&D, size_t(n) * n * 2));
     {
       const auto r = random_bf16_bits(size_t(n) * n, 3);
-      CUDA_CHECK(cudaMemcpy(A, r.data(), r.size() * 2, cudaMemcpyHostToDevice));
-      CUDA_CHECK(cudaMemcpy(Bm, r.data(), r.size() * 2, cudaMemcpyHostToDevice));
+      ZT_CUDA_CHECK(cudaMemcpy(A, r.data(), r.size() * 2, cudaMemcpyHostToDevice));
+      ZT_CUDA_CHECK(cudaMemcpy(Bm, r.data(), r.size() * 2, cudaMemcpyHostToDevice));
     }
     const double t_gemm = zt::bench::median_ms(s, 3, reps, [&] {
       zt::cuda::gemm_bf16(lt, true, false, n, n, n, 1.0f, A, n, Bm, n, 0.0f, D, n, nullptr, s);
     });
-    CUDA_CHECK(cudaFree(A));
-    CUDA_CHECK(cudaFree(Bm));
-    CUDA_CHECK(cudaFree(D));
+    ZT_CUDA_CHECK(cudaFree(A));
+    ZT_CUDA_CHECK(cudaFree(Bm));
+    ZT_CUDA_CHECK(cudaFree(D));
 
     const double tf_fwd = f_fwd / (t_fwd * 1e-3) / 1e12, tf_bwd = f_bwd / (t_bwd * 1e-3) / 1e12;
     const double tf_all = (f_fwd + f_bwd) / ((t_fwd + t_bwd) * 1e-3) / 1e12;
@@ -175,12 +175,12 @@ int main(int argc, char** argv) {
                   prop.name, sh.name, sh.B, sh.T, sh.C, sh.NH, t_fwd, t_bwd, tf_fwd, tf_bwd, tf_all, n, t_gemm, tf_gemm,
                   tf_all / tf_gemm, t_ref, t_ref / (t_fwd + t_bwd), rel_err);
     json.push_back(buf);
-    for (void* p : {qkv, dout, out, ref_out, dqkv, saved}) CUDA_CHECK(cudaFree(p));
-    CUDA_CHECK(cudaFree(dsum));
+    for (void* p : {qkv, dout, out, ref_out, dqkv, saved}) ZT_CUDA_CHECK(cudaFree(p));
+    ZT_CUDA_CHECK(cudaFree(dsum));
   }
   for (const auto& j : json) std::printf("%s\n", j.c_str());
-  CUDA_CHECK(cudaFree(lt.workspace));
-  CUBLAS_CHECK(cublasLtDestroy(lt.handle));
-  CUDA_CHECK(cudaStreamDestroy(s));
+  ZT_CUDA_CHECK(cudaFree(lt.workspace));
+  ZT_CUBLAS_CHECK(cublasLtDestroy(lt.handle));
+  ZT_CUDA_CHECK(cudaStreamDestroy(s));
   return 0;
 }

@@ -8,25 +8,25 @@
 #include <functional>
 #include <vector>
 
-#include "kernels/cuda/cuda_check.h"
+#include "base/cuda_check.h"
 
 namespace zt::bench {
 
 inline double median_ms(cudaStream_t s, int warm, int reps, const std::function<void()>& fn) {
   cudaEvent_t a, b;
-  CUDA_CHECK(cudaEventCreate(&a));
-  CUDA_CHECK(cudaEventCreate(&b));
+  ZT_CUDA_CHECK(cudaEventCreate(&a));
+  ZT_CUDA_CHECK(cudaEventCreate(&b));
   for (int i = 0; i < warm; ++i) fn();
   std::vector<float> t(static_cast<size_t>(reps));
   for (int i = 0; i < reps; ++i) {
-    CUDA_CHECK(cudaEventRecord(a, s));
+    ZT_CUDA_CHECK(cudaEventRecord(a, s));
     fn();
-    CUDA_CHECK(cudaEventRecord(b, s));
-    CUDA_CHECK(cudaEventSynchronize(b));
-    CUDA_CHECK(cudaEventElapsedTime(&t[size_t(i)], a, b));
+    ZT_CUDA_CHECK(cudaEventRecord(b, s));
+    ZT_CUDA_CHECK(cudaEventSynchronize(b));
+    ZT_CUDA_CHECK(cudaEventElapsedTime(&t[size_t(i)], a, b));
   }
-  CUDA_CHECK(cudaEventDestroy(a));
-  CUDA_CHECK(cudaEventDestroy(b));
+  ZT_CUDA_CHECK(cudaEventDestroy(a));
+  ZT_CUDA_CHECK(cudaEventDestroy(b));
   std::sort(t.begin(), t.end());
   return t[size_t(reps) / 2];
 }

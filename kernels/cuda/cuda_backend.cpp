@@ -21,6 +21,8 @@
 #include "kernels/cuda/layernorm.cuh"
 #include "kernels/cuda/matmul.cuh"
 #include "kernels/cuda/residual.cuh"
+#include "kernels/cuda/fused_adamw.h"
+#include "kernels/cuda/zero_step.cuh"
 
 namespace zt {
 
@@ -194,6 +196,19 @@ class CudaBackend final : public Backend {
   }
   void adamw_step(float* p, const float* g, float* m, float* v, size_t n, const AdamWHyper& h) override {
     cuda::adamw_step(p, g, m, v, n, h, stream_);
+  }
+  double sum_squares(const void* x, size_t n, float scale) override {
+    const size_t need = cuda::sum_squares_scratch_doubles(n);
+    double* scratch = reinterpret_cast<double*>(scratch_floats(2 * need));
+    cuda::sum_squares(x, act_dtype(), n, scale, scratch + 1, scratch, stream_);
+    double total = 0;
+    ZT_CUDA_CHECK(cudaMemcpyAsync(&total, scratch, sizeof total, cudaMemcpyDeviceToHost, stream_));
+    ZT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    return total;
+  }
+  void scale(void* x, float s, size_t n) override { cuda::scale(x, act_dtype(), s, n, stream_); }
+  void adamw_multi_tensor(const AdamWChunk* chunks, size_t count, DType grad_dtype, const AdamWHyper& h) override {
+    fused_adamw(chunks, count, grad_dtype, h, stream_);
   }
 
  private:

@@ -10,7 +10,7 @@
 // it buys results that are identical run to run.
 #include <cmath>
 
-#include "kernels/cuda/cuda_check.h"
+#include "base/cuda_check.h"
 #include "kernels/cuda/flash_attention.cuh"
 #include "kernels/cuda/flash_tile.cuh"
 
@@ -246,7 +246,7 @@ __global__ void __launch_bounds__(kThreads) dq_kernel(bf16* __restrict__ dqkv, c
 template <class K>
 void allow_shared(K kernel, size_t bytes) {
   if (bytes > 48 * 1024)
-    CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
+    ZT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
 }
 
 template <int HS>
@@ -260,16 +260,16 @@ void launch_backward(bf16* dqkv, const bf16* dout, const bf16* qkv, const void* 
   constexpr unsigned kRowdotThreads = 256;
   rowdot_kernel<HS><<<unsigned((rows * 32 + kRowdotThreads - 1) / kRowdotThreads), kRowdotThreads, 0, s>>>(
       dsum, dout, o, B, T, C, NH);
-  ZT_LAUNCH_CHECK(rowdot_kernel);
+  ZT_LAUNCH_CHECK();
   const dim3 grid(tiles_for(T), NH, B);
   const size_t shm_kv = 6 * Tile<HS>::kBytes + 4 * kTile * sizeof(float);  // K, V, 2 Q, 2 dO; lse, D
   allow_shared(dkdv_kernel<HS>, shm_kv);
   dkdv_kernel<HS><<<grid, kThreads, shm_kv, s>>>(dqkv, dout, qkv, lse, dsum, T, C, NH, scale_log2, float(scale));
-  ZT_LAUNCH_CHECK(dkdv_kernel);
+  ZT_LAUNCH_CHECK();
   const size_t shm_q = 6 * Tile<HS>::kBytes;  // Q, dO, 2 K, 2 V
   allow_shared(dq_kernel<HS>, shm_q);
   dq_kernel<HS><<<grid, kThreads, shm_q, s>>>(dqkv, dout, qkv, lse, dsum, T, C, NH, scale_log2, float(scale));
-  ZT_LAUNCH_CHECK(dq_kernel);
+  ZT_LAUNCH_CHECK();
 }
 
 }  // namespace

@@ -6,7 +6,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "kernels/cuda/cuda_check.h"
+#include "base/cuda_check.h"
 #include "kernels/cuda/flash_attention.cuh"
 #include "kernels/cuda/flash_tile.cuh"
 
@@ -146,13 +146,13 @@ template <int HS>
 void launch_forward(void* out, void* saved, const void* qkv, int B, int T, int C, int NH, cudaStream_t s) {
   const size_t shm = 5 * Tile<HS>::kBytes;  // Q + two K + two V tiles
   if (shm > 48 * 1024)
-    CUDA_CHECK(cudaFuncSetAttribute(forward_kernel<HS>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shm)));
+    ZT_CUDA_CHECK(cudaFuncSetAttribute(forward_kernel<HS>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shm)));
   auto* lse = static_cast<float*>(saved);
   auto* copy = reinterpret_cast<bf16*>(static_cast<char*>(saved) + saved_lse_bytes(B, T, NH));
   const float scale_log2 = float(1.0 / std::sqrt(double(HS)) * M_LOG2E);
   forward_kernel<HS><<<dim3(tiles_for(T), NH, B), kThreads, shm, s>>>(
       static_cast<bf16*>(out), copy, lse, static_cast<const bf16*>(qkv), T, C, NH, scale_log2);
-  ZT_LAUNCH_CHECK(forward_kernel);
+  ZT_LAUNCH_CHECK();
 }
 
 }  // namespace

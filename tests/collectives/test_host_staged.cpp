@@ -26,17 +26,17 @@ HostStagedCommunicator* g_staged = nullptr;
 Backend* g_backend = nullptr;
 const Bootstrap* g_boot = nullptr;
 
-constexpr CommDType kTypes[] = {CommDType::F32, CommDType::BF16, CommDType::F16, CommDType::I64};
+constexpr DType kTypes[] = {DType::F32, DType::BF16, DType::F16, DType::I64};
 
 struct Call {
   CommOp op;
   size_t count;  // elements of the full buffer
-  CommDType t;
+  DType t;
   ReduceOp rop = ReduceOp::Sum;
   bool in_place = false;
   int root = 0;
   std::string label() const {
-    return std::string(comm_op_name(op)) + " " + comm_dtype_name(t) + " " + reduce_op_name(rop) +
+    return std::string(comm_op_name(op)) + " " + dtype_name(t) + " " + reduce_op_name(rop) +
            (in_place ? " in-place" : " out-of-place") + " count=" + std::to_string(count) + " root=" +
            std::to_string(root);
   }
@@ -49,7 +49,7 @@ struct Bufs {
 };
 
 Bufs initial(const Call& k, int rank, int world, uint64_t salt) {
-  const size_t es = comm_dtype_size(k.t), shard = k.count / size_t(world);
+  const size_t es = dtype_size(k.t), shard = k.count / size_t(world);
   Bufs s;
   switch (k.op) {
     case CommOp::AllReduce:
@@ -73,7 +73,7 @@ Bufs initial(const Call& k, int rank, int world, uint64_t salt) {
 }
 
 CommHandlePtr issue(Communicator& c, const Call& k, char* a, char* b) {
-  const size_t mine = size_t(c.rank()) * (k.count / size_t(c.world_size())) * comm_dtype_size(k.t);
+  const size_t mine = size_t(c.rank()) * (k.count / size_t(c.world_size())) * dtype_size(k.t);
   switch (k.op) {
     case CommOp::AllReduce: return c.all_reduce_async(a, k.in_place ? a : b, k.count, k.t, k.rop);
     case CommOp::ReduceScatter: return c.reduce_scatter_async(a, k.in_place ? a + mine : b, k.count, k.t, k.rop);
@@ -116,8 +116,8 @@ void expect_same_as_plain(const Call& k, uint64_t salt) {
   EXPECT_TRUE(b.host() == want.b) << "buffer b differs from the plain MPI communicator: " << k.label();
 }
 
-std::vector<ReduceOp> reductions_for(CommDType t) {
-  if (t == CommDType::I64) return {ReduceOp::Sum};
+std::vector<ReduceOp> reductions_for(DType t) {
+  if (t == DType::I64) return {ReduceOp::Sum};
   return {ReduceOp::Sum, ReduceOp::Avg};
 }
 
@@ -131,7 +131,7 @@ TEST(HostStaged, AllReduceBitwiseAsPlainMpi) {
   const size_t w = size_t(g_plain->world_size());
   uint64_t salt = 1000;
   for (size_t count : {size_t(0), size_t(1), w, 7 * w + 1, size_t(5003)})
-    for (CommDType t : kTypes)
+    for (DType t : kTypes)
       for (ReduceOp op : reductions_for(t))
         for (bool in_place : {false, true}) expect_same_as_plain({CommOp::AllReduce, count, t, op, in_place}, ++salt);
 }
@@ -140,7 +140,7 @@ TEST(HostStaged, ReduceScatterBitwiseAsPlainMpi) {
   const size_t w = size_t(g_plain->world_size());
   uint64_t salt = 2000;
   for (size_t shard : {size_t(0), size_t(1), size_t(3), size_t(1001)})
-    for (CommDType t : kTypes)
+    for (DType t : kTypes)
       for (ReduceOp op : reductions_for(t))
         for (bool in_place : {false, true})
           expect_same_as_plain({CommOp::ReduceScatter, shard * w, t, op, in_place}, ++salt);
@@ -150,7 +150,7 @@ TEST(HostStaged, AllGatherBitwiseAsPlainMpi) {
   const size_t w = size_t(g_plain->world_size());
   uint64_t salt = 3000;
   for (size_t shard : {size_t(0), size_t(1), size_t(3), size_t(1001)})
-    for (CommDType t : kTypes)
+    for (DType t : kTypes)
       for (bool in_place : {false, true})
         expect_same_as_plain({CommOp::AllGather, shard * w, t, ReduceOp::Sum, in_place}, ++salt);
 }
@@ -158,7 +158,7 @@ TEST(HostStaged, AllGatherBitwiseAsPlainMpi) {
 TEST(HostStaged, BroadcastBitwiseAsPlainMpi) {
   uint64_t salt = 4000;
   for (int root : {0, g_plain->world_size() - 1})
-    for (CommDType t : kTypes)
+    for (DType t : kTypes)
       for (size_t count : {size_t(0), size_t(1), size_t(777)}) {
         Call k{CommOp::Broadcast, count, t};
         k.root = root;
@@ -168,13 +168,57 @@ TEST(HostStaged, BroadcastBitwiseAsPlainMpi) {
 
 // Several collectives in flight at once, each with its own staging buffer, waited in reverse order
 // or polled: each result is still the plain communicator's, and the pool is reused afterwards.
+// Bucketed forms: segments cut from two buffers (an empty one, single elements, owners out of
+// order), every dtype and reduction; both buffers must end bitwise as the plain communicator leaves
+// its host copies of them.
+TEST(HostStaged, SegmentOpsBitwiseAsPlainMpi) {
+  const int w = g_plain->world_size(), r = g_plain->rank();
+  const size_t counts[] = {5, 0, 1, 1001, 7, 64};
+  const int owners[] = {w - 1, 0, 1 % w, 0, w - 1, 1 % w};
+  constexpr size_t K = sizeof counts / sizeof counts[0];
+  uint64_t salt = 7000;
+  for (CommOp op : {CommOp::ReduceScatter, CommOp::AllReduce, CommOp::AllGather})
+    for (DType t : kTypes)
+      for (ReduceOp rop : op == CommOp::AllGather ? std::vector<ReduceOp>{ReduceOp::Sum} : reductions_for(t)) {
+        const size_t es = dtype_size(t);
+        size_t n[2] = {0, 0};  // segments alternate between the two buffers
+        for (size_t i = 0; i < K; ++i) n[i % 2] += counts[i];
+        std::vector<char> host[2];
+        for (int b = 0; b < 2; ++b) test::fill_input(host[b], t, size_t(b) * 100000, n[b], r, ++salt);
+        DevBuf dev0(host[0]), dev1(host[1]);
+        char* devp[2] = {dev0.get(), dev1.get()};
+        std::vector<Segment> hs, ds;
+        size_t off[2] = {0, 0};
+        for (size_t i = 0; i < K; ++i) {
+          const int b = int(i % 2);
+          hs.push_back({host[b].data() + off[b] * es, counts[i], owners[i]});
+          ds.push_back({devp[b] + off[b] * es, counts[i], owners[i]});
+          off[b] += counts[i];
+        }
+        const std::string what = std::string(comm_op_name(op)) + " segments " + dtype_name(t) + " " + reduce_op_name(rop);
+        auto run = [&](Communicator& c, const std::vector<Segment>& sg) {
+          if (op == CommOp::ReduceScatter) return c.reduce_scatter_segments_async(sg, t, rop);
+          if (op == CommOp::AllReduce) return c.all_reduce_segments_async(sg, t, rop);
+          return c.all_gather_segments_async(sg, t);
+        };
+        run(*g_plain, hs)->wait();
+        run(*g_staged, ds)->wait();
+        EXPECT_TRUE(dev0.host() == host[0]) << what << ": buffer 0";
+        EXPECT_TRUE(dev1.host() == host[1]) << what << ": buffer 1";
+      }
+  EXPECT_THROW(g_staged->all_reduce_segments_async({{nullptr, 3, 0}}, DType::F32, ReduceOp::Sum), std::invalid_argument);
+  EXPECT_THROW(g_staged->reduce_scatter_segments_async({{nullptr, 0, w}}, DType::F32, ReduceOp::Sum),
+               std::invalid_argument);
+  g_staged->barrier();
+}
+
 TEST(HostStaged, OverlappingCallsWaitedOutOfOrderAndPolled) {
   const size_t w = size_t(g_plain->world_size()), n = 4096 * w;
-  const Call calls[] = {{CommOp::AllReduce, n, CommDType::BF16, ReduceOp::Sum, true},
-                        {CommOp::ReduceScatter, n, CommDType::F32, ReduceOp::Avg, false},
-                        {CommOp::AllGather, n, CommDType::BF16, ReduceOp::Sum, true},
-                        {CommOp::ReduceScatter, n, CommDType::BF16, ReduceOp::Sum, true},
-                        {CommOp::AllReduce, n + 1, CommDType::F32, ReduceOp::Avg, false}};
+  const Call calls[] = {{CommOp::AllReduce, n, DType::BF16, ReduceOp::Sum, true},
+                        {CommOp::ReduceScatter, n, DType::F32, ReduceOp::Avg, false},
+                        {CommOp::AllGather, n, DType::BF16, ReduceOp::Sum, true},
+                        {CommOp::ReduceScatter, n, DType::BF16, ReduceOp::Sum, true},
+                        {CommOp::AllReduce, n + 1, DType::F32, ReduceOp::Avg, false}};
   constexpr int K = 5;
   for (int round = 0; round < 2; ++round) {
     std::vector<std::unique_ptr<DevBuf>> as, bs;
@@ -210,25 +254,25 @@ TEST(HostStaged, DroppedHandleLeavesTheBufferAloneAndNothingHangs) {
   const std::vector<char> before = init;
   {
     DevBuf a(init);
-    issue(*g_staged, {CommOp::AllReduce, 1000 * w, CommDType::F32}, a.get(), a.get()).reset();
+    issue(*g_staged, {CommOp::AllReduce, 1000 * w, DType::F32}, a.get(), a.get()).reset();
     g_staged->barrier();
     EXPECT_TRUE(a.host() == before) << "a handle dropped before wait() must not copy its result back";
   }
-  expect_same_as_plain({CommOp::AllReduce, 3 * w, CommDType::F32}, 6000);  // still in step across ranks
+  expect_same_as_plain({CommOp::AllReduce, 3 * w, DType::F32}, 6000);  // still in step across ranks
 }
 
 TEST(HostStaged, BadArgumentsRejectedBeforeAnyCopy) {
   const size_t w = size_t(g_plain->world_size());
   DevBuf a(std::vector<char>((4 * w + 1) * 8, 0)), b(std::vector<char>((4 * w + 1) * 8, 0));
   try {
-    g_staged->reduce_scatter(a.get(), b.get(), 4 * w + 1, CommDType::F32, ReduceOp::Sum);
+    g_staged->reduce_scatter(a.get(), b.get(), 4 * w + 1, DType::F32, ReduceOp::Sum);
     ADD_FAILURE() << "uneven reduce_scatter accepted";
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("the caller must pad to a multiple of W"), std::string::npos) << e.what();
   }
-  EXPECT_THROW(g_staged->all_gather(a.get(), b.get(), 4 * w + 1, CommDType::F32), std::invalid_argument);
-  EXPECT_THROW(g_staged->all_reduce(a.get(), a.get(), w, CommDType::I64, ReduceOp::Avg), std::invalid_argument);
-  EXPECT_THROW(g_staged->broadcast(a.get(), 1, CommDType::F32, int(w)), std::invalid_argument);
+  EXPECT_THROW(g_staged->all_gather(a.get(), b.get(), 4 * w + 1, DType::F32), std::invalid_argument);
+  EXPECT_THROW(g_staged->all_reduce(a.get(), a.get(), w, DType::I64, ReduceOp::Avg), std::invalid_argument);
+  EXPECT_THROW(g_staged->broadcast(a.get(), 1, DType::F32, int(w)), std::invalid_argument);
   g_staged->barrier();  // nothing was issued by the rejected calls
 }
 
@@ -237,8 +281,8 @@ TEST(HostStaged, StatsAreTheInnerCommunicators) {
   g_staged->barrier();
   g_staged->reset_stats();
   DevBuf a(std::vector<char>(1000 * w * 4, 1)), h(std::vector<char>(64 * w * 2, 1));
-  g_staged->all_reduce(a.get(), a.get(), 1000 * w, CommDType::F32, ReduceOp::Sum);
-  g_staged->reduce_scatter(h.get(), h.get() + size_t(g_staged->rank()) * 64 * 2, 64 * w, CommDType::BF16,
+  g_staged->all_reduce(a.get(), a.get(), 1000 * w, DType::F32, ReduceOp::Sum);
+  g_staged->reduce_scatter(h.get(), h.get() + size_t(g_staged->rank()) * 64 * 2, 64 * w, DType::BF16,
                            ReduceOp::Sum);
   const CommStats s = g_staged->stats();
   EXPECT_EQ(s[CommOp::AllReduce].calls, 1u);
@@ -252,7 +296,7 @@ TEST(HostStaged, FactoryBuildsItForABackend) {
   EXPECT_THROW(make_communicator(*g_boot, CommBackend::MpiHostStaged), std::invalid_argument);
   int64_t one = c->rank() + 1;
   DevBuf v(std::vector<char>(reinterpret_cast<char*>(&one), reinterpret_cast<char*>(&one) + 8));
-  c->all_reduce(v.get(), v.get(), 1, CommDType::I64, ReduceOp::Sum);
+  c->all_reduce(v.get(), v.get(), 1, DType::I64, ReduceOp::Sum);
   int64_t sum;
   std::memcpy(&sum, v.host().data(), 8);
   const int64_t W = c->world_size();

@@ -255,6 +255,97 @@ TEST(MpiCollectives, FactoryPicksMpiForManyRanks) {
   EXPECT_EQ(v[0], w * (w + 1) / 2);
 }
 
+// Bucketed (segment) collectives: a buffer of `count` elements cut into segments of varying length
+// (0, 1, odd, long) with owners cycling irregularly over the ranks, listed out of index order. The
+// result of each element is what the plain ops give: the rank-order reduction (or the owner's value).
+struct SegCase {
+  std::vector<Segment> segs;
+  std::vector<size_t> begin;  // first element index of each segment in the buffer
+};
+
+SegCase cut(std::vector<char>& buf, size_t count, DType t, int world, uint64_t salt) {
+  SegCase c;
+  const size_t es = dtype_size(t);
+  size_t at = 0;
+  for (uint64_t k = 0; at < count; ++k) {
+    const size_t len = std::min(count - at, size_t(test::mix(salt + k) % 7 == 0 ? 0 : 1 + test::mix(salt * 31 + k) % 97));
+    c.segs.push_back({buf.data() + at * es, len, int(test::mix(salt ^ (k * 131)) % uint64_t(world))});
+    c.begin.push_back(at);
+    at += len;
+  }
+  // Reverse pairs so the list is not in index order (what a backward-ordered bucket looks like).
+  for (size_t i = 0; i + 1 < c.segs.size(); i += 2) {
+    std::swap(c.segs[i], c.segs[i + 1]);
+    std::swap(c.begin[i], c.begin[i + 1]);
+  }
+  return c;
+}
+
+TEST(MpiCollectives, SegmentCollectivesEqualThePlainReductionEveryTypeAndCut) {
+  Communicator& c = *g_comm;
+  for (DType t : kTypes) {
+    for (ReduceOp op : reductions_for(t)) {
+      for (size_t count : {size_t(0), size_t(1), size_t(257), size_t(5003)}) {
+        const uint64_t salt = 900 + count + 10 * size_t(t) + (op == ReduceOp::Avg ? 5 : 0);
+        const size_t es = dtype_size(t);
+        // reduce-scatter: owned segments get the sum, the others keep this rank's input.
+        std::vector<char> buf, original;
+        test::fill_input(buf, t, 0, count, c.rank(), salt);
+        original = buf;
+        SegCase sc = cut(buf, count, t, c.world_size(), salt);
+        c.reduce_scatter_segments_async(sc.segs, t, op)->wait();
+        for (size_t i = 0; i < sc.segs.size(); ++i) {
+          const Segment& s = sc.segs[i];
+          std::vector<char> got(static_cast<char*>(s.data), static_cast<char*>(s.data) + s.count * es);
+          std::vector<char> want =
+              s.owner == c.rank() ? test::reference_reduce(t, op, sc.begin[i], s.count, c.world_size(), salt)
+                                  : std::vector<char>(original.begin() + sc.begin[i] * es,
+                                                      original.begin() + (sc.begin[i] + s.count) * es);
+          EXPECT_TRUE(got == want) << label("reduce_scatter_segments", t, op, true, count) << " segment " << i;
+        }
+        // all-reduce: every segment gets the sum.
+        test::fill_input(buf, t, 0, count, c.rank(), salt);
+        sc = cut(buf, count, t, c.world_size(), salt);
+        c.all_reduce_segments_async(sc.segs, t, op)->wait();
+        EXPECT_TRUE(buf == test::reference_reduce(t, op, 0, count, c.world_size(), salt))
+            << label("all_reduce_segments", t, op, true, count);
+      }
+    }
+    // all-gather: each segment takes its owner's values.
+    for (size_t count : {size_t(0), size_t(1), size_t(3001)}) {
+      const uint64_t salt = 1700 + count;
+      const size_t es = dtype_size(t);
+      std::vector<char> buf;
+      test::fill_input(buf, t, 0, count, c.rank(), salt);
+      SegCase sc = cut(buf, count, t, c.world_size(), salt);
+      c.all_gather_segments_async(sc.segs, t)->wait();
+      for (size_t i = 0; i < sc.segs.size(); ++i) {
+        std::vector<char> want;
+        test::fill_input(want, t, sc.begin[i], sc.segs[i].count, sc.segs[i].owner, salt);
+        std::vector<char> got(static_cast<char*>(sc.segs[i].data),
+                              static_cast<char*>(sc.segs[i].data) + sc.segs[i].count * es);
+        EXPECT_TRUE(got == want) << "all_gather_segments " << dtype_name(t) << " count=" << count << " segment " << i;
+      }
+    }
+  }
+  // One call each, bytes = the total; a bad owner is refused before anything is sent.
+  c.barrier();
+  c.reset_stats();
+  std::vector<float> a(100);
+  std::vector<Segment> segs = {{a.data(), 60, 0}, {a.data() + 60, 40, c.world_size() - 1}};
+  c.reduce_scatter_segments_async(segs, DType::F32, ReduceOp::Sum)->wait();
+  c.all_gather_segments_async(segs, DType::F32)->wait();
+  c.all_reduce_segments_async(segs, DType::F32, ReduceOp::Sum)->wait();
+  const CommStats st = c.stats();
+  EXPECT_EQ(st[CommOp::ReduceScatter].calls, 1u);
+  EXPECT_EQ(st[CommOp::ReduceScatter].bytes, 400u);
+  EXPECT_EQ(st[CommOp::AllGather].calls, 1u);
+  EXPECT_EQ(st[CommOp::AllReduce].calls, 1u);
+  std::vector<Segment> bad = {{a.data(), 10, c.world_size()}};
+  EXPECT_THROW(c.reduce_scatter_segments_async(bad, DType::F32, ReduceOp::Sum), std::invalid_argument);
+  c.barrier();
+}
+
 }  // namespace
 }  // namespace zt
 
