@@ -59,11 +59,12 @@ __global__ void __launch_bounds__(kThreads) dkdv_kernel(bf16* __restrict__ dqkv,
   const int kt = blockIdx.x, nq = gridDim.x;  // low key tiles have the most queries: they start first
   const int h = blockIdx.y, b = blockIdx.z;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, t = lane % 4;
-  const size_t C3 = 3 * size_t(C);
-  const bf16* q_src = qkv + size_t(b) * T * C3 + size_t(h) * HS;
+  const HeadRows<HS> hr(T, C);
+  const size_t C3 = hr.C3;
+  const bf16* q_src = qkv + hr.qkv;
   const bf16* k_src = q_src + C;
   const bf16* v_src = q_src + 2 * size_t(C);
-  const bf16* o_src = dout + size_t(b) * T * C + size_t(h) * HS;
+  const bf16* o_src = dout + hr.bt;
   const float* l_src = lse2 + (size_t(b) * NH + h) * T;
   const float* d_src = dsum + (size_t(b) * NH + h) * T;
 
@@ -133,22 +134,15 @@ __global__ void __launch_bounds__(kThreads) dkdv_kernel(bf16* __restrict__ dqkv,
     __syncthreads();
   }
 
-  const size_t head = size_t(h) * HS;
-  bf16* base = dqkv + size_t(b) * T * C3 + head;
-  if (key_lo < T) {
-    bf16* rk = base + size_t(key_lo) * C3 + C;
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {  // keys g (accumulators 0, 1) and g + 8 (2, 3)
+    const int key = half ? key_hi : key_lo;
+    if (key >= T) continue;
+    bf16* rk = dqkv + hr.qkv + size_t(key) * C3 + C;
 #pragma unroll
     for (int d = 0; d < DT; ++d) {
-      add_bf16x2(rk, d * 8 + 2 * t, dk[d][0] * scale, dk[d][1] * scale);
-      add_bf16x2(rk + C, d * 8 + 2 * t, dv[d][0], dv[d][1]);
-    }
-  }
-  if (key_hi < T) {
-    bf16* rk = base + size_t(key_hi) * C3 + C;
-#pragma unroll
-    for (int d = 0; d < DT; ++d) {
-      add_bf16x2(rk, d * 8 + 2 * t, dk[d][2] * scale, dk[d][3] * scale);
-      add_bf16x2(rk + C, d * 8 + 2 * t, dv[d][2], dv[d][3]);
+      add_bf16x2(rk, d * 8 + 2 * t, dk[d][2 * half] * scale, dk[d][2 * half + 1] * scale);
+      add_bf16x2(rk + C, d * 8 + 2 * t, dv[d][2 * half], dv[d][2 * half + 1]);
     }
   }
 }
@@ -167,14 +161,15 @@ __global__ void __launch_bounds__(kThreads) dq_kernel(bf16* __restrict__ dqkv, c
   bf16* sV = sK + 2 * Tl::kElems;  // two buffers
   const int qt = int(gridDim.x) - 1 - int(blockIdx.x), h = blockIdx.y, b = blockIdx.z;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, t = lane % 4;
-  const size_t C3 = 3 * size_t(C);
-  const bf16* q_src = qkv + size_t(b) * T * C3 + size_t(h) * HS;
+  const HeadRows<HS> hr(T, C);
+  const size_t C3 = hr.C3;
+  const bf16* q_src = qkv + hr.qkv;
   const bf16* k_src = q_src + C;
   const bf16* v_src = q_src + 2 * size_t(C);
   const int q0 = qt * kTile;
 
   load_tile_async<HS>(sQ, q_src, C3, q0, T);
-  load_tile_async<HS>(sO, dout + size_t(b) * T * C + size_t(h) * HS, size_t(C), q0, T);
+  load_tile_async<HS>(sO, dout + hr.bt, size_t(C), q0, T);
   load_tile_async<HS>(sK, k_src, C3, 0, T);
   load_tile_async<HS>(sV, v_src, C3, 0, T);
   mma::cp_async_commit();
@@ -190,15 +185,7 @@ __global__ void __launch_bounds__(kThreads) dq_kernel(bf16* __restrict__ dqkv, c
 
   for (int j = 0; j <= qt; ++j) {
     const int buf = j & 1;
-    if (j < qt) {
-      load_tile_async<HS>(sK + (buf ^ 1) * Tl::kElems, k_src, C3, (j + 1) * kTile, T);
-      load_tile_async<HS>(sV + (buf ^ 1) * Tl::kElems, v_src, C3, (j + 1) * kTile, T);
-      mma::cp_async_commit();
-      mma::cp_async_wait<1>();
-    } else {
-      mma::cp_async_wait<0>();
-    }
-    __syncthreads();
+    step_kv_tiles<HS>(sK, sV, k_src, v_src, C3, j, qt, T);
     if (j == 0) {
       load_a<HS>(qf, sQ, warp * 16, lane);
       load_a<HS>(of, sO, warp * 16, lane);
@@ -230,16 +217,13 @@ __global__ void __launch_bounds__(kThreads) dq_kernel(bf16* __restrict__ dqkv, c
     __syncthreads();
   }
 
-  bf16* base = dqkv + size_t(b) * T * C3 + size_t(h) * HS;
-  if (row_lo < T) {
-    bf16* r = base + size_t(row_lo) * C3;
 #pragma unroll
-    for (int d = 0; d < DT; ++d) add_bf16x2(r, d * 8 + 2 * t, dq[d][0] * scale, dq[d][1] * scale);
-  }
-  if (row_hi < T) {
-    bf16* r = base + size_t(row_hi) * C3;
+  for (int half = 0; half < 2; ++half) {  // rows g (accumulators 0, 1) and g + 8 (2, 3)
+    const int row = half ? row_hi : row_lo;
+    if (row >= T) continue;
+    bf16* r = dqkv + hr.qkv + size_t(row) * C3;
 #pragma unroll
-    for (int d = 0; d < DT; ++d) add_bf16x2(r, d * 8 + 2 * t, dq[d][2] * scale, dq[d][3] * scale);
+    for (int d = 0; d < DT; ++d) add_bf16x2(r, d * 8 + 2 * t, dq[d][2 * half] * scale, dq[d][2 * half + 1] * scale);
   }
 }
 

@@ -28,8 +28,9 @@ __global__ void __launch_bounds__(kThreads) forward_kernel(bf16* __restrict__ ou
   // The last query tiles see the most keys: start them first.
   const int qt = int(gridDim.x) - 1 - int(blockIdx.x), h = blockIdx.y, b = blockIdx.z;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, t = lane % 4;
-  const size_t C3 = 3 * size_t(C);
-  const bf16* q_src = qkv + size_t(b) * T * C3 + size_t(h) * HS;
+  const HeadRows<HS> hr(T, C);
+  const size_t C3 = hr.C3;
+  const bf16* q_src = qkv + hr.qkv;
   const bf16* k_src = q_src + C;
   const bf16* v_src = q_src + 2 * size_t(C);
   const int q0 = qt * kTile;
@@ -49,15 +50,7 @@ __global__ void __launch_bounds__(kThreads) forward_kernel(bf16* __restrict__ ou
 
   for (int j = 0; j <= qt; ++j) {
     const int buf = j & 1;
-    if (j < qt) {  // prefetch the next key tile into the other buffer (free since the last barrier)
-      load_tile_async<HS>(sK + (buf ^ 1) * Tl::kElems, k_src, C3, (j + 1) * kTile, T);
-      load_tile_async<HS>(sV + (buf ^ 1) * Tl::kElems, v_src, C3, (j + 1) * kTile, T);
-      mma::cp_async_commit();
-      mma::cp_async_wait<1>();
-    } else {
-      mma::cp_async_wait<0>();
-    }
-    __syncthreads();
+    step_kv_tiles<HS>(sK, sV, k_src, v_src, C3, j, qt, T);  // tile j ready, j+1 on its way
     if (j == 0) load_a<HS>(qf, sQ, warp * 16, lane);
     const bf16* kt = sK + buf * Tl::kElems;
     const bf16* vt = sV + buf * Tl::kElems;
@@ -119,26 +112,19 @@ __global__ void __launch_bounds__(kThreads) forward_kernel(bf16* __restrict__ ou
   l_lo = quad_sum(l_lo);
   l_hi = quad_sum(l_hi);
   const float inv_lo = 1.0f / l_lo, inv_hi = 1.0f / l_hi;  // l >= 1: the row's max term is 1
-  const size_t head = size_t(h) * HS;
-  if (row_lo < T) {
-    bf16* r = out + (size_t(b) * T + row_lo) * C + head;
-    bf16* rc = out_copy + (size_t(b) * T + row_lo) * C + head;
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {  // rows g (accumulators 0, 1) and g + 8 (2, 3)
+    const int row = half ? row_hi : row_lo;
+    if (row >= T) continue;
+    const float inv = half ? inv_hi : inv_lo;
+    bf16* r = out + hr.bt + size_t(row) * C;
+    bf16* rc = out_copy + hr.bt + size_t(row) * C;
 #pragma unroll
     for (int d = 0; d < DT; ++d) {
-      store_bf16x2(r, d * 8 + 2 * t, o[d][0] * inv_lo, o[d][1] * inv_lo);
-      store_bf16x2(rc, d * 8 + 2 * t, o[d][0] * inv_lo, o[d][1] * inv_lo);
+      store_bf16x2(r, d * 8 + 2 * t, o[d][2 * half] * inv, o[d][2 * half + 1] * inv);
+      store_bf16x2(rc, d * 8 + 2 * t, o[d][2 * half] * inv, o[d][2 * half + 1] * inv);
     }
-    if (t == 0) lse2[(size_t(b) * NH + h) * T + row_lo] = m_lo + log2f(l_lo);
-  }
-  if (row_hi < T) {
-    bf16* r = out + (size_t(b) * T + row_hi) * C + head;
-    bf16* rc = out_copy + (size_t(b) * T + row_hi) * C + head;
-#pragma unroll
-    for (int d = 0; d < DT; ++d) {
-      store_bf16x2(r, d * 8 + 2 * t, o[d][2] * inv_hi, o[d][3] * inv_hi);
-      store_bf16x2(rc, d * 8 + 2 * t, o[d][2] * inv_hi, o[d][3] * inv_hi);
-    }
-    if (t == 0) lse2[(size_t(b) * NH + h) * T + row_hi] = m_hi + log2f(l_hi);
+    if (t == 0) lse2[(size_t(b) * NH + h) * T + row] = half ? m_hi + log2f(l_hi) : m_lo + log2f(l_lo);
   }
 }
 

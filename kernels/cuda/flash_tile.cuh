@@ -45,6 +45,17 @@ inline size_t saved_bytes(int B, int T, int C, int NH) {
   return saved_lse_bytes(B, T, NH) + size_t(B) * size_t(T) * size_t(C) * sizeof(bf16);
 }
 
+// Where this block's (head, batch) = (blockIdx.y, blockIdx.z) lives: element offsets of its row 0
+// in qkv [B,T,3C] (q; k is C further, v 2C) and in a [B,T,C] tensor (out, dout), and the strides.
+template <int HS>
+struct HeadRows {
+  size_t C3, qkv, bt;
+  __device__ HeadRows(int T, int C)
+      : C3(3 * size_t(C)),
+        qkv(size_t(blockIdx.z) * T * C3 + size_t(blockIdx.y) * HS),
+        bt(size_t(blockIdx.z) * T * C + size_t(blockIdx.y) * HS) {}
+};
+
 // Starts cp.async copies of rows row0..row0+63 (columns 0..HS-1) of a row-major bf16 matrix with
 // `stride` elements per row into `tile`; rows at or past T are zero-filled. Every thread calls it.
 template <int HS>
@@ -59,6 +70,24 @@ __device__ __forceinline__ void load_tile_async(bf16* tile, const bf16* src, siz
     const bool valid = row < T;
     mma::cp_async16(tile + r * Tile<HS>::kLd + col, src + size_t(valid ? row : 0) * stride + col, valid);
   }
+}
+
+// The key loop's pipeline step at key tile j of 0..last (K and V double-buffered, tile 0 already
+// issued): starts tile j+1 into the other buffer (free since the last step's closing barrier), waits
+// until tile j (and everything committed before it) has landed, and syncs the block.
+template <int HS>
+__device__ __forceinline__ void step_kv_tiles(bf16* sK, bf16* sV, const bf16* k_src, const bf16* v_src,
+                                              size_t stride, int j, int last, int T) {
+  const int other = ((j & 1) ^ 1) * Tile<HS>::kElems;
+  if (j < last) {
+    load_tile_async<HS>(sK + other, k_src, stride, (j + 1) * kTile, T);
+    load_tile_async<HS>(sV + other, v_src, stride, (j + 1) * kTile, T);
+    mma::cp_async_commit();
+    mma::cp_async_wait<1>();
+  } else {
+    mma::cp_async_wait<0>();
+  }
+  __syncthreads();
 }
 
 // Starts cp.async copies of src[row0 .. row0+63] (fp32) into dst[0..63], zeros past T; threads
