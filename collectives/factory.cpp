@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "collectives/host_staged_communicator.h"
 #include "collectives/single_communicator.h"
 #if ZT_HAVE_MPI
 #include "collectives/mpi_communicator.h"
@@ -14,7 +15,8 @@
 
 namespace zt {
 
-std::unique_ptr<Communicator> make_communicator(const Bootstrap& boot, CommBackend backend, CommOptions options) {
+std::unique_ptr<Communicator> make_communicator(const Bootstrap& boot, CommBackend backend, CommOptions options,
+                                                Backend* memory) {
   if (backend == CommBackend::Auto) backend = boot.world_size() > 1 ? CommBackend::Mpi : CommBackend::Single;
   switch (backend) {
     case CommBackend::Single:
@@ -37,6 +39,15 @@ std::unique_ptr<Communicator> make_communicator(const Bootstrap& boot, CommBacke
       throw std::invalid_argument("the NCCL communicator is not built in (configured with ZT_CUDA=OFF); "
                                   "reconfigure with -DZT_CUDA=ON on a machine with the CUDA toolkit and NCCL");
 #endif
+    case CommBackend::MpiHostStaged: {
+      if (!memory)
+        throw std::invalid_argument("make_communicator: the host-staged MPI communicator needs the backend whose "
+                                    "memory it copies");
+      offload::PinnedAllocatorOptions pin;
+      pin.pin_memory = memory->name() != "cpu";  // a CPU backend's memory is host memory already
+      return std::make_unique<HostStagedCommunicator>(make_communicator(boot, CommBackend::Mpi, options), *memory,
+                                                      std::move(pin));
+    }
     case CommBackend::Auto:
       break;
   }

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Downloads, into .debs/ (git-ignored), the Debian packages scripts/gpu_check.sh unpacks on the
-# lent GPU machine, which has no apt: header-only/static build deps and the OpenBLAS runtime.
+# lent GPU machine, which has no apt: header-only/static build deps, the OpenBLAS runtime, and Open
+# MPI with its runtime libraries (that machine has no MPI launcher: gpu_check.sh runs this one from
+# its unpacked prefix, relocated with OPAL_PREFIX, for the multi-rank runs on one GPU).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 dest="$root/.debs"
@@ -12,6 +14,11 @@ pkgs=(
   libopenblas-dev libopenblas0 libopenblas-pthread-dev libopenblas0-pthread  # CPU backend GEMM
   libgfortran5 libquadmath0          # OpenBLAS runtime dependencies
   liburing-dev liburing2             # offload's async I/O
+  # Open MPI 4.1 (mpirun, libmpi, headers) and the libraries it loads that a CUDA image may lack
+  openmpi-bin openmpi-common libopenmpi3 libopenmpi-dev libpmix2 libhwloc15 libevent-core-2.1-7
+  libevent-pthreads-2.1-7 libfabric1 libucx0 libibverbs1 librdmacm1 libnl-3-200 libnl-route-3-200
+  libpsm-infinipath1 libpsm2-2 libnuma1 libmunge2 libxnvctrl0 libpciaccess0 ocl-icd-libopencl1
+  libx11-6 libxext6 libxcb1 libxau6 libxdmcp6 libbsd0 libmd0 libatomic1
 )
 cd "$dest"
 rm -f ./*.deb

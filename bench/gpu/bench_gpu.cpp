@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "base/cuda_check.h"
+#include "bench/gpu/gpu_timing.h"
 #include "kernels/cuda/fused_adamw.h"
 #include "kernels/cuda/matmul.cuh"
 
@@ -25,25 +26,7 @@ struct Row {
   std::string peer_name;
 };
 
-// Median milliseconds of `reps` timed runs after `warm` untimed ones, each timed with events.
-double median_ms(cudaStream_t s, int warm, int reps, const std::function<void()>& fn) {
-  cudaEvent_t a, b;
-  ZT_CUDA_CHECK(cudaEventCreate(&a));
-  ZT_CUDA_CHECK(cudaEventCreate(&b));
-  for (int i = 0; i < warm; ++i) fn();
-  std::vector<float> t(reps);
-  for (int i = 0; i < reps; ++i) {
-    ZT_CUDA_CHECK(cudaEventRecord(a, s));
-    fn();
-    ZT_CUDA_CHECK(cudaEventRecord(b, s));
-    ZT_CUDA_CHECK(cudaEventSynchronize(b));
-    ZT_CUDA_CHECK(cudaEventElapsedTime(&t[i], a, b));
-  }
-  ZT_CUDA_CHECK(cudaEventDestroy(a));
-  ZT_CUDA_CHECK(cudaEventDestroy(b));
-  std::sort(t.begin(), t.end());
-  return t[reps / 2];
-}
+using zt::bench::median_ms;
 
 __attribute__((unused)) void fill(void* p, size_t bytes, cudaStream_t s) { ZT_CUDA_CHECK(cudaMemsetAsync(p, 0x3c, bytes, s)); }
 

@@ -1,4 +1,4 @@
-// Attention kernels. Forward: one block per (query row, head, batch): scores, causal softmax in
+// Reference attention kernels. Forward: one block per (query row, head, batch): scores, causal softmax in
 // fp32, P·V. Backward: one block per query row (dP, dS, dq) then one per key row (dk, dv), each
 // a fixed-order loop — no atomics, so results are bitwise reproducible run to run.
 #include <cmath>
@@ -133,10 +133,10 @@ void allow_shared(K kernel, size_t bytes) {
 
 }  // namespace
 
-size_t attention_saved_bytes(int B, int T, int C, int NH) { return (size_t)B * NH * T * T * sizeof(float); }
-size_t attention_backward_scratch_floats(int B, int T, int NH) { return (size_t)B * NH * T * T; }
+size_t naive_attention_saved_bytes(int B, int T, int C, int NH) { return (size_t)B * NH * T * T * sizeof(float); }
+size_t naive_attention_backward_scratch_floats(int B, int T, int NH) { return (size_t)B * NH * T * T; }
 
-void attention_forward(void* out, float* probs, const void* qkv, int B, int T, int C, int NH, cudaStream_t s) {
+void naive_attention_forward(void* out, float* probs, const void* qkv, int B, int T, int C, int NH, cudaStream_t s) {
   if ((size_t)B * T * C == 0) return;
   const size_t shm = shared_bytes(T, C / NH);
   allow_shared(attention_forward_kernel, shm);
@@ -145,7 +145,7 @@ void attention_forward(void* out, float* probs, const void* qkv, int B, int T, i
   ZT_LAUNCH_CHECK();
 }
 
-void attention_backward(void* dqkv, const void* dout, const void* qkv, const float* probs, int B, int T, int C,
+void naive_attention_backward(void* dqkv, const void* dout, const void* qkv, const float* probs, int B, int T, int C,
                         int NH, float* scratch, cudaStream_t s) {
   if ((size_t)B * T * C == 0) return;
   const size_t shm = shared_bytes(T, C / NH);

@@ -2,6 +2,7 @@
 // one owned stream, a cuBLASLt handle and workspace, and a growable fp32 scratch for reductions.
 #include <cuda_runtime.h>
 
+#include <cstdlib>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -15,6 +16,7 @@
 #include "kernels/cuda/crossentropy.cuh"
 #include "base/cuda_check.h"
 #include "kernels/cuda/embedding.cuh"
+#include "kernels/cuda/flash_attention.cuh"
 #include "kernels/cuda/gelu.cuh"
 #include "kernels/cuda/layernorm.cuh"
 #include "kernels/cuda/matmul.cuh"
@@ -35,6 +37,15 @@ bool is_device_pointer(const void* p) {
     return false;
   }
   return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged;
+}
+
+// ZT_CUDA_ATTENTION: "flash" (default) or "naive" (the reference kernels, T x T probabilities).
+bool attention_choice_is_naive() {
+  const char* v = std::getenv("ZT_CUDA_ATTENTION");
+  if (!v || !*v || std::string(v) == "flash") return false;
+  if (std::string(v) == "naive") return true;
+  throw std::runtime_error(std::string("ZT_CUDA_ATTENTION='") + v +
+                           "' is not an attention implementation; use flash (the default) or naive");
 }
 
 class CudaBackend final : public Backend {
@@ -146,18 +157,29 @@ class CudaBackend final : public Backend {
     float* scratch = scratch_floats(cuda::matmul_backward_scratch_floats(N, IC, OC));
     cuda::matmul_backward(lt_, dinp, dw, dbias, dout, inp, w, N, IC, OC, scratch, stream_);
   }
+  // Flash attention (O(T) saved state) for the head sizes it is built for; the reference kernels
+  // otherwise, or everywhere when ZT_CUDA_ATTENTION=naive (for comparisons on a GPU).
   size_t attention_saved_bytes(int B, int T, int C, int NH) const override {
-    return cuda::attention_saved_bytes(B, T, C, NH);
+    return use_flash(C, NH) ? cuda::flash_attention_saved_bytes(B, T, C, NH)
+                            : cuda::naive_attention_saved_bytes(B, T, C, NH);
   }
   void attention_forward(void* out, void* saved, const void* qkv, int B, int T, int C, int NH) override {
     check_heads(C, NH);
-    cuda::attention_forward(out, static_cast<float*>(saved), qkv, B, T, C, NH, stream_);
+    if (use_flash(C, NH))
+      cuda::flash_attention_forward(out, saved, qkv, B, T, C, NH, stream_);
+    else
+      cuda::naive_attention_forward(out, static_cast<float*>(saved), qkv, B, T, C, NH, stream_);
   }
   void attention_backward(void* dqkv, const void* dout, const void* qkv, const void* saved, int B, int T, int C,
                           int NH) override {
     check_heads(C, NH);
-    float* scratch = scratch_floats(cuda::attention_backward_scratch_floats(B, T, NH));
-    cuda::attention_backward(dqkv, dout, qkv, static_cast<const float*>(saved), B, T, C, NH, scratch, stream_);
+    if (use_flash(C, NH)) {
+      float* scratch = scratch_floats(cuda::flash_attention_backward_scratch_floats(B, T, NH));
+      cuda::flash_attention_backward(dqkv, dout, qkv, saved, B, T, C, NH, scratch, stream_);
+      return;
+    }
+    float* scratch = scratch_floats(cuda::naive_attention_backward_scratch_floats(B, T, NH));
+    cuda::naive_attention_backward(dqkv, dout, qkv, static_cast<const float*>(saved), B, T, C, NH, scratch, stream_);
   }
   void gelu_forward(void* out, const void* inp, size_t n) override { cuda::gelu_forward(out, inp, n, stream_); }
   void gelu_backward(void* dinp, const void* inp, const void* dout, size_t n) override {
@@ -190,6 +212,9 @@ class CudaBackend final : public Backend {
   }
 
  private:
+  bool use_flash(int C, int NH) const {
+    return !naive_attention_ && NH > 0 && C % NH == 0 && cuda::flash_attention_supports(C / NH);
+  }
   static void check_heads(int C, int NH) {
     if (NH <= 0 || C % NH != 0)
       throw std::invalid_argument("attention: channels " + std::to_string(C) + " not divisible by heads " +
@@ -209,6 +234,7 @@ class CudaBackend final : public Backend {
   }
 
   int device_;
+  bool naive_attention_ = attention_choice_is_naive();
   cudaStream_t stream_ = nullptr;
   cuda::LtContext lt_;
   void* scratch_ = nullptr;

@@ -11,6 +11,7 @@
 #include "runtime/common/diagnostics.h"
 #include "runtime/data/synthetic.h"
 #include "runtime/plan/gpu_memory.h"
+#include "runtime/plan/env_report.h"
 #include "runtime/train/training_run.h"
 
 namespace zt {
@@ -23,6 +24,7 @@ struct TrainFlags {
   std::optional<int> layers, heads, dim, vocab, seq_len;
   bool untied = false;
   std::string backend = "auto";
+  std::string comm = "auto";
   int threads = 0;
 };
 
@@ -82,13 +84,36 @@ int run(TrainFlags& f) {
   f.run.local_ranks = boot.local_size();
   // With N ranks on a host of C cores each rank uses C/N threads unless told otherwise.
   set_cpu_threads(f.threads > 0 ? f.threads : std::max(1, cpu_threads() / boot.local_size()));
+  // --comm mpi on a GPU: MPI through pinned host buffers, so several ranks may share a GPU (local
+  // rank modulo the visible GPUs); NCCL (the default there) needs one GPU per rank.
+  const bool cuda = f.backend == "cuda", staged = cuda && f.comm == "mpi";
+  if (f.comm == "nccl" && !cuda)
+    throw UserError("--comm", f.comm, "NCCL works on GPU memory only", "use --comm mpi with --backend cpu");
+  int device = boot.local_rank();
+#if ZT_HAVE_CUDA
+  if (staged) {
+    EnvReport gpus;
+    query_cuda_env(gpus);
+    if (!gpus.gpus.empty()) device %= int(gpus.gpus.size());
+  }
+#endif
   std::unique_ptr<Backend> backend;
   try {
-    backend = f.backend == "cuda" ? make_cuda_backend(boot.local_rank()) : make_cpu_backend();
+    backend = cuda ? make_cuda_backend(device) : make_cpu_backend();
   } catch (const std::runtime_error& e) {
     throw UserError("--backend", f.backend, e.what(), "use --backend cpu on a machine without a usable GPU");
   }
-  auto comm = make_communicator(boot, f.backend == "cuda" ? CommBackend::Nccl : CommBackend::Auto);
+  const CommBackend choice = staged ? CommBackend::MpiHostStaged
+                             : f.comm == "mpi" ? CommBackend::Mpi
+                             : cuda ? CommBackend::Nccl
+                                    : CommBackend::Auto;
+  std::unique_ptr<Communicator> comm;
+  try {
+    comm = make_communicator(boot, choice, CommOptions::from_env(), backend.get());
+  } catch (const std::exception& e) {
+    if (f.comm == "auto") throw;
+    throw UserError("--comm", f.comm, e.what(), "launch with mpirun, or leave --comm at auto");
+  }
   return run_training(f.run, *comm, *backend).exit_code();
 }
 
@@ -119,6 +144,11 @@ void register_train(CLI::App& app, int& exit_code) {
   app.add_option("--backend", f->backend,
                  "auto (cuda when a GPU is visible and the build has CUDA, else cpu), cpu (fp32/bf16/fp16, MPI) or cuda "
                  "(bf16, NCCL, one GPU per rank)")
+      ->capture_default_str();
+  app.add_option("--comm", f->comm,
+                 "Collectives: auto (NCCL on cuda, MPI on cpu when launched by mpirun), mpi (on cuda: through "
+                 "pinned host buffers, several ranks may share one GPU), nccl")
+      ->check(CLI::IsMember({"auto", "mpi", "nccl"}))
       ->capture_default_str();
   app.add_option("--threads", f->threads, "CPU threads per rank (default: cores / ranks on this host)");
   auto& ck = f->run.checkpoint;

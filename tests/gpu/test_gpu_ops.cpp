@@ -156,52 +156,7 @@ TEST_F(GpuOps, MatmulForwardBackward) {
   }
 }
 
-TEST_F(GpuOps, AttentionForwardBackward) {
-  for (int T : {1, 7, 64}) {  // T = 1 and odd T (the cases) and a longer one
-    const int B = 2, C = 48, NH = 3, hs = C / NH;
-    auto qkv = random_bf16(B * T * 3 * C, rng, -2, 2), dout = random_bf16(B * T * C, rng),
-         dqkv0 = random_bf16(B * T * 3 * C, rng);
-    std::vector<double> y_ref(B * T * C);
-    for (int b = 0; b < B; ++b)
-      for (int h = 0; h < NH; ++h)
-        for (int t1 = 0; t1 < T; ++t1) {
-          std::vector<double> p(t1 + 1);
-          double mx = -1e300, sum = 0;
-          for (int t2 = 0; t2 <= t1; ++t2) {
-            double s = 0;
-            for (int d = 0; d < hs; ++d)
-              s += (double)qkv[(b * T + t1) * 3 * C + h * hs + d] * qkv[(b * T + t2) * 3 * C + C + h * hs + d];
-            p[t2] = s / std::sqrt((double)hs);
-            mx = std::max(mx, p[t2]);
-          }
-          for (auto& e : p) sum += (e = std::exp(e - mx));
-          for (int d = 0; d < hs; ++d) {
-            double o = 0;
-            for (int t2 = 0; t2 <= t1; ++t2) o += p[t2] / sum * qkv[(b * T + t2) * 3 * C + 2 * C + h * hs + d];
-            y_ref[(b * T + t1) * C + h * hs + d] = o;
-          }
-        }
-    std::vector<float> res[2][2];
-    Backend* bes[2] = {gpu.get(), cpu.get()};
-    for (int k = 0; k < 2; ++k) {
-      Backend& be = *bes[k];
-      auto X = act_from(be, qkv), D = act_from(be, dout), DX = act_from(be, dqkv0);
-      auto Y = act_poisoned(be, B * T * C);
-      const size_t sb = be.attention_saved_bytes(B, T, C, NH);
-      Buf saved(be, sb);
-      std::vector<unsigned char> ff(sb, 0xFF);  // NaN pattern in fp32 and bf16
-      be.copy_to_device(saved.get(), ff.data(), sb);
-      be.attention_forward(Y->get(), saved.get(), X->get(), B, T, C, NH);
-      be.attention_backward(DX->get(), D->get(), X->get(), saved.get(), B, T, C, NH);
-      res[k][0] = act_to_host(be, *Y, B * T * C);
-      res[k][1] = act_to_host(be, *DX, B * T * 3 * C);
-    }
-    const std::string tag = " T=" + std::to_string(T);
-    EXPECT_TRUE(all_close(res[0][0], y_ref, kRtol, kAtol, "attention out vs fp64" + tag));
-    EXPECT_TRUE(all_close(res[0][0], res[1][0], kRtol, kAtol, "attention out vs cpu" + tag));
-    EXPECT_TRUE(all_close(res[0][1], res[1][1], kRtol, kAtol, "attention dqkv vs cpu" + tag));
-  }
-}
+// Attention (flash kernels and the reference) is tested in test_gpu_attention.cpp.
 
 TEST_F(GpuOps, GeluResidualAccumulate) {
   const size_t n = 1001;

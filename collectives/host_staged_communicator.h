@@ -1,0 +1,65 @@
+// HostStagedCommunicator: a host-buffer Communicator (MPI) used with backend memory, so that several
+// ranks can share one GPU (NCCL refuses that): input to pinned host memory, collective, result back.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "collectives/communicator.h"
+#include "kernels/backend.h"
+#include "offload/pinned_memory.h"
+
+namespace zt {
+
+// Every collective takes backend memory (Backend::alloc) and, in order:
+//   1. copies its input into a pinned host buffer on the backend's copy lane (ordered after every op
+//      issued to the backend before the call) and waits for that copy;
+//   2. runs the inner communicator's collective on the host buffers (asynchronously, in issue order);
+//   3. in the handle's wait() (or the done() that first sees it complete) copies the result into
+//      the caller's buffer on the copy lane and waits for it, after which later backend ops see it.
+// The results are the inner communicator's, bit for bit (the rank-order reduction of the MPI
+// communicator included). In-place and out-of-place calls are both supported; on the host every
+// call runs in place. Host buffers come from a pool that keeps them for reuse; a handle dropped
+// without wait() returns its buffer only once the inner collective is done, and never copies back.
+//
+// Calls, waits and polls must come from the thread that drives the backend (the engine's), since
+// they issue backend copies. stats() are the inner communicator's (busy time excludes the copies).
+class HostStagedCommunicator final : public Communicator {
+ public:
+  // `inner` works on host memory; `backend` owns the memory callers pass. pin.pin_memory = false
+  // stages through pageable memory (a CPU backend, whose "device" is host memory, gains nothing).
+  HostStagedCommunicator(std::unique_ptr<Communicator> inner, Backend& backend,
+                         offload::PinnedAllocatorOptions pin = {});
+  ~HostStagedCommunicator() override;
+
+  int rank() const override { return inner_->rank(); }
+  int world_size() const override { return inner_->world_size(); }
+  std::string name() const override { return inner_->name() + "-staged"; }
+
+  CommHandlePtr all_reduce_async(const void* send, void* recv, size_t count, DType t, ReduceOp op) override;
+  CommHandlePtr reduce_scatter_async(const void* send, void* recv, size_t count, DType t, ReduceOp op) override;
+  CommHandlePtr all_gather_async(const void* send, void* recv, size_t count, DType t) override;
+  CommHandlePtr broadcast_async(void* buf, size_t count, DType t, int root) override;
+  // Bucketed forms: the segments packed into one host buffer, the inner communicator's segment op.
+  CommHandlePtr reduce_scatter_segments_async(const std::vector<Segment>& segments, DType t, ReduceOp op) override;
+  CommHandlePtr all_reduce_segments_async(const std::vector<Segment>& segments, DType t, ReduceOp op) override;
+  CommHandlePtr all_gather_segments_async(const std::vector<Segment>& segments, DType t) override;
+  CommHandlePtr barrier_async() override { return inner_->barrier_async(); }
+
+  void set_compute_stream(void* stream) override { inner_->set_compute_stream(stream); }
+  CommStats stats() const override { return inner_->stats(); }
+  void reset_stats() override { inner_->reset_stats(); }
+
+  // Pinned bytes the pool holds now (in use and kept for reuse).
+  size_t staging_bytes() const;
+
+  class Pool;
+
+ private:
+  CommHandlePtr segments_async(CommOp op, const std::vector<Segment>& segments, DType t, ReduceOp rop);
+  std::unique_ptr<Communicator> inner_;
+  Backend& backend_;
+  std::shared_ptr<Pool> pool_;
+};
+
+}  // namespace zt

@@ -1,0 +1,27 @@
+// Flash attention on the GPU: causal multi-head self-attention on bf16 qkv [B,T,3C] with fp32
+// accumulation on tensor cores, no T x T matrix in memory (online softmax; backward recomputes).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+
+namespace zt::cuda {
+
+// Head sizes the kernels are built for (GPT-2's is 64).
+bool flash_attention_supports(int head_size);
+
+// `saved`: the base-2 log-sum-exp of every row (fp32 [B,NH,T]) and a bf16 copy of the output
+// ([B,T,C]) — O(T), not O(T²).
+size_t flash_attention_saved_bytes(int B, int T, int C, int NH);
+// Backward's scratch: D = rowsum(dO * O), fp32 [B,NH,T].
+size_t flash_attention_backward_scratch_floats(int B, int T, int NH);
+
+// out [B,T,C] = softmax(q kᵀ / sqrt(hs), causal) v per head; writes `saved`.
+void flash_attention_forward(void* out, void* saved, const void* qkv, int B, int T, int C, int NH, cudaStream_t s);
+// dqkv += d(qkv) (one bf16 rounding of the fp32 sum per element). No atomics: dq and dk/dv come
+// from two kernels with fixed reduction orders, so results are bitwise reproducible.
+void flash_attention_backward(void* dqkv, const void* dout, const void* qkv, const void* saved, int B, int T, int C,
+                              int NH, float* scratch, cudaStream_t s);
+
+}  // namespace zt::cuda
