@@ -1,7 +1,11 @@
 // CheckpointManager: settings checks, load or init at start, periodic background saves, final save.
 #include "runtime/checkpoint/checkpoint_manager.h"
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <cinttypes>
+#include <cstring>
 
 #include "runtime/checkpoint/file_io.h"
 #include "runtime/checkpoint/hf_gpt2.h"
@@ -40,11 +44,37 @@ void check_settings(const CheckpointSettings& s, Diagnostics& d) {
   if (!s.load_tag.empty() && s.load_dir.empty()) d.error("--load-tag", s.load_tag, "needs --load DIR");
 }
 
+namespace {
+
+// --save DIR: a folder this user can write, or one it can create (checked without creating it, so
+// that a run refused later leaves nothing behind).
+void check_save_dir(const std::string& dir, Diagnostics& d) {
+  if (path_exists(dir) && !is_directory(dir)) {
+    d.error("--save", dir, "exists and is not a directory", "give a folder (it holds `latest` and one folder per tag)");
+    return;
+  }
+  std::string p = dir;
+  while (!path_exists(p)) {
+    const size_t slash = p.find_last_of('/');
+    p = slash == std::string::npos ? "." : slash == 0 ? "/" : p.substr(0, slash);
+  }
+  if (!is_directory(p)) {
+    d.error("--save", dir, p + " is not a directory", "give a folder under a directory");
+  } else if (::access(p.c_str(), W_OK | X_OK) != 0) {
+    d.error("--save", dir,
+            std::string(p == dir ? "" : "cannot be created: ") + p + " is not writable by this user: " + std::strerror(errno),
+            "give a folder this user can write");
+  }
+}
+
+}  // namespace
+
 void check_before_start(const CheckpointSettings& s, const RunFacts& facts, const std::string& precision,
                         OptimizerType optimizer, bool sgd_momentum, int64_t steps, Diagnostics& d) {
   const size_t before = d.error_count();
   check_settings(s, d);
   if (d.error_count() != before) return;
+  if (!s.save_dir.empty()) check_save_dir(s.save_dir, d);
   const std::vector<UnitLayout> units = build_unit_layouts(facts.model);
   if (!s.init_from.empty()) {
     HfGpt2Reader::open(s.init_from, units, facts.model, d);

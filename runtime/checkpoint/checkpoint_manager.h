@@ -76,7 +76,8 @@ Diagnostics compare_run(const Manifest& m, const RunFacts& now, const std::strin
 
 // The flags together: --save-every without --save, --load-tag without --load, --init-from with --load.
 void check_settings(const CheckpointSettings& s, Diagnostics& d);
-// What a run checks before it allocates anything (every problem into `d`): the flags; for --load the
+// What a run checks before it allocates anything (every problem into `d`): the flags; --save names a
+// folder this user can write or create; for --load the
 // tag, the manifest, the model, the optimizer's arrays, every rank file present, the seed and global
 // batch (compare_run) and a checkpoint past `steps`; for --init-from the file's tensors and config.
 void check_before_start(const CheckpointSettings& s, const RunFacts& facts, const std::string& precision,

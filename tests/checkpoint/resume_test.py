@@ -245,6 +245,11 @@ def main():
         refused("load_missing_dir", ["--load", missing], re.escape(missing) + r": the checkpoint directory does not exist")
         refused("save_every_alone", ["--save-every", "2"], r"--save-every = 2: needs --save DIR")
         refused("load_tag_alone", ["--load-tag", "global_step3"], r"--load-tag = global_step3: needs --load DIR")
+        a_file = os.path.join(ROOT, "a_file")
+        open(a_file, "w").close()
+        refused("save_under_a_file", ["--save", a_file + "/ckpt"],
+                "--save = " + re.escape(a_file) + "/ckpt: " + re.escape(a_file) + " is not a directory")
+        refused("save_is_a_file", ["--save", a_file], "--save = " + re.escape(a_file) + ": exists and is not a directory")
         if src:
             refused("load_other_model", ["--load", src, "--layers", "3"], r"manifest\.json.*units.*(model|saved from)")
             refused("load_other_seed", ["--load", src, "--seed", "7"],

@@ -1,0 +1,152 @@
+// The engine as a ShardedState, in one process: every array written by range reads back the same
+// in every placement (backend memory, CPU offload, NVMe records) and stage, ranges outside the
+// rank's are refused, commit() makes the consolidated parameters the master that was written, and
+// the counters (with the fp16 scaler) round-trip.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "collectives/single_communicator.h"
+#include "kernels/backend.h"
+#include "runtime/engine/engine_checkpoint.h"
+#include "tests/checkpoint/ckpt_test_util.h"
+
+namespace zt {
+namespace {
+
+struct Placement {
+  const char* name;
+  int stage;
+  DType precision;
+  OffloadDevice optimizer, param;
+};
+
+// The swap folder, removed after the engine (declared before it) has closed its nameless files.
+struct SwapDir {
+  std::string path = "/tmp/zt_engine_state_" + std::to_string(::getpid());
+  SwapDir() { ::mkdir(path.c_str(), 0700); }
+  ~SwapDir() { ::rmdir(path.c_str()); }
+};
+
+float pattern(const std::string& array, int unit, int64_t e) {
+  return float(int(array.size()) * 7 + unit * 131 + int(e % 977)) * 1e-3f - 0.5f;
+}
+
+uint64_t fnv(const std::vector<UnitLayout>& units, const std::string& array) {
+  uint64_t h = 1469598103934665603ull;
+  for (const auto& u : units)
+    for (int64_t e = 0; e < u.numel; ++e) {
+      const float v = pattern(array, u.index, e);
+      uint32_t bits;
+      std::memcpy(&bits, &v, 4);
+      for (int b = 0; b < 4; ++b) h = (h ^ ((bits >> (8 * b)) & 0xffu)) * 1099511628211ull;
+    }
+  return h;
+}
+
+class EngineState : public ::testing::TestWithParam<Placement> {};
+
+TEST_P(EngineState, WritesReadBackAndCommitRebuildsTheParams) {
+  const Placement& p = GetParam();
+  SwapDir swap;
+  auto backend = make_cpu_backend();
+  SingleCommunicator comm;
+  EngineOptions o;
+  o.stage = p.stage;
+  o.precision = p.precision;
+  o.micro_batch = 2;
+  o.sub_group_size = 100;  // several NVMe records per unit: ranges cross record boundaries
+  o.offload.optimizer = p.optimizer;
+  o.offload.param = p.param;
+  if (p.optimizer == OffloadDevice::NVMe) o.offload.nvme_path = swap.path;
+  if (p.param == OffloadDevice::NVMe) o.offload.param_nvme_path = swap.path;
+  const ModelConfig m = test::small_model();
+  Engine engine(m, o, *backend, comm);
+  EngineCheckpoint st(engine, m);
+  ASSERT_EQ(st.arrays(), (std::vector<std::string>{"master", "exp_avg", "exp_avg_sq"}));
+  // Written in pieces of 37 elements (any order is allowed; pieces cross sub-group records).
+  for (const auto& a : st.arrays())
+    for (const ElementRange& r : st.needed())
+      for (int64_t b = r.begin; b < r.end(); b += 37) {
+        const ElementRange piece{r.unit, b, std::min<int64_t>(37, r.end() - b)};
+        std::vector<float> v(size_t(piece.n));
+        for (int64_t i = 0; i < piece.n; ++i) v[size_t(i)] = pattern(a, piece.unit, piece.begin + i);
+        st.write(a, piece, v.data());
+      }
+  st.commit();
+  int64_t bad = 0;
+  for (const auto& a : st.arrays())
+    for (const ElementRange& r : st.owned()) {
+      std::vector<float> v(size_t(r.n));
+      st.read(a, r, v.data());
+      for (int64_t i = 0; i < r.n; ++i) bad += v[size_t(i)] != pattern(a, r.unit, r.begin + i);
+    }
+  EXPECT_EQ(bad, 0) << p.name;
+  // The consolidated parameters are the master that was written (param_summary reads the master);
+  // and the next step trains from the rebuilt working copy without error.
+  EXPECT_EQ(engine.param_summary().checksum, fnv(st.units(), "master")) << p.name;
+  std::vector<int32_t> tok(size_t(o.micro_batch) * m.seq_len, 3);
+  const StepStats s = engine.train_step([&](int, int32_t* t, int32_t* g) {
+    std::copy(tok.begin(), tok.end(), t);
+    std::copy(tok.begin(), tok.end(), g);
+  });
+  EXPECT_TRUE(std::isfinite(s.loss)) << p.name;
+  // A range outside the rank's is a caller's bug, refused before anything is touched.
+  const ElementRange beyond{0, st.units()[0].numel - 1, 2};
+  std::vector<float> two(2);
+  EXPECT_THROW(st.read("master", beyond, two.data()), std::logic_error);
+  EXPECT_THROW(st.write("exp_avg", beyond, two.data()), std::logic_error);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Placements, EngineState,
+    ::testing::Values(Placement{"stage0_fp32", 0, DType::F32, OffloadDevice::None, OffloadDevice::None},
+                      Placement{"stage1_bf16", 1, DType::BF16, OffloadDevice::None, OffloadDevice::None},
+                      Placement{"stage2_fp16_cpu_offload", 2, DType::F16, OffloadDevice::CPU, OffloadDevice::None},
+                      Placement{"stage3_fp32", 3, DType::F32, OffloadDevice::None, OffloadDevice::None},
+                      Placement{"stage3_bf16_cpu_param", 3, DType::BF16, OffloadDevice::CPU, OffloadDevice::CPU},
+                      Placement{"stage3_nvme", 3, DType::F32, OffloadDevice::NVMe, OffloadDevice::NVMe},
+                      Placement{"stage1_nvme", 1, DType::BF16, OffloadDevice::NVMe, OffloadDevice::None}),
+    [](const auto& info) { return std::string(info.param.name); });
+
+TEST(EngineStateCounters, RoundTripWithTheLossScaler) {
+  auto backend = make_cpu_backend();
+  SingleCommunicator comm;
+  EngineOptions o;
+  o.precision = DType::F16;
+  const ModelConfig m = test::small_model();
+  Engine engine(m, o, *backend, comm);
+  EngineCheckpoint st(engine, m);
+  const nlohmann::json saved = {{"step", 7}, {"applied_steps", 5}, {"skipped_steps", 2}, {"lr", o.optimizer.lr},
+                                {"loss_scaler", {{"scale", 1024.0}, {"cur_hysteresis", 1}, {"cur_iter", 7},
+                                                 {"last_overflow_iter", 4}}},
+                                {"note", "kept"}};
+  st.set_counters(saved);
+  EXPECT_TRUE(st.warnings().all().empty());
+  EXPECT_EQ(st.counters(), saved);
+  EXPECT_EQ(engine.counters().scaler->last_overflow_iter, 4);
+  // Counters that do not add up, or of the wrong type, are refused with the key.
+  EXPECT_THROW(st.set_counters({{"step", 7}, {"applied_steps", 5}, {"skipped_steps", 1}}), UserError);
+  try {
+    st.set_counters({{"step", "seven"}});
+    ADD_FAILURE() << "accepted a string step";
+  } catch (const UserError& e) {
+    EXPECT_NE(e.diagnostics().format().find("counters.step"), std::string::npos) << e.diagnostics().format();
+  }
+  // A saved lr the schedule does not give: a warning naming it; no scaler state in an fp16 run's
+  // load (a bf16 run's checkpoint): a warning that the scaler starts afresh.
+  st.set_counters({{"step", 1}, {"applied_steps", 1}, {"skipped_steps", 0}, {"lr", 0.5}});
+  ASSERT_EQ(st.warnings().warning_count(), 2u) << st.warnings().format();
+  EXPECT_NE(st.warnings().format().find("counters.lr = 0.5"), std::string::npos) << st.warnings().format();
+  EXPECT_NE(st.warnings().format().find("loss scaler starts afresh"), std::string::npos) << st.warnings().format();
+}
+
+}  // namespace
+}  // namespace zt
