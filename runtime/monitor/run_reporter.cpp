@@ -122,7 +122,7 @@ std::string RunReporter::header() const {
   if (inst_.profiler)
     where.push_back("flops profiler: step " + std::to_string(inst_.profiler->step_to_profile()) + " -> " +
                     (inst_.profiler->output_file().empty() ? "stdout" : inst_.profiler->output_file()));
-  where.push_back("checkpoints: none (checkpointing is not built yet)");
+  where.push_back("checkpoints: " + s_.checkpoints);
   out += "  outputs:";
   for (size_t i = 0; i < where.size(); ++i) out += (i ? " | " : " ") + where[i];
   return out + "\n";

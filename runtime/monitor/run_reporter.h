@@ -46,6 +46,7 @@ struct ReportSetup {
   std::string config_name;        // the file, or "built-in config"
   std::string data_description;
   std::string metrics_path, trace_path;
+  std::string checkpoints = "none (no --save)";  // where and when the run saves
   int64_t steps = 0;
   std::FILE* say = nullptr;       // rank 0's console (null: quiet)
   OutputFile* metrics = nullptr;     // --metrics, opened at start-up; every write checked

@@ -231,6 +231,10 @@ RunReport run_training(const RunOptions& o, Communicator& comm, Backend& backend
   rs.data_description = data.description;
   rs.metrics_path = o.metrics_path;
   rs.trace_path = o.trace_path;
+  if (!o.checkpoint.save_dir.empty())
+    rs.checkpoints = "-> " + o.checkpoint.save_dir + " (" +
+                     (o.checkpoint.save_every > 0 ? "every " + std::to_string(o.checkpoint.save_every) + " steps, " : "") +
+                     "at the end and on SIGTERM/SIGINT)";
   rs.steps = steps;
   rs.say = say;
   rs.metrics = started.metrics.get();
