@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "kernels/backend.h"
+#include "kernels/cpu/attention.h"
 
 namespace zt::cpu {
 
@@ -30,10 +31,7 @@ void matmul_forward(float* out, const float* inp, const float* w, const float* b
 void matmul_backward(float* dinp, float* dw, float* dbias, const float* dout, const float* inp, const float* w,
                      int N, int IC, int OC);
 
-size_t attention_saved_bytes(int B, int T, int C, int NH);
-void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH);
-void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* att, int B, int T, int C,
-                        int NH);
+// Attention (tiled, flash-style): kernels/cpu/attention.h.
 
 void gelu_forward(float* out, const float* inp, size_t n);
 void gelu_backward(float* dinp, const float* inp, const float* dout, size_t n);
