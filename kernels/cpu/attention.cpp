@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "kernels/cpu/vec_math.h"
+
 namespace zt::cpu {
 
 namespace {
@@ -34,7 +36,82 @@ inline void gemm_tn(int M, int N, int K, float alpha, const float* A, int lda, c
 }
 
 // Columns of row `row` visible in the key block starting at c0 with nc columns (0 .. nc).
-inline int visible(int row, int c0, int nc) { return std::clamp(row - c0 + 1, 0, nc); }
+ZT_SIMD_INLINE int visible(int row, int c0, int nc) { return std::clamp(row - c0 + 1, 0, nc); }
+
+// Forward, one block of scores s [nr × nc] (rows tk apart) for query rows r0.. and keys c0..:
+// mask, online-softmax update of m, l and the accumulator rows, s becomes P = exp(s - m_new).
+ZT_SIMD_INLINE void online_softmax_tile_body(float* s, int tk, int nr, int nc, int r0, int c0, float* m, float* l,
+                                             float* acc, int hs) {
+  for (int i = 0; i < nr; ++i) {
+    float* si = s + size_t(i) * tk;
+    const int lim = visible(r0 + i, c0, nc);
+    if (lim == 0) {
+      for (int c = 0; c < nc; ++c) si[c] = 0.f;
+      continue;
+    }
+    float mx = m[i];
+#pragma omp simd reduction(max : mx)
+    for (int c = 0; c < lim; ++c) mx = si[c] > mx ? si[c] : mx;
+    const float alpha = std::exp(m[i] - mx);  // 0 on the first visited block (m = -inf)
+    float sum = 0.f;
+#pragma omp simd reduction(+ : sum)
+    for (int c = 0; c < lim; ++c) {
+      const float e = vm::exp(si[c] - mx);
+      si[c] = e;
+      sum += e;
+    }
+    for (int c = lim; c < nc; ++c) si[c] = 0.f;
+    l[i] = alpha * l[i] + sum;
+    m[i] = mx;
+    float* ai = acc + size_t(i) * hs;
+#pragma omp simd
+    for (int d = 0; d < hs; ++d) ai[d] = ai[d] * alpha;
+  }
+}
+
+// Backward: s [nr × nc] scores -> P = exp(s - LSE_row), masked entries 0.
+ZT_SIMD_INLINE void probs_tile_body(float* p, int tk, int nr, int nc, int r0, int c0, const float* lse) {
+  for (int i = 0; i < nr; ++i) {
+    float* pi = p + size_t(i) * tk;
+    const int lim = visible(r0 + i, c0, nc);
+    const float li = lse[r0 + i];
+#pragma omp simd
+    for (int c = 0; c < lim; ++c) pi[c] = vm::exp(pi[c] - li);
+    for (int c = lim; c < nc; ++c) pi[c] = 0.f;
+  }
+}
+
+// Backward: dP [nr × nc] -> dS = P ∘ (dP - D_row).
+ZT_SIMD_INLINE void dscores_tile_body(float* ds, const float* p, int tk, int nr, int nc, const float* D) {
+  for (int i = 0; i < nr; ++i) {
+    const float* pi = p + size_t(i) * tk;
+    float* di = ds + size_t(i) * tk;
+    const float Di = D[i];
+#pragma omp simd
+    for (int c = 0; c < nc; ++c) di[c] = pi[c] * (di[c] - Di);
+  }
+}
+
+// D_t = dO_t · O_t for T rows (C apart), hs wide.
+ZT_SIMD_INLINE void rowdot_body(float* D, const float* g, const float* o, int T, int64_t C, int hs) {
+  for (int t = 0; t < T; ++t) {
+    const float* gt = g + t * C;
+    const float* ot = o + t * C;
+    float d = 0.f;
+#pragma omp simd reduction(+ : d)
+    for (int i = 0; i < hs; ++i) d += gt[i] * ot[i];
+    D[t] = d;
+  }
+}
+
+ZT_SIMD_DISPATCH(online_softmax_tile,
+                 (float* s, int tk, int nr, int nc, int r0, int c0, float* m, float* l, float* acc, int hs),
+                 (s, tk, nr, nc, r0, c0, m, l, acc, hs))
+ZT_SIMD_DISPATCH(probs_tile, (float* p, int tk, int nr, int nc, int r0, int c0, const float* lse),
+                 (p, tk, nr, nc, r0, c0, lse))
+ZT_SIMD_DISPATCH(dscores_tile, (float* ds, const float* p, int tk, int nr, int nc, const float* D),
+                 (ds, p, tk, nr, nc, D))
+ZT_SIMD_DISPATCH(rowdot, (float* D, const float* g, const float* o, int T, int64_t C, int hs), (D, g, o, T, C, hs))
 
 }  // namespace
 
@@ -72,27 +149,7 @@ void attention_forward(float* out, float* saved, const float* qkv, int B, int T,
         const float* K = base + C + c0 * C3;
         const float* V = base + 2 * C + c0 * C3;
         gemm_nn_nt(true, nr, nc, hs, scale, Q, int(C3), K, int(C3), 0.f, s.data(), tk);
-        for (int i = 0; i < nr; ++i) {
-          float* si = s.data() + size_t(i) * tk;
-          const int lim = visible(r0 + i, c0, nc);
-          if (lim == 0) {
-            std::fill(si, si + nc, 0.f);
-            continue;
-          }
-          float mx = m[size_t(i)];
-          for (int c = 0; c < lim; ++c) mx = std::max(mx, si[c]);
-          const float alpha = std::exp(m[size_t(i)] - mx);
-          float sum = 0.f;
-          for (int c = 0; c < lim; ++c) {
-            si[c] = std::exp(si[c] - mx);
-            sum += si[c];
-          }
-          std::fill(si + lim, si + nc, 0.f);
-          l[size_t(i)] = alpha * l[size_t(i)] + sum;
-          m[size_t(i)] = mx;
-          float* ai = acc.data() + size_t(i) * hs;
-          for (int d = 0; d < hs; ++d) ai[d] *= alpha;
-        }
+        online_softmax_tile(s.data(), tk, nr, nc, r0, c0, m.data(), l.data(), acc.data(), hs);
         gemm_nn_nt(false, nr, hs, nc, 1.f, s.data(), tk, V, int(C3), 1.f, acc.data(), hs);
       }
       for (int i = 0; i < nr; ++i) {
@@ -130,13 +187,7 @@ void attention_backward(float* dqkv, const float* dout, const float* qkv, const 
       const float* gbase = dout + int64_t(b) * T * C + h * hs;
       const float* obase = o_saved + int64_t(b) * T * C + h * hs;
       const float* lse = lse_all + (int64_t(b) * NH + h) * T;
-      for (int t = 0; t < T; ++t) {
-        const float* g = gbase + int64_t(t) * C;
-        const float* o = obase + int64_t(t) * C;
-        float d = 0.f;
-        for (int i = 0; i < hs; ++i) d += g[i] * o[i];
-        D[size_t(t)] = d;
-      }
+      rowdot(D.data(), gbase, obase, T, C, hs);
       for (int c0 = 0; c0 < T; c0 += tk) {
         const int nc = std::min(tk, T - c0);
         const float* K = base + C + c0 * C3;
@@ -148,21 +199,10 @@ void attention_backward(float* dqkv, const float* dout, const float* qkv, const 
           const float* Q = base + r0 * C3;
           const float* G = gbase + int64_t(r0) * C;
           gemm_nn_nt(true, nr, nc, hs, scale, Q, int(C3), K, int(C3), 0.f, p.data(), tk);
-          for (int i = 0; i < nr; ++i) {
-            float* pi = p.data() + size_t(i) * tk;
-            const int lim = visible(r0 + i, c0, nc);
-            const float li = lse[r0 + i];
-            for (int c = 0; c < lim; ++c) pi[c] = std::exp(pi[c] - li);
-            std::fill(pi + lim, pi + nc, 0.f);
-          }
+          probs_tile(p.data(), tk, nr, nc, r0, c0, lse);
           gemm_tn(nc, hs, nr, 1.f, p.data(), tk, G, C, 1.f, dv.data(), hs);             // dV += Pᵀ dO
           gemm_nn_nt(true, nr, nc, hs, 1.f, G, C, V, int(C3), 0.f, ds.data(), tk);      // dP = dO Vᵀ
-          for (int i = 0; i < nr; ++i) {
-            const float* pi = p.data() + size_t(i) * tk;
-            float* di = ds.data() + size_t(i) * tk;
-            const float Di = D[size_t(r0 + i)];
-            for (int c = 0; c < nc; ++c) di[c] = pi[c] * (di[c] - Di);                  // dS
-          }
+          dscores_tile(ds.data(), p.data(), tk, nr, nc, D.data() + r0);
           gemm_nn_nt(false, nr, hs, nc, scale, ds.data(), tk, K, int(C3), 1.f, dbase + r0 * C3, int(C3));  // dQ
           gemm_tn(nc, hs, nr, scale, ds.data(), tk, Q, int(C3), 1.f, dk.data(), hs);                      // dK
         }

@@ -1,10 +1,11 @@
-// CPU linear layer: out = inp · Wᵀ + bias through OpenBLAS sgemm; backward accumulates dinp, dW
-// (sgemm with beta = 1) and dbias (column sums per channel chunk, rows in order).
+// CPU linear layers through OpenBLAS sgemm over fixed row chunks, each followed by its epilogue
+// while the chunk is in cache (bias; bias + GELU; GELU backward); the padded-vocabulary LM head.
 #include <cblas.h>
 
 #include <algorithm>
 
 #include "kernels/cpu/cpu_ops.h"
+#include "kernels/cpu/simd.h"
 
 namespace zt::cpu {
 
@@ -17,9 +18,14 @@ namespace {
 // by the same call whatever the thread count.
 constexpr int kGemmRowChunk = 64;
 
-// C[M,N] = alpha·op(A)[M,K]·op(B)[K,N] + beta·C, row-major.
+struct NoEpilogue {
+  void operator()(int, int) const {}
+};
+
+// C[M,N] = op(A)[M,K]·op(B)[K,N] + beta·C, row-major; then epilogue(r0, rows) on each row chunk.
+template <class Epilogue = NoEpilogue>
 void gemm(bool trans_a, bool trans_b, int M, int N, int K, const float* A, int lda, const float* B, int ldb,
-          float beta, float* C, int ldc) {
+          float beta, float* C, int ldc, Epilogue epilogue = {}) {
   const int chunks = (M + kGemmRowChunk - 1) / kGemmRowChunk;
 #pragma omp parallel for schedule(dynamic, 1)
   for (int ch = 0; ch < chunks; ++ch) {
@@ -27,20 +33,39 @@ void gemm(bool trans_a, bool trans_b, int M, int N, int K, const float* A, int l
     const float* a = trans_a ? A + r0 : A + int64_t(r0) * lda;
     cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, rows, N,
                 K, 1.f, a, lda, B, ldb, beta, C + int64_t(r0) * ldc, ldc);
+    epilogue(r0, rows);
+  }
+}
+
+ZT_SIMD_INLINE void add_bias_body(float* out, const float* bias, int rows, int OC) {
+  for (int r = 0; r < rows; ++r) {
+    float* o = out + int64_t(r) * OC;
+#pragma omp simd
+    for (int c = 0; c < OC; ++c) o[c] = o[c] + bias[c];
+  }
+}
+ZT_SIMD_DISPATCH(add_bias, (float* out, const float* bias, int rows, int OC), (out, bias, rows, OC))
+
+// dbias += Σ_rows dout, one channel chunk per task, rows in order.
+void bias_grad(float* dbias, const float* dout, int N, int OC) {
+  const int chunks = (OC + kChannelChunk - 1) / kChannelChunk;
+#pragma omp parallel for schedule(static)
+  for (int ch = 0; ch < chunks; ++ch) {
+    const int c0 = ch * kChannelChunk, c1 = std::min(OC, c0 + kChannelChunk);
+    for (int n = 0; n < N; ++n) {
+      const float* g = dout + int64_t(n) * OC;
+      for (int c = c0; c < c1; ++c) dbias[c] += g[c];
+    }
   }
 }
 
 }  // namespace
 
 void matmul_forward(float* out, const float* inp, const float* w, const float* bias, int N, int IC, int OC) {
-  float beta = 0.f;
-  if (bias) {
-#pragma omp parallel for schedule(static)
-    for (int n = 0; n < N; ++n) std::copy(bias, bias + OC, out + int64_t(n) * OC);
-    beta = 1.f;
-  }
-  // out[N,OC] = inp[N,IC] · W[OC,IC]ᵀ (+ out)
-  gemm(false, true, N, OC, IC, inp, IC, w, IC, beta, out, OC);
+  // out[N,OC] = inp[N,IC] · W[OC,IC]ᵀ, then + bias on each chunk
+  gemm(false, true, N, OC, IC, inp, IC, w, IC, 0.f, out, OC, [&](int r0, int rows) {
+    if (bias) add_bias(out + int64_t(r0) * OC, bias, rows, OC);
+  });
 }
 
 void matmul_backward(float* dinp, float* dw, float* dbias, const float* dout, const float* inp, const float* w,
@@ -49,17 +74,39 @@ void matmul_backward(float* dinp, float* dw, float* dbias, const float* dout, co
   if (dinp) gemm(false, false, N, IC, OC, dout, OC, w, IC, 1.f, dinp, IC);
   // dW[OC,IC] += dout[N,OC]ᵀ · inp[N,IC]
   if (dw) gemm(true, false, OC, IC, N, dout, OC, inp, IC, 1.f, dw, IC);
-  if (dbias) {
-    const int chunks = (OC + kChannelChunk - 1) / kChannelChunk;
-#pragma omp parallel for schedule(static)
-    for (int ch = 0; ch < chunks; ++ch) {
-      const int c0 = ch * kChannelChunk, c1 = std::min(OC, c0 + kChannelChunk);
-      for (int n = 0; n < N; ++n) {
-        const float* g = dout + int64_t(n) * OC;
-        for (int c = c0; c < c1; ++c) dbias[c] += g[c];
-      }
-    }
-  }
+  if (dbias) bias_grad(dbias, dout, N, OC);
+}
+
+void matmul_bias_gelu_forward(float* out, float* pre, const float* inp, const float* w, const float* bias, int N,
+                              int IC, int OC) {
+  gemm(false, true, N, OC, IC, inp, IC, w, IC, 0.f, pre, OC, [&](int r0, int rows) {
+    const int64_t off = int64_t(r0) * OC;
+    if (bias) add_bias(pre + off, bias, rows, OC);
+    gelu_rows(out + off, pre + off, size_t(rows) * OC);
+  });
+}
+
+void matmul_backward_gelu(float* dpre, float* dw, float* dbias, const float* dout, const float* gelu_out,
+                          const float* pre, const float* w, int N, int IC, int OC) {
+  // dpre[N,IC] = (dout[N,OC] · W[OC,IC]) ∘ gelu'(pre), per chunk while it is in cache
+  gemm(false, false, N, IC, OC, dout, OC, w, IC, 0.f, dpre, IC, [&](int r0, int rows) {
+    const int64_t off = int64_t(r0) * IC;
+    gelu_grad_rows(dpre + off, pre + off, size_t(rows) * IC);
+  });
+  matmul_backward(nullptr, dw, dbias, dout, gelu_out, w, N, IC, OC);
+}
+
+void lm_head_forward(float* logits, const float* inp, const float* w, int N, int C, int V, int Vp) {
+  // logits[N, :V] = inp[N,C] · W[V,C]ᵀ (rows Vp apart); the padded columns become 0
+  gemm(false, true, N, V, C, inp, C, w, C, 0.f, logits, Vp, [&](int r0, int rows) {
+    for (int r = r0; r < r0 + rows; ++r) std::fill(logits + int64_t(r) * Vp + V, logits + int64_t(r + 1) * Vp, 0.f);
+  });
+}
+
+void lm_head_backward(float* dinp, float* dw, const float* dlogits, const float* inp, const float* w, int N, int C,
+                      int V, int Vp) {
+  if (dinp) gemm(false, false, N, C, V, dlogits, Vp, w, C, 1.f, dinp, C);   // dinp += dlogits[:, :V] · W
+  if (dw) gemm(true, false, V, C, N, dlogits, Vp, inp, C, 1.f, dw, C);      // dW += dlogits[:, :V]ᵀ · inp
 }
 
 }  // namespace zt::cpu
