@@ -9,7 +9,7 @@
 #if ZT_HAVE_MPI
 #include <mpi.h>
 
-#include "collectives/mpi_check.h"
+#include "base/mpi_check.h"
 #endif
 
 namespace zt {
@@ -93,7 +93,7 @@ Bootstrap::~Bootstrap() {
 void Bootstrap::broadcast_bytes(void* data, size_t n, int root) const {
 #if ZT_HAVE_MPI
   if (!mpi_active_ || world_size_ == 1) return;
-  ZT_MPI_CHECK_CTX(MPI_Bcast(data, int(n), MPI_BYTE, root, MPI_COMM_WORLD), "Bootstrap::broadcast_bytes");
+  ZT_MPI_CHECK(MPI_Bcast(data, int(n), MPI_BYTE, root, MPI_COMM_WORLD), "Bootstrap::broadcast_bytes");
 #else
   (void)data;
   (void)n;

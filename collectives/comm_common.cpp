@@ -9,16 +9,6 @@
 
 namespace zt {
 
-size_t comm_dtype_size(CommDType t) {
-  switch (t) {
-    case CommDType::F32: return 4;
-    case CommDType::BF16: return 2;
-    case CommDType::F16: return 2;
-    case CommDType::I64: return 8;
-  }
-  throw std::invalid_argument("comm_dtype_size: unknown CommDType " + std::to_string(int(t)));
-}
-
 const char* comm_op_name(CommOp op) {
   switch (op) {
     case CommOp::AllReduce: return "all_reduce";
@@ -28,16 +18,6 @@ const char* comm_op_name(CommOp op) {
     case CommOp::Barrier: return "barrier";
   }
   return "unknown_op";
-}
-
-const char* comm_dtype_name(CommDType t) {
-  switch (t) {
-    case CommDType::F32: return "f32";
-    case CommDType::BF16: return "bf16";
-    case CommDType::F16: return "f16";
-    case CommDType::I64: return "i64";
-  }
-  return "unknown_dtype";
 }
 
 const char* reduce_op_name(ReduceOp op) { return op == ReduceOp::Sum ? "sum" : "avg"; }
@@ -51,8 +31,8 @@ void check_even_split(CommOp op, size_t count, int world_size) {
   }
 }
 
-void check_reduction(CommOp op, CommDType t, ReduceOp r) {
-  if (t == CommDType::I64 && r == ReduceOp::Avg) {
+void check_reduction(CommOp op, DType t, ReduceOp r) {
+  if (t == DType::I64 && r == ReduceOp::Avg) {
     throw std::invalid_argument(std::string(comm_op_name(op)) +
                                 ": average of i64 is not defined (integer division would truncate); "
                                 "use ReduceOp::Sum and divide where the rounding is known");
@@ -66,8 +46,27 @@ void check_root(int root, int world_size) {
   }
 }
 
-uint64_t comm_algorithm_bytes(CommOp op, size_t count, CommDType t) {
-  return op == CommOp::Barrier ? 0 : uint64_t(count) * comm_dtype_size(t);
+size_t check_segments(CommOp op, const std::vector<Segment>& segments, int world_size, size_t limit) {
+  size_t total = 0;
+  for (size_t i = 0; i < segments.size(); ++i) {
+    const Segment& s = segments[i];
+    if (s.owner < 0 || s.owner >= world_size)
+      throw std::invalid_argument(std::string(comm_op_name(op)) + ": segment " + std::to_string(i) + " has owner " +
+                                  std::to_string(s.owner) + " outside [0, " + std::to_string(world_size) + ")");
+    if (s.count && !s.data)
+      throw std::invalid_argument(std::string(comm_op_name(op)) + ": segment " + std::to_string(i) + " has " +
+                                  std::to_string(s.count) + " elements but no buffer");
+    total += s.count;
+  }
+  if (total > limit)
+    throw std::invalid_argument(std::string(comm_op_name(op)) + ": a bucket of " + std::to_string(total) +
+                                " elements exceeds this communicator's limit of " + std::to_string(limit) +
+                                "; use a smaller bucket size");
+  return total;
+}
+
+uint64_t comm_algorithm_bytes(CommOp op, size_t count, DType t) {
+  return op == CommOp::Barrier ? 0 : uint64_t(count) * dtype_size(t);
 }
 
 void CommStatsTable::add(CommOp op, uint64_t bytes, double seconds) {

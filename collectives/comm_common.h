@@ -11,18 +11,19 @@
 
 namespace zt {
 
-const char* comm_dtype_name(CommDType t);
 const char* reduce_op_name(ReduceOp op);
 
 // Throws std::invalid_argument unless count splits into world_size equal shards
 // ("... the caller must pad to a multiple of W").
 void check_even_split(CommOp op, size_t count, int world_size);
 // Throws std::invalid_argument for reductions that have no meaning (average of int64).
-void check_reduction(CommOp op, CommDType t, ReduceOp r);
+void check_reduction(CommOp op, DType t, ReduceOp r);
 // Throws std::invalid_argument unless 0 <= root < world_size.
 void check_root(int root, int world_size);
+// Throws std::invalid_argument unless every owner is a rank and the total fits `limit` elements.
+size_t check_segments(CommOp op, const std::vector<Segment>& segments, int world_size, size_t limit = SIZE_MAX);
 // Algorithm bytes for one call, as nccl-tests counts them (see CommOpStats).
-uint64_t comm_algorithm_bytes(CommOp op, size_t count, CommDType t);
+uint64_t comm_algorithm_bytes(CommOp op, size_t count, DType t);
 
 // Per-op totals behind a mutex: add() from the thread that completes work, snapshot() from anyone.
 class CommStatsTable {

@@ -6,14 +6,15 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
+
+#include "base/dtype.h"
 
 namespace zt {
 
-enum class CommDType { F32, BF16, F16, I64 };
 enum class ReduceOp { Sum, Avg };
 enum class CommOp { AllReduce, ReduceScatter, AllGather, Broadcast, Barrier };
 constexpr int kCommOpCount = 5;
-size_t comm_dtype_size(CommDType t);
 const char* comm_op_name(CommOp op);
 
 // A pending collective. wait() blocks until it completed (and rethrows its failure); done() polls.
@@ -24,6 +25,17 @@ class CommHandle {
   virtual bool done() = 0;
 };
 using CommHandlePtr = std::shared_ptr<CommHandle>;
+
+// One piece of a bucket: `count` elements at `data` in this process's buffer, owned by rank `owner`
+// (reduce-scatter: the owner receives the sum; all-gather: the owner's values are the source; all-
+// reduce ignores it). A bucket is a list of segments that may come from several buffers (a
+// gradient bucket spanning units, or a unit split into buckets); every rank passes a list of the
+// same shape (counts and owners), each with its own pointers.
+struct Segment {
+  void* data = nullptr;
+  size_t count = 0;
+  int owner = 0;
+};
 
 // Per-op totals since construction (or reset_stats()). Bytes are "algorithm bytes" as nccl-tests
 // counts them for this rank: all-reduce = buffer bytes; reduce-scatter and all-gather = full
@@ -49,21 +61,34 @@ class Communicator {
   virtual std::string name() const = 0;  // "mpi", "nccl", "single"
 
   // In-place when send == recv. count = elements of the full buffer.
-  virtual CommHandlePtr all_reduce_async(const void* send, void* recv, size_t count, CommDType t, ReduceOp op) = 0;
+  virtual CommHandlePtr all_reduce_async(const void* send, void* recv, size_t count, DType t, ReduceOp op) = 0;
   // send holds count elements; recv receives this rank's count/W elements. In-place form: pass
   // recv == (char*)send + rank*count/W*elem (the shard inside the full buffer).
-  virtual CommHandlePtr reduce_scatter_async(const void* send, void* recv, size_t count, CommDType t,
+  virtual CommHandlePtr reduce_scatter_async(const void* send, void* recv, size_t count, DType t,
                                              ReduceOp op) = 0;
   // send holds count/W elements; recv receives count. In-place when send is recv's own shard.
-  virtual CommHandlePtr all_gather_async(const void* send, void* recv, size_t count, CommDType t) = 0;
-  virtual CommHandlePtr broadcast_async(void* buf, size_t count, CommDType t, int root) = 0;
+  virtual CommHandlePtr all_gather_async(const void* send, void* recv, size_t count, DType t) = 0;
+  virtual CommHandlePtr broadcast_async(void* buf, size_t count, DType t, int root) = 0;
+
+  // Bucketed collectives: ONE call over a list of segments, counted as one call of the op with
+  // Σ count elements (algorithm bytes as above). In place, with the same reduction as the plain ops
+  // (MPI: every rank's contribution summed element by element in rank order, 16-bit rounded once),
+  // so how a buffer is cut into segments never changes a result.
+  //   reduce_scatter_segments: each segment's owner receives the sum of every rank's copy; the other
+  //     ranks' copies of that segment keep their own values.
+  //   all_reduce_segments: every rank receives the sum in every segment.
+  //   all_gather_segments: every rank's copy of each segment receives its owner's values.
+  virtual CommHandlePtr reduce_scatter_segments_async(const std::vector<Segment>& segments, DType t,
+                                                      ReduceOp op) = 0;
+  virtual CommHandlePtr all_reduce_segments_async(const std::vector<Segment>& segments, DType t, ReduceOp op) = 0;
+  virtual CommHandlePtr all_gather_segments_async(const std::vector<Segment>& segments, DType t) = 0;
   virtual CommHandlePtr barrier_async() = 0;
 
   // Blocking forms.
-  void all_reduce(const void* s, void* r, size_t n, CommDType t, ReduceOp op) { all_reduce_async(s, r, n, t, op)->wait(); }
-  void reduce_scatter(const void* s, void* r, size_t n, CommDType t, ReduceOp op) { reduce_scatter_async(s, r, n, t, op)->wait(); }
-  void all_gather(const void* s, void* r, size_t n, CommDType t) { all_gather_async(s, r, n, t)->wait(); }
-  void broadcast(void* b, size_t n, CommDType t, int root) { broadcast_async(b, n, t, root)->wait(); }
+  void all_reduce(const void* s, void* r, size_t n, DType t, ReduceOp op) { all_reduce_async(s, r, n, t, op)->wait(); }
+  void reduce_scatter(const void* s, void* r, size_t n, DType t, ReduceOp op) { reduce_scatter_async(s, r, n, t, op)->wait(); }
+  void all_gather(const void* s, void* r, size_t n, DType t) { all_gather_async(s, r, n, t)->wait(); }
+  void broadcast(void* b, size_t n, DType t, int root) { broadcast_async(b, n, t, root)->wait(); }
   void barrier() { barrier_async()->wait(); }
 
   // Device implementations order every collective after the work already queued on this stream

@@ -63,19 +63,19 @@ void reduce_i64(const int64_t* rows, size_t n, int w, int64_t* out) {
 
 }  // namespace
 
-void reduce_rank_order(const void* rows, size_t n, int w, CommDType t, ReduceOp op, void* out) {
+void reduce_rank_order(const void* rows, size_t n, int w, DType t, ReduceOp op, void* out) {
   if (n == 0) return;
   switch (t) {
-    case CommDType::F32:
+    case DType::F32:
       reduce_f32(static_cast<const float*>(rows), n, w, op, static_cast<float*>(out));
       break;
-    case CommDType::BF16:
+    case DType::BF16:
       reduce_16<bf16_to_f32, f32_to_bf16>(static_cast<const uint16_t*>(rows), n, w, op, static_cast<uint16_t*>(out));
       break;
-    case CommDType::F16:
+    case DType::F16:
       reduce_16<f16_to_f32, f32_to_f16>(static_cast<const uint16_t*>(rows), n, w, op, static_cast<uint16_t*>(out));
       break;
-    case CommDType::I64:
+    case DType::I64:
       reduce_i64(static_cast<const int64_t*>(rows), n, w, static_cast<int64_t*>(out));
       break;
   }

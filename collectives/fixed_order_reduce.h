@@ -14,6 +14,6 @@ namespace zt {
 //   bf16/f16:  same in fp32 on the widened values, then one round-to-nearest-even to 16 bits
 //   i64:       two's-complement sum (Avg rejected earlier)
 // out may alias any row (it is written after each element's fold).
-void reduce_rank_order(const void* rows, size_t n, int world_size, CommDType t, ReduceOp op, void* out);
+void reduce_rank_order(const void* rows, size_t n, int world_size, DType t, ReduceOp op, void* out);
 
 }  // namespace zt

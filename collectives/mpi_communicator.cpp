@@ -20,7 +20,7 @@
 #include "collectives/comm_common.h"
 #include "collectives/comm_handle.h"
 #include "collectives/fixed_order_reduce.h"
-#include "collectives/mpi_check.h"
+#include "base/mpi_check.h"
 
 namespace zt {
 namespace {
@@ -32,20 +32,22 @@ struct Work {
   const void* send = nullptr;
   void* recv = nullptr;
   size_t count = 0;
-  CommDType dtype = CommDType::F32;
+  DType dtype = DType::F32;
   ReduceOp rop = ReduceOp::Sum;
   int root = 0;
   uint64_t seq = 0;
   bool debug = false;
+  bool segmented = false;  // a bucketed op over `segments` (count = their total)
+  std::vector<Segment> segments;
   std::shared_ptr<QueuedHandle> handle;
 };
 
-MPI_Datatype mpi_type(CommDType t) {
+MPI_Datatype mpi_type(DType t) {
   switch (t) {
-    case CommDType::F32: return MPI_FLOAT;
-    case CommDType::BF16: return MPI_UINT16_T;  // bytes only: reductions happen in fixed_order_reduce
-    case CommDType::F16: return MPI_UINT16_T;
-    case CommDType::I64: return MPI_INT64_T;
+    case DType::F32: return MPI_FLOAT;
+    case DType::BF16: return MPI_UINT16_T;  // bytes only: reductions happen in fixed_order_reduce
+    case DType::F16: return MPI_UINT16_T;
+    case DType::I64: return MPI_INT64_T;
   }
   return MPI_BYTE;
 }
@@ -58,7 +60,7 @@ enum { kFpOp, kFpCount, kFpDtype, kFpExtra, kFpSeq, kFpFields };
 std::string describe_fp(const int64_t* f, bool detailed) {
   std::string s = std::string(comm_op_name(CommOp(f[kFpOp]))) + "(" + std::to_string(f[kFpCount]);
   if (detailed) {
-    s += std::string(", ") + comm_dtype_name(CommDType(f[kFpDtype]));
+    s += std::string(", ") + dtype_name(DType(f[kFpDtype]));
     CommOp op = CommOp(f[kFpOp]);
     if (op == CommOp::AllReduce || op == CommOp::ReduceScatter)
       s += std::string(", ") + reduce_op_name(ReduceOp(f[kFpExtra]));
@@ -89,7 +91,7 @@ struct MpiCommunicator::Impl {
   Work wd_work;
   Clock::time_point wd_start;
 
-  std::vector<char> scratch;  // comm thread only
+  std::vector<char> scratch, pack;  // comm thread only
   std::thread comm_thread, watchdog_thread;
 
   Impl(const Bootstrap& b, CommOptions o) : boot(b), timeout_s(o.timeout_s), debug(o.debug) {}
@@ -180,7 +182,7 @@ struct MpiCommunicator::Impl {
     if (w.op == CommOp::AllGather || w.op == CommOp::Barrier) mine[kFpExtra] = 0;
     if (w.op == CommOp::Barrier) mine[kFpDtype] = 0;
     std::vector<int64_t> all(size_t(world) * kFpFields);
-    ZT_MPI_CHECK_CTX(MPI_Allgather(mine, kFpFields, MPI_INT64_T, all.data(), kFpFields, MPI_INT64_T, comm),
+    ZT_MPI_CHECK(MPI_Allgather(mine, kFpFields, MPI_INT64_T, all.data(), kFpFields, MPI_INT64_T, comm),
                      "debug fingerprint exchange before " + context(w));
     const int64_t* f0 = all.data();
     for (int r = 1; r < world; ++r) {
@@ -200,57 +202,126 @@ struct MpiCommunicator::Impl {
     if (scratch.size() < n) scratch.resize(n);
     return scratch.data();
   }
+  char* pack_bytes(size_t n) {
+    if (pack.size() < n) pack.resize(n);
+    return pack.data();
+  }
+
+  // All-reduce of `count` elements in place at buf: chunk j (balanced: the first count%W chunks one
+  // element longer) is reduced by rank j in rank order, then every chunk is gathered.
+  void all_reduce_in_place(void* buf, size_t count, DType t, ReduceOp rop, const std::string& ctx) {
+    if (!count) return;
+    const size_t es = dtype_size(t);
+    const MPI_Datatype dt = mpi_type(t);
+    const size_t nw = size_t(world);
+    std::vector<int> counts(nw), displs(nw), rcounts(nw), rdispls(nw);
+    const size_t base = count / nw, rem = count % nw;
+    for (int j = 0, off = 0; j < world; ++j) {
+      counts[size_t(j)] = int(base + (size_t(j) < rem ? 1 : 0));
+      displs[size_t(j)] = off;
+      off += counts[size_t(j)];
+    }
+    const int mine = counts[size_t(rank)];
+    for (int i = 0; i < world; ++i) {
+      rcounts[size_t(i)] = mine;
+      rdispls[size_t(i)] = i * mine;
+    }
+    char* rows = scratch_bytes(size_t(mine) * nw * es);
+    ZT_MPI_CHECK(MPI_Alltoallv(buf, counts.data(), displs.data(), dt, rows, rcounts.data(), rdispls.data(), dt, comm),
+                 ctx);
+    char* out = static_cast<char*>(buf) + size_t(displs[size_t(rank)]) * es;
+    reduce_rank_order(rows, size_t(mine), world, t, rop, out);
+    ZT_MPI_CHECK(MPI_Allgatherv(MPI_IN_PLACE, 0, dt, buf, counts.data(), displs.data(), dt, comm), ctx);
+  }
+
+  // Elements each rank owns in a segment list, and the list's segments grouped by owner (in list
+  // order within an owner): the layout the byte-moving calls use.
+  std::vector<int> owned_counts(const std::vector<Segment>& segs) const {
+    std::vector<int> c(size_t(world), 0);
+    for (const Segment& s : segs) c[size_t(s.owner)] += int(s.count);
+    return c;
+  }
+
+  void run_segments(const Work& w, const std::string& ctx) {
+    const size_t es = dtype_size(w.dtype);
+    const MPI_Datatype dt = mpi_type(w.dtype);
+    const auto& segs = w.segments;
+    if (w.op == CommOp::AllReduce) {  // pack, all-reduce in place, unpack
+      char* buf = pack_bytes(w.count * es);
+      size_t off = 0;
+      for (const Segment& s : segs) std::memcpy(buf + off * es, s.data, s.count * es), off += s.count;
+      all_reduce_in_place(buf, w.count, w.dtype, w.rop, ctx);
+      off = 0;
+      for (const Segment& s : segs) std::memcpy(s.data, buf + off * es, s.count * es), off += s.count;
+      return;
+    }
+    const std::vector<int> counts = owned_counts(segs);
+    std::vector<int> displs(size_t(world), 0);
+    for (int q = 1; q < world; ++q) displs[size_t(q)] = displs[size_t(q - 1)] + counts[size_t(q - 1)];
+    const int mine = counts[size_t(rank)];
+    char* buf = pack_bytes(w.count * es);  // segments grouped by owner, owner 0 first
+    auto pack_owner = [&](int q, bool to_buf) {
+      size_t off = size_t(displs[size_t(q)]);
+      for (const Segment& s : segs) {
+        if (s.owner != q) continue;
+        if (to_buf) std::memcpy(buf + off * es, s.data, s.count * es);
+        else std::memcpy(s.data, buf + off * es, s.count * es);
+        off += s.count;
+      }
+    };
+    if (w.op == CommOp::ReduceScatter) {
+      for (int q = 0; q < world; ++q) pack_owner(q, true);
+      std::vector<int> rcounts(size_t(world), mine), rdispls(size_t(world), 0);
+      for (int p = 0; p < world; ++p) rdispls[size_t(p)] = p * mine;
+      char* rows = scratch_bytes(size_t(mine) * size_t(world) * es);
+      ZT_MPI_CHECK(MPI_Alltoallv(buf, counts.data(), displs.data(), dt, rows, rcounts.data(), rdispls.data(), dt, comm),
+                   ctx);
+      reduce_rank_order(rows, size_t(mine), world, w.dtype, w.rop, buf + size_t(displs[size_t(rank)]) * es);
+      pack_owner(rank, false);
+      return;
+    }
+    // All-gather: this rank's owned segments in its block, every block gathered, then unpacked.
+    pack_owner(rank, true);
+    ZT_MPI_CHECK(MPI_Allgatherv(MPI_IN_PLACE, 0, dt, buf, counts.data(), displs.data(), dt, comm), ctx);
+    for (int q = 0; q < world; ++q)
+      if (q != rank) pack_owner(q, false);
+  }
 
   void run(const Work& w) {
-    const size_t es = comm_dtype_size(w.dtype);
+    const size_t es = dtype_size(w.dtype);
     const MPI_Datatype dt = mpi_type(w.dtype);
     const std::string ctx = context(w);
+    if (w.segmented) {
+      run_segments(w, ctx);
+      return;
+    }
     switch (w.op) {
       case CommOp::Barrier:
-        ZT_MPI_CHECK_CTX(MPI_Barrier(comm), ctx);
+        ZT_MPI_CHECK(MPI_Barrier(comm), ctx);
         return;
       case CommOp::Broadcast:
-        if (w.count) ZT_MPI_CHECK_CTX(MPI_Bcast(w.recv, int(w.count), dt, w.root, comm), ctx);
+        if (w.count) ZT_MPI_CHECK(MPI_Bcast(w.recv, int(w.count), dt, w.root, comm), ctx);
         return;
       case CommOp::AllGather: {
         if (!w.count) return;
         const size_t shard = w.count / size_t(world);
         const void* own = static_cast<const char*>(w.recv) + size_t(rank) * shard * es;
         const void* src = (w.send == own) ? MPI_IN_PLACE : w.send;
-        ZT_MPI_CHECK_CTX(MPI_Allgather(src, int(shard), dt, w.recv, int(shard), dt, comm), ctx);
+        ZT_MPI_CHECK(MPI_Allgather(src, int(shard), dt, w.recv, int(shard), dt, comm), ctx);
         return;
       }
       case CommOp::ReduceScatter: {
         if (!w.count) return;
         const size_t shard = w.count / size_t(world);
         char* rows = scratch_bytes(w.count * es);
-        ZT_MPI_CHECK_CTX(MPI_Alltoall(w.send, int(shard), dt, rows, int(shard), dt, comm), ctx);
+        ZT_MPI_CHECK(MPI_Alltoall(w.send, int(shard), dt, rows, int(shard), dt, comm), ctx);
         reduce_rank_order(rows, shard, world, w.dtype, w.rop, w.recv);
         return;
       }
       case CommOp::AllReduce: {
         if (!w.count) return;
-        // Chunk j (balanced: the first count%W chunks one element longer) is reduced by rank j.
-        const size_t nw = size_t(world);
-        std::vector<int> counts(nw), displs(nw), rcounts(nw), rdispls(nw);
-        const size_t base = w.count / size_t(world), rem = w.count % size_t(world);
-        for (int j = 0, off = 0; j < world; ++j) {
-          counts[size_t(j)] = int(base + (size_t(j) < rem ? 1 : 0));
-          displs[size_t(j)] = off;
-          off += counts[size_t(j)];
-        }
-        const int mine = counts[size_t(rank)];
-        for (int i = 0; i < world; ++i) {
-          rcounts[size_t(i)] = mine;
-          rdispls[size_t(i)] = i * mine;
-        }
-        char* rows = scratch_bytes(size_t(mine) * size_t(world) * es);
-        ZT_MPI_CHECK_CTX(MPI_Alltoallv(w.send, counts.data(), displs.data(), dt, rows, rcounts.data(),
-                                       rdispls.data(), dt, comm),
-                         ctx);
-        char* out = static_cast<char*>(w.recv) + size_t(displs[size_t(rank)]) * es;
-        reduce_rank_order(rows, size_t(mine), world, w.dtype, w.rop, out);
-        ZT_MPI_CHECK_CTX(MPI_Allgatherv(MPI_IN_PLACE, 0, dt, w.recv, counts.data(), displs.data(), dt, comm), ctx);
+        if (w.send != w.recv) std::memcpy(w.recv, w.send, w.count * es);
+        all_reduce_in_place(w.recv, w.count, w.dtype, w.rop, ctx);
         return;
       }
     }
@@ -303,7 +374,7 @@ void MpiCommunicator::set_timeout_s(double s) {
 }
 void MpiCommunicator::set_debug(bool on) { impl_->debug.store(on); }
 
-CommHandlePtr MpiCommunicator::all_reduce_async(const void* send, void* recv, size_t count, CommDType t, ReduceOp op) {
+CommHandlePtr MpiCommunicator::all_reduce_async(const void* send, void* recv, size_t count, DType t, ReduceOp op) {
   check_reduction(CommOp::AllReduce, t, op);
   Work w;
   w.op = CommOp::AllReduce;
@@ -311,7 +382,7 @@ CommHandlePtr MpiCommunicator::all_reduce_async(const void* send, void* recv, si
   return impl_->enqueue(std::move(w));
 }
 
-CommHandlePtr MpiCommunicator::reduce_scatter_async(const void* send, void* recv, size_t count, CommDType t,
+CommHandlePtr MpiCommunicator::reduce_scatter_async(const void* send, void* recv, size_t count, DType t,
                                                     ReduceOp op) {
   check_even_split(CommOp::ReduceScatter, count, impl_->world);
   check_reduction(CommOp::ReduceScatter, t, op);
@@ -321,7 +392,7 @@ CommHandlePtr MpiCommunicator::reduce_scatter_async(const void* send, void* recv
   return impl_->enqueue(std::move(w));
 }
 
-CommHandlePtr MpiCommunicator::all_gather_async(const void* send, void* recv, size_t count, CommDType t) {
+CommHandlePtr MpiCommunicator::all_gather_async(const void* send, void* recv, size_t count, DType t) {
   check_even_split(CommOp::AllGather, count, impl_->world);
   Work w;
   w.op = CommOp::AllGather;
@@ -329,7 +400,7 @@ CommHandlePtr MpiCommunicator::all_gather_async(const void* send, void* recv, si
   return impl_->enqueue(std::move(w));
 }
 
-CommHandlePtr MpiCommunicator::broadcast_async(void* buf, size_t count, CommDType t, int root) {
+CommHandlePtr MpiCommunicator::broadcast_async(void* buf, size_t count, DType t, int root) {
   check_root(root, impl_->world);
   Work w;
   w.op = CommOp::Broadcast;
@@ -338,5 +409,33 @@ CommHandlePtr MpiCommunicator::broadcast_async(void* buf, size_t count, CommDTyp
 }
 
 CommHandlePtr MpiCommunicator::barrier_async() { return impl_->enqueue(Work{}); }
+
+namespace {
+Work segment_work(CommOp op, const std::vector<Segment>& segments, DType t, ReduceOp rop, int world) {
+  Work w;
+  w.op = op;
+  w.segmented = true;
+  w.segments = segments;
+  w.count = check_segments(op, segments, world, size_t(INT_MAX));
+  w.dtype = t;
+  w.rop = rop;
+  return w;
+}
+}  // namespace
+
+CommHandlePtr MpiCommunicator::reduce_scatter_segments_async(const std::vector<Segment>& segments, DType t,
+                                                             ReduceOp op) {
+  check_reduction(CommOp::ReduceScatter, t, op);
+  return impl_->enqueue(segment_work(CommOp::ReduceScatter, segments, t, op, impl_->world));
+}
+
+CommHandlePtr MpiCommunicator::all_reduce_segments_async(const std::vector<Segment>& segments, DType t, ReduceOp op) {
+  check_reduction(CommOp::AllReduce, t, op);
+  return impl_->enqueue(segment_work(CommOp::AllReduce, segments, t, op, impl_->world));
+}
+
+CommHandlePtr MpiCommunicator::all_gather_segments_async(const std::vector<Segment>& segments, DType t) {
+  return impl_->enqueue(segment_work(CommOp::AllGather, segments, t, ReduceOp::Sum, impl_->world));
+}
 
 }  // namespace zt

@@ -16,19 +16,20 @@
 #include <vector>
 
 #include "collectives/comm_common.h"
-#include "collectives/cuda_check.h"
+#include "base/cuda_check.h"
+#include "base/nccl_check.h"
 
 namespace zt {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-ncclDataType_t nccl_type(CommDType t) {
+ncclDataType_t nccl_type(DType t) {
   switch (t) {
-    case CommDType::F32: return ncclFloat32;
-    case CommDType::BF16: return ncclBfloat16;
-    case CommDType::F16: return ncclFloat16;
-    case CommDType::I64: return ncclInt64;
+    case DType::F32: return ncclFloat32;
+    case DType::BF16: return ncclBfloat16;
+    case DType::F16: return ncclFloat16;
+    case DType::I64: return ncclInt64;
   }
   return ncclFloat32;
 }
@@ -38,8 +39,8 @@ struct Events {
   cudaEvent_t start = nullptr, done = nullptr;
   bool done_recorded = false;
   Events() {
-    ZT_COMM_CUDA_CHECK(cudaEventCreate(&start));
-    ZT_COMM_CUDA_CHECK(cudaEventCreate(&done));
+    ZT_CUDA_CHECK(cudaEventCreate(&start));
+    ZT_CUDA_CHECK(cudaEventCreate(&done));
   }
   ~Events() {
     cudaEventDestroy(start);
@@ -50,7 +51,7 @@ struct Events {
 struct Record {
   CommOp op;
   size_t count;
-  CommDType dtype;
+  DType dtype;
   uint64_t seq;
   Clock::time_point issued;
   std::shared_ptr<Events> ev;
@@ -62,13 +63,13 @@ class NcclHandle final : public CommHandle {
   explicit NcclHandle(std::shared_ptr<Events> ev) : ev_(std::move(ev)) {}
   void wait() override {
     require_recorded("wait");
-    ZT_COMM_CUDA_CHECK(cudaEventSynchronize(ev_->done));
+    ZT_CUDA_CHECK(cudaEventSynchronize(ev_->done));
   }
   bool done() override {
     if (!ev_->done_recorded) return false;
     cudaError_t e = cudaEventQuery(ev_->done);
     if (e == cudaErrorNotReady) return false;
-    ZT_COMM_CUDA_CHECK(e);
+    ZT_CUDA_CHECK(e);
     return true;
   }
   const std::shared_ptr<Events>& events() const { return ev_; }
@@ -127,16 +128,16 @@ struct NcclCommunicator::Impl {
       if (!r.ev->done_recorded) return;
       cudaError_t e = cudaEventQuery(r.ev->done);
       if (e == cudaErrorNotReady) return;
-      ZT_COMM_CUDA_CHECK(e);
+      ZT_CUDA_CHECK(e);
       float ms = 0;
-      ZT_COMM_CUDA_CHECK(cudaEventElapsedTime(&ms, r.ev->start, r.ev->done));
+      ZT_CUDA_CHECK(cudaEventElapsedTime(&ms, r.ev->start, r.ev->done));
       stats.add(r.op, comm_algorithm_bytes(r.op, r.count, r.dtype), r.share * ms * 1e-3);
       in_flight.pop_front();
     }
   }
 
   void watchdog_loop() {
-    ZT_COMM_CUDA_CHECK(cudaSetDevice(device));
+    ZT_CUDA_CHECK(cudaSetDevice(device));
     std::unique_lock<std::mutex> lock(mu);
     while (!stop) {
       cv.wait_for(lock, std::chrono::milliseconds(200));
@@ -168,13 +169,13 @@ struct NcclCommunicator::Impl {
   // Orders the comm stream after the compute stream and opens a launch; returns its events.
   std::shared_ptr<Events> begin_launch() {
     auto ev = std::make_shared<Events>();
-    ZT_COMM_CUDA_CHECK(cudaEventRecord(ev->start, compute));
-    ZT_COMM_CUDA_CHECK(cudaStreamWaitEvent(stream, ev->start, 0));
+    ZT_CUDA_CHECK(cudaEventRecord(ev->start, compute));
+    ZT_CUDA_CHECK(cudaStreamWaitEvent(stream, ev->start, 0));
     return ev;
   }
 
   template <class Launch>
-  CommHandlePtr issue(CommOp op, size_t count, CommDType t, Launch launch) {
+  CommHandlePtr issue(CommOp op, size_t count, DType t, Launch launch) {
     std::lock_guard<std::mutex> lock(mu);
     retire_locked();
     std::shared_ptr<Events> ev = group_depth ? group_ev : begin_launch();
@@ -183,7 +184,7 @@ struct NcclCommunicator::Impl {
     if (group_depth) {
       group_records.push_back(in_flight.size() - 1);
     } else {
-      ZT_COMM_CUDA_CHECK(cudaEventRecord(ev->done, stream));
+      ZT_CUDA_CHECK(cudaEventRecord(ev->done, stream));
       ev->done_recorded = true;
     }
     return std::make_shared<NcclHandle>(ev);
@@ -202,9 +203,9 @@ NcclCommunicator::NcclCommunicator(const Bootstrap& boot, CommOptions options)
   m.rank = boot.rank();
   m.world = boot.world_size();
   m.device = boot.local_rank() % n;
-  ZT_COMM_CUDA_CHECK(cudaSetDevice(m.device));
-  ZT_COMM_CUDA_CHECK(cudaStreamCreateWithFlags(&m.stream, cudaStreamNonBlocking));
-  ZT_COMM_CUDA_CHECK(cudaMalloc(&m.barrier_buf, sizeof(float)));
+  ZT_CUDA_CHECK(cudaSetDevice(m.device));
+  ZT_CUDA_CHECK(cudaStreamCreateWithFlags(&m.stream, cudaStreamNonBlocking));
+  ZT_CUDA_CHECK(cudaMalloc(&m.barrier_buf, sizeof(float)));
   ncclUniqueId id;
   if (m.rank == 0) ZT_NCCL_CHECK(ncclGetUniqueId(&id));
   boot.broadcast_bytes(&id, sizeof id, 0);
@@ -221,7 +222,7 @@ NcclCommunicator::~NcclCommunicator() {
   }
   m.cv.notify_all();
   m.watchdog.join();
-  ZT_COMM_CUDA_CHECK(cudaStreamSynchronize(m.stream));
+  ZT_CUDA_CHECK(cudaStreamSynchronize(m.stream));
   ZT_NCCL_CHECK(ncclCommDestroy(m.comm));
   cudaFree(m.barrier_buf);
   cudaStreamDestroy(m.stream);
@@ -255,7 +256,7 @@ void NcclCommunicator::compute_wait(const CommHandlePtr& h) {
   auto* nh = dynamic_cast<NcclHandle*>(h.get());
   if (!nh) throw std::invalid_argument("NcclCommunicator::compute_wait: handle is not from an NCCL communicator");
   if (!nh->events()->done_recorded) throw std::logic_error("NcclCommunicator::compute_wait inside an open group");
-  ZT_COMM_CUDA_CHECK(cudaStreamWaitEvent(impl_->compute, nh->events()->done, 0));
+  ZT_CUDA_CHECK(cudaStreamWaitEvent(impl_->compute, nh->events()->done, 0));
 }
 
 void NcclCommunicator::group_start() {
@@ -272,7 +273,7 @@ void NcclCommunicator::group_end() {
   if (impl_->group_depth == 0) throw std::logic_error("NcclCommunicator::group_end without group_start");
   ZT_NCCL_CHECK(ncclGroupEnd());
   if (--impl_->group_depth == 0) {
-    ZT_COMM_CUDA_CHECK(cudaEventRecord(impl_->group_ev->done, impl_->stream));
+    ZT_CUDA_CHECK(cudaEventRecord(impl_->group_ev->done, impl_->stream));
     impl_->group_ev->done_recorded = true;
     const double share = impl_->group_records.empty() ? 1.0 : 1.0 / double(impl_->group_records.size());
     for (size_t i : impl_->group_records) impl_->in_flight[i].share = share;
@@ -280,7 +281,7 @@ void NcclCommunicator::group_end() {
   }
 }
 
-CommHandlePtr NcclCommunicator::all_reduce_async(const void* send, void* recv, size_t count, CommDType t, ReduceOp op) {
+CommHandlePtr NcclCommunicator::all_reduce_async(const void* send, void* recv, size_t count, DType t, ReduceOp op) {
   check_reduction(CommOp::AllReduce, t, op);
   Impl& m = *impl_;
   return m.issue(CommOp::AllReduce, count, t, [&] {
@@ -288,7 +289,7 @@ CommHandlePtr NcclCommunicator::all_reduce_async(const void* send, void* recv, s
   });
 }
 
-CommHandlePtr NcclCommunicator::reduce_scatter_async(const void* send, void* recv, size_t count, CommDType t,
+CommHandlePtr NcclCommunicator::reduce_scatter_async(const void* send, void* recv, size_t count, DType t,
                                                      ReduceOp op) {
   check_even_split(CommOp::ReduceScatter, count, impl_->world);
   check_reduction(CommOp::ReduceScatter, t, op);
@@ -299,7 +300,7 @@ CommHandlePtr NcclCommunicator::reduce_scatter_async(const void* send, void* rec
   });
 }
 
-CommHandlePtr NcclCommunicator::all_gather_async(const void* send, void* recv, size_t count, CommDType t) {
+CommHandlePtr NcclCommunicator::all_gather_async(const void* send, void* recv, size_t count, DType t) {
   check_even_split(CommOp::AllGather, count, impl_->world);
   Impl& m = *impl_;
   return m.issue(CommOp::AllGather, count, t, [&] {
@@ -307,7 +308,7 @@ CommHandlePtr NcclCommunicator::all_gather_async(const void* send, void* recv, s
   });
 }
 
-CommHandlePtr NcclCommunicator::broadcast_async(void* buf, size_t count, CommDType t, int root) {
+CommHandlePtr NcclCommunicator::broadcast_async(void* buf, size_t count, DType t, int root) {
   check_root(root, impl_->world);
   Impl& m = *impl_;
   return m.issue(CommOp::Broadcast, count, t, [&] {
@@ -315,9 +316,54 @@ CommHandlePtr NcclCommunicator::broadcast_async(void* buf, size_t count, CommDTy
   });
 }
 
+// Bucketed ops: one grouped NCCL launch over the segments (ncclReduce to each segment's owner,
+// ncclAllReduce, ncclBroadcast from the owner), recorded as one call of the op.
+template <class PerSegment>
+static void nccl_group(const std::vector<Segment>& segments, PerSegment per_segment) {
+  ZT_NCCL_CHECK(ncclGroupStart());
+  for (const Segment& s : segments)
+    if (s.count) per_segment(s);
+  ZT_NCCL_CHECK(ncclGroupEnd());
+}
+
+CommHandlePtr NcclCommunicator::reduce_scatter_segments_async(const std::vector<Segment>& segments, DType t,
+                                                              ReduceOp op) {
+  check_reduction(CommOp::ReduceScatter, t, op);
+  Impl& m = *impl_;
+  const size_t total = check_segments(CommOp::ReduceScatter, segments, m.world);
+  return m.issue(CommOp::ReduceScatter, total, t, [&] {
+    nccl_group(segments, [&](const Segment& s) {
+      ZT_NCCL_CHECK(ncclReduce(s.data, s.data, s.count, nccl_type(t), op == ReduceOp::Avg ? ncclAvg : ncclSum, s.owner,
+                               m.comm, m.stream));
+    });
+  });
+}
+
+CommHandlePtr NcclCommunicator::all_reduce_segments_async(const std::vector<Segment>& segments, DType t, ReduceOp op) {
+  check_reduction(CommOp::AllReduce, t, op);
+  Impl& m = *impl_;
+  const size_t total = check_segments(CommOp::AllReduce, segments, m.world);
+  return m.issue(CommOp::AllReduce, total, t, [&] {
+    nccl_group(segments, [&](const Segment& s) {
+      ZT_NCCL_CHECK(ncclAllReduce(s.data, s.data, s.count, nccl_type(t), op == ReduceOp::Avg ? ncclAvg : ncclSum,
+                                  m.comm, m.stream));
+    });
+  });
+}
+
+CommHandlePtr NcclCommunicator::all_gather_segments_async(const std::vector<Segment>& segments, DType t) {
+  Impl& m = *impl_;
+  const size_t total = check_segments(CommOp::AllGather, segments, m.world);
+  return m.issue(CommOp::AllGather, total, t, [&] {
+    nccl_group(segments, [&](const Segment& s) {
+      ZT_NCCL_CHECK(ncclBroadcast(s.data, s.data, s.count, nccl_type(t), s.owner, m.comm, m.stream));
+    });
+  });
+}
+
 CommHandlePtr NcclCommunicator::barrier_async() {
   Impl& m = *impl_;
-  return m.issue(CommOp::Barrier, 0, CommDType::F32, [&] {
+  return m.issue(CommOp::Barrier, 0, DType::F32, [&] {
     ZT_NCCL_CHECK(ncclAllReduce(m.barrier_buf, m.barrier_buf, 1, ncclFloat32, ncclSum, m.comm, m.stream));
   });
 }

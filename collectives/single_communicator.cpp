@@ -22,7 +22,7 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 
 }  // namespace
 
-CommHandlePtr SingleCommunicator::all_reduce_async(const void* send, void* recv, size_t count, CommDType t,
+CommHandlePtr SingleCommunicator::all_reduce_async(const void* send, void* recv, size_t count, DType t,
                                                    ReduceOp op) {
   check_reduction(CommOp::AllReduce, t, op);
   auto t0 = std::chrono::steady_clock::now();
@@ -31,7 +31,7 @@ CommHandlePtr SingleCommunicator::all_reduce_async(const void* send, void* recv,
   return std::make_shared<DoneHandle>();
 }
 
-CommHandlePtr SingleCommunicator::reduce_scatter_async(const void* send, void* recv, size_t count, CommDType t,
+CommHandlePtr SingleCommunicator::reduce_scatter_async(const void* send, void* recv, size_t count, DType t,
                                                        ReduceOp op) {
   check_reduction(CommOp::ReduceScatter, t, op);
   auto t0 = std::chrono::steady_clock::now();
@@ -40,17 +40,45 @@ CommHandlePtr SingleCommunicator::reduce_scatter_async(const void* send, void* r
   return std::make_shared<DoneHandle>();
 }
 
-CommHandlePtr SingleCommunicator::all_gather_async(const void* send, void* recv, size_t count, CommDType t) {
+CommHandlePtr SingleCommunicator::all_gather_async(const void* send, void* recv, size_t count, DType t) {
   auto t0 = std::chrono::steady_clock::now();
-  if (send != recv && count) std::memmove(recv, send, count * comm_dtype_size(t));
+  if (send != recv && count) std::memmove(recv, send, count * dtype_size(t));
   stats_.add(CommOp::AllGather, comm_algorithm_bytes(CommOp::AllGather, count, t), seconds_since(t0));
   return std::make_shared<DoneHandle>();
 }
 
-CommHandlePtr SingleCommunicator::broadcast_async(void* buf, size_t count, CommDType t, int root) {
+CommHandlePtr SingleCommunicator::broadcast_async(void* buf, size_t count, DType t, int root) {
   check_root(root, 1);
   (void)buf;
   stats_.add(CommOp::Broadcast, comm_algorithm_bytes(CommOp::Broadcast, count, t), 0.0);
+  return std::make_shared<DoneHandle>();
+}
+
+// World size 1: every segment's owner is this rank and its sum is its own value (rounded as the
+// plain reduction rounds a single contribution).
+CommHandlePtr SingleCommunicator::reduce_scatter_segments_async(const std::vector<Segment>& segments, DType t,
+                                                                ReduceOp op) {
+  check_reduction(CommOp::ReduceScatter, t, op);
+  const size_t total = check_segments(CommOp::ReduceScatter, segments, 1);
+  auto t0 = std::chrono::steady_clock::now();
+  for (const Segment& s : segments) reduce_rank_order(s.data, s.count, 1, t, op, s.data);
+  stats_.add(CommOp::ReduceScatter, comm_algorithm_bytes(CommOp::ReduceScatter, total, t), seconds_since(t0));
+  return std::make_shared<DoneHandle>();
+}
+
+CommHandlePtr SingleCommunicator::all_reduce_segments_async(const std::vector<Segment>& segments, DType t,
+                                                            ReduceOp op) {
+  check_reduction(CommOp::AllReduce, t, op);
+  const size_t total = check_segments(CommOp::AllReduce, segments, 1);
+  auto t0 = std::chrono::steady_clock::now();
+  for (const Segment& s : segments) reduce_rank_order(s.data, s.count, 1, t, op, s.data);
+  stats_.add(CommOp::AllReduce, comm_algorithm_bytes(CommOp::AllReduce, total, t), seconds_since(t0));
+  return std::make_shared<DoneHandle>();
+}
+
+CommHandlePtr SingleCommunicator::all_gather_segments_async(const std::vector<Segment>& segments, DType t) {
+  const size_t total = check_segments(CommOp::AllGather, segments, 1);
+  stats_.add(CommOp::AllGather, comm_algorithm_bytes(CommOp::AllGather, total, t), 0.0);
   return std::make_shared<DoneHandle>();
 }
 

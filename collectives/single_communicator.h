@@ -13,11 +13,14 @@ class SingleCommunicator final : public Communicator {
   int world_size() const override { return 1; }
   std::string name() const override { return "single"; }
 
-  CommHandlePtr all_reduce_async(const void* send, void* recv, size_t count, CommDType t, ReduceOp op) override;
-  CommHandlePtr reduce_scatter_async(const void* send, void* recv, size_t count, CommDType t, ReduceOp op) override;
-  CommHandlePtr all_gather_async(const void* send, void* recv, size_t count, CommDType t) override;
-  CommHandlePtr broadcast_async(void* buf, size_t count, CommDType t, int root) override;
+  CommHandlePtr all_reduce_async(const void* send, void* recv, size_t count, DType t, ReduceOp op) override;
+  CommHandlePtr reduce_scatter_async(const void* send, void* recv, size_t count, DType t, ReduceOp op) override;
+  CommHandlePtr all_gather_async(const void* send, void* recv, size_t count, DType t) override;
+  CommHandlePtr broadcast_async(void* buf, size_t count, DType t, int root) override;
   CommHandlePtr barrier_async() override;
+  CommHandlePtr reduce_scatter_segments_async(const std::vector<Segment>& segments, DType t, ReduceOp op) override;
+  CommHandlePtr all_reduce_segments_async(const std::vector<Segment>& segments, DType t, ReduceOp op) override;
+  CommHandlePtr all_gather_segments_async(const std::vector<Segment>& segments, DType t) override;
 
   CommStats stats() const override { return stats_.snapshot(); }
   void reset_stats() override { stats_.reset(); }

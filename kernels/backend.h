@@ -7,22 +7,24 @@
 #include <memory>
 #include <string>
 
+#include "base/dtype.h"
+#include "base/optimizer.h"
+
 namespace zt {
 
-// Element type of a buffer. The CPU backend computes in F32; the CUDA backend in BF16 with fp32
-// accumulation (its act_dtype). Master weights and optimizer state are always F32.
-enum class DType { F32, BF16, F16 };
-inline size_t dtype_size(DType t) { return t == DType::F32 ? 4 : 2; }
-inline const char* dtype_name(DType t) { return t == DType::F32 ? "fp32" : t == DType::BF16 ? "bf16" : "fp16"; }
+// Buffers' element type (base/dtype.h): the CPU backend computes in F32; the CUDA backend in BF16
+// with fp32 accumulation (its act_dtype). Master weights and optimizer state are always F32.
 
-struct AdamWHyper {
-  float lr = 1e-3f;
-  float beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f;
-  float weight_decay = 0.0f;
-  bool decoupled = true;     // true: AdamW (decay applied to the param); false: L2 added to the grad
-  int step = 1;              // 1-based step for bias correction
-  bool bias_correction = true;
-  float grad_scale = 1.0f;   // multiplied into every grad before use (unscale and clip, folded)
+// One contiguous piece of a multi-tensor AdamW: fp32 master and moments and the gradient (of the
+// dtype passed with the call) in backend memory; `working` (act_dtype, may be null) receives the
+// updated parameters rounded to the working precision.
+struct AdamWChunk {
+  float* master = nullptr;
+  const void* grad = nullptr;
+  float* m = nullptr;
+  float* v = nullptr;
+  void* working = nullptr;
+  size_t n = 0;
 };
 
 // Conventions shared by every implementation (tests pin them):
@@ -123,10 +125,22 @@ class Backend {
   // The simple AdamW on a flat fp32 span (master weights p, grads g, moments m and v, all F32).
   virtual void adamw_step(float* p, const float* g, float* m, float* v, size_t n, const AdamWHyper& h) = 0;
 
+  // --- the ZeRO step on backend memory (global norm partials, scaling, the shard update) ---------
+  // Σ (x_i · scale)² over n act_dtype() values, each product rounded to fp32, summed in double:
+  // one rank's partial of the global gradient norm. CPU: base/fixed_order_sum.h's order (same bits
+  // for every thread count); CUDA: a fixed-order two-pass reduction on the device, deterministic,
+  // with one 8-byte copy back (the gradients never leave the device). Waits for earlier ops.
+  virtual double sum_squares(const void* x, size_t n, float scale) = 0;
+  // x *= s over n act_dtype() values, in place (each product rounded once).
+  virtual void scale(void* x, float s, size_t n) = 0;
+  // Multi-tensor AdamW (base/adam_math.h's formula) over every chunk in as few launches as the
+  // backend needs; grads of grad_dtype (F32, BF16 or F16). Ordered on the backend's stream.
+  virtual void adamw_multi_tensor(const AdamWChunk* chunks, size_t count, DType grad_dtype, const AdamWHyper& h) = 0;
+
   // === Fused ops (the model's hot paths in fewer passes; each equals the unfused ops it replaces
   // up to rounding, which tests pin on both backends) ============================================
   // out = gelu(pre), pre = inp · Wᵀ + bias (pre is kept for the backward). CUDA: one cuBLASLt GEMM
-  // with the GELU_AUX_BIAS epilogue; CPU: the bias and GELU applied per row block right after its GEMM.
+  // with the GELU_AUX_BIAS epilogue; CPU: the bias and GELU applied per GEMM tile right after it.
   virtual void matmul_bias_gelu_forward(void* out, void* pre, const void* inp, const void* w, const void* bias,
                                         int N, int IC, int OC) = 0;
   // The linear layer that consumes gelu(pre), and the GELU's backward: dw += doutᵀ · gelu(pre),

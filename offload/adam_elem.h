@@ -78,16 +78,9 @@ inline void store_low(void* out, int out_kind, size_t i, float val) {
   else if (out_kind == 2) static_cast<uint16_t*>(out)[i] = f32_to_f16_bits(val);
 }
 
-// One element, in exactly the order documented in cpu_adam.h (no FMA: files build with
-// -ffp-contract=off).
+// One element: base/adam_math.h's formula (the files build with -ffp-contract=off).
 inline void adam_elem(float& p, float g, float& m, float& v, const detail::AdamConsts& c) {
-  float gi = g * c.grad_scale;
-  if (c.l2) gi = gi + c.l2_decay * p;
-  m = c.beta1 * m + c.one_minus_beta1 * gi;
-  v = c.beta2 * v + c.one_minus_beta2 * (gi * gi);
-  const float den = std::sqrt(v) * c.inv_sqrt_bc2 + c.eps;
-  p = p * c.decay;
-  p = p - c.step_size * (m / den);
+  adam_update_element(p, g, m, v, c);
 }
 
 inline void adam_range_elems(float* p, const float* g, float* m, float* v, size_t begin, size_t end,

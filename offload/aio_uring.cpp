@@ -1,5 +1,6 @@
 // AioEngine on io_uring: one I/O thread owns the ring, cuts each request into block_size pieces
 // over intra_op_parallelism ranges, keeps at most queue_depth in flight and records failures.
+#include "base/uring_check.h"
 #include "offload/aio_uring.h"
 
 #include <liburing.h>
@@ -12,16 +13,6 @@
 #include <string>
 #include <vector>
 
-// Every liburing setup call goes through this: file:line, the call, the errno text, a hint; abort.
-#define ZT_URING_CHECK(call, hint)                                                                \
-  do {                                                                                            \
-    int zt_rc_ = (call);                                                                          \
-    if (zt_rc_ < 0) {                                                                             \
-      std::fprintf(stderr, "%s:%d: %s failed: %s. Hint: %s\n", __FILE__, __LINE__, #call,         \
-                   std::strerror(-zt_rc_), hint);                                                 \
-      std::abort();                                                                               \
-    }                                                                                             \
-  } while (0)
 
 namespace zt::offload {
 

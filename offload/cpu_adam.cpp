@@ -109,35 +109,6 @@ SimdPath resolve_simd_path(SimdPath requested) {
   return requested;
 }
 
-namespace detail {
-
-AdamConsts make_adam_consts(const AdamWHyper& h) {
-  if (h.step < 1) throw std::invalid_argument("cpu_adam_step: step must be >= 1 (1-based), got " + std::to_string(h.step));
-  AdamConsts c{};
-  const double b1 = h.beta1, b2 = h.beta2, lr = h.lr, wd = h.weight_decay;
-  c.beta1 = h.beta1;
-  c.beta2 = h.beta2;
-  c.one_minus_beta1 = static_cast<float>(1.0 - b1);
-  c.one_minus_beta2 = static_cast<float>(1.0 - b2);
-  c.eps = h.eps;
-  c.grad_scale = h.grad_scale;
-  c.l2 = !h.decoupled && h.weight_decay != 0.0f;
-  c.l2_decay = c.l2 ? h.weight_decay : 0.0f;
-  c.decay = h.decoupled ? static_cast<float>(1.0 - lr * wd) : 1.0f;
-  if (h.bias_correction) {
-    const double bc1 = 1.0 - std::pow(b1, h.step);
-    const double bc2 = 1.0 - std::pow(b2, h.step);
-    c.step_size = static_cast<float>(lr / bc1);
-    c.inv_sqrt_bc2 = static_cast<float>(1.0 / std::sqrt(bc2));
-  } else {
-    c.step_size = h.lr;
-    c.inv_sqrt_bc2 = 1.0f;
-  }
-  return c;
-}
-
-}  // namespace detail
-
 namespace {
 
 detail::AdamRangeFn adam_fn(SimdPath path) {

@@ -5,7 +5,8 @@
 #include <cstddef>
 #include <string>
 
-#include "kernels/backend.h"
+#include "base/adam_math.h"
+#include "base/dtype.h"
 
 namespace zt::offload {
 
@@ -54,17 +55,9 @@ void convert_f32(void* dst, DType dtype, const float* src, size_t n, const CpuAd
 
 namespace detail {
 
-// Per-step constants shared by every path (float, rounded once from double).
-struct AdamConsts {
-  float beta1, one_minus_beta1, beta2, one_minus_beta2, eps;
-  float grad_scale;
-  float l2_decay;      // weight_decay when L2, else 0 (unused)
-  float decay;         // 1 - lr * weight_decay when decoupled, else 1
-  float step_size;     // lr / bias_correction1
-  float inv_sqrt_bc2;  // 1 / sqrt(bias_correction2)
-  bool l2;
-};
-AdamConsts make_adam_consts(const AdamWHyper& h);
+// Per-step constants shared by every path: base/adam_math.h's scalars (float, rounded once from double).
+using AdamConsts = AdamScalars;
+inline AdamConsts make_adam_consts(const AdamWHyper& h) { return adam_scalars(h); }
 
 // out_kind: 0 = no copy, 1 = bf16, 2 = fp16. Single-threaded over [0, n).
 using AdamRangeFn = void (*)(float* p, const float* g, float* m, float* v, size_t n,

@@ -15,17 +15,7 @@
 #include <utility>
 
 #if ZT_HAVE_CUDA
-#include <cuda_runtime_api.h>
-// Every CUDA runtime call here goes through this: file:line, the call, CUDA's error string, a hint.
-#define ZT_OFFLOAD_CUDA_CHECK(call, hint)                                                          \
-  do {                                                                                             \
-    cudaError_t zt_err_ = (call);                                                                  \
-    if (zt_err_ != cudaSuccess) {                                                                  \
-      std::fprintf(stderr, "%s:%d: %s failed: %s. Hint: %s\n", __FILE__, __LINE__, #call,          \
-                   cudaGetErrorString(zt_err_), hint);                                             \
-      std::abort();                                                                                \
-    }                                                                                              \
-  } while (0)
+#include "base/cuda_check.h"
 #endif
 
 namespace zt::offload {
@@ -111,7 +101,7 @@ PinnedBuffer PinnedAllocator::allocate(size_t bytes) {
 #if ZT_HAVE_CUDA
   if (cuda_active_) {
     void* p = nullptr;
-    ZT_OFFLOAD_CUDA_CHECK(cudaHostAlloc(&p, cap, cudaHostAllocPortable),
+    ZT_CUDA_CHECK(cudaHostAlloc(&p, cap, cudaHostAllocPortable),
                           "pinned host memory exhausted: lower buffer sizes or set pin_memory false");
     b.data_ = p;
     b.size_ = bytes;

@@ -7,13 +7,8 @@
 
 namespace zt {
 
-// Block size of sum_squares' fixed order.
-inline constexpr size_t kSumSquaresBlock = 4096;
-
-// Sum of x^2 over the span, in double. The order is fixed by the span alone: the span is cut into
-// blocks of kSumSquaresBlock elements; inside a block, element i goes to accumulator i % 8, and the
-// 8 accumulators are added as ((a0+a1)+(a2+a3))+((a4+a5)+(a6+a7)); the block sums are added in block
-// order. Threads work on blocks, so the result is the same for every thread count. A non-finite
+// Sum of x^2 over the span, in double, in base/fixed_order_sum.h's order (fixed by the span alone,
+// the same for every thread count; the backends' sum_squares use it too). A non-finite
 // element makes the result inf or nan (squares of finite fp32 values cannot overflow a double), so
 // !std::isfinite(sum) doubles as the overflow check after the all-reduce.
 // Across ranks the engine adds per-shard sums; that total depends on where the shard boundaries

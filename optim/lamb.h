@@ -2,22 +2,13 @@
 // per-tensor trust ratio can be computed when a tensor is split across ranks' shards.
 #pragma once
 
+#include "base/optimizer.h"
 #include <cstddef>
 #include <cstdint>
 #include <span>
 #include <vector>
 
 namespace zt {
-
-struct LambHyper {
-  float lr = 1e-3f;
-  float beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f;
-  float weight_decay = 0.0f;
-  bool bias_correction = true;
-  float max_coeff = 10.0f, min_coeff = 0.01f;  // the trust ratio is clamped to [min_coeff, max_coeff]
-  int step = 1;                                // 1-based
-  float grad_scale = 1.0f;                     // multiplied into every grad (unscale and clip, folded)
-};
 
 // A contiguous run of one tensor inside this rank's shard spans: elements [offset, offset + count)
 // belong to tensor `tensor` (an id the engine chooses; the same id on every rank).

@@ -2,20 +2,11 @@
 // and Nesterov momentum; the exact per-element operation order is written out below.
 #pragma once
 
+#include "base/optimizer.h"
 #include <cstddef>
 #include <span>
 
 namespace zt {
-
-struct SgdHyper {
-  float lr = 1e-3f;
-  float momentum = 0.0f;
-  float dampening = 0.0f;
-  float weight_decay = 0.0f;
-  bool nesterov = false;    // requires momentum > 0 and dampening == 0 (as PyTorch)
-  int step = 1;             // 1-based; on step 1 the momentum buffer is initialised to the gradient
-  float grad_scale = 1.0f;  // multiplied into every grad before use (unscale and clip, folded)
-};
 
 // Per element, every operation rounded to fp32 (one_minus_damp = 1.0f - dampening):
 //   g' = g * grad_scale

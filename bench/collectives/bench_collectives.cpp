@@ -18,13 +18,13 @@
 #if ZT_HAVE_MPI
 #include <mpi.h>
 
-#include "collectives/mpi_check.h"
+#include "base/mpi_check.h"
 #include "collectives/mpi_communicator.h"
 #endif
 #if ZT_HAVE_CUDA
 #include <cuda_runtime_api.h>
 
-#include "collectives/cuda_check.h"
+#include "base/cuda_check.h"
 #include "collectives/nccl_communicator.h"
 #endif
 
@@ -113,9 +113,9 @@ int main(int argc, char** argv) {
         // Interleaved: ours (3 ops), then the library's MPI_Allreduce, in every round.
         for (int k = 0; k < 3; ++k) {
           std::function<void()> fn;
-          if (k == 0) fn = [&] { comm.all_reduce(a.data(), b.data(), count, zt::CommDType::F32, zt::ReduceOp::Sum); };
-          if (k == 1) fn = [&] { comm.reduce_scatter(a.data(), b.data(), count, zt::CommDType::F32, zt::ReduceOp::Sum); };
-          if (k == 2) fn = [&] { comm.all_gather(a.data(), b.data(), count, zt::CommDType::F32); };
+          if (k == 0) fn = [&] { comm.all_reduce(a.data(), b.data(), count, zt::DType::F32, zt::ReduceOp::Sum); };
+          if (k == 1) fn = [&] { comm.reduce_scatter(a.data(), b.data(), count, zt::DType::F32, zt::ReduceOp::Sum); };
+          if (k == 2) fn = [&] { comm.all_gather(a.data(), b.data(), count, zt::DType::F32); };
           t_ours[k].push_back(time_block(boot, fn, sync, iters));
         }
         t_peer.push_back(time_block(
@@ -131,27 +131,27 @@ int main(int argc, char** argv) {
 #if ZT_HAVE_CUDA
   if (!no_nccl && zt::cuda_device_count_or_zero() > 0) {
     zt::NcclCommunicator comm(boot);
-    auto sync = [&] { ZT_COMM_CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(comm.comm_stream()))); };
+    auto sync = [&] { ZT_CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(comm.comm_stream()))); };
     for (size_t bytes = min_bytes; bytes <= max_bytes; bytes *= size_t(step)) {
       const size_t count = bytes / 4 / size_t(w) * size_t(w);
       void *a, *b;
-      ZT_COMM_CUDA_CHECK(cudaMalloc(&a, count * 4 + 4));
-      ZT_COMM_CUDA_CHECK(cudaMalloc(&b, count * 4 + 4));
-      ZT_COMM_CUDA_CHECK(cudaMemset(a, 0, count * 4));
-      ZT_COMM_CUDA_CHECK(cudaDeviceSynchronize());  // set-up only, outside the timed loops
+      ZT_CUDA_CHECK(cudaMalloc(&a, count * 4 + 4));
+      ZT_CUDA_CHECK(cudaMalloc(&b, count * 4 + 4));
+      ZT_CUDA_CHECK(cudaMemset(a, 0, count * 4));
+      ZT_CUDA_CHECK(cudaDeviceSynchronize());  // set-up only, outside the timed loops
       const int iters = iters_for(bytes) * 4;
       std::vector<double> t[3];
       for (int r = 0; r < rounds; ++r)
         for (int k = 0; k < 3; ++k) {
           std::function<void()> fn;
-          if (k == 0) fn = [&] { comm.all_reduce_async(a, b, count, zt::CommDType::F32, zt::ReduceOp::Sum); };
-          if (k == 1) fn = [&] { comm.reduce_scatter_async(a, b, count, zt::CommDType::F32, zt::ReduceOp::Sum); };
-          if (k == 2) fn = [&] { comm.all_gather_async(a, b, count, zt::CommDType::F32); };
+          if (k == 0) fn = [&] { comm.all_reduce_async(a, b, count, zt::DType::F32, zt::ReduceOp::Sum); };
+          if (k == 1) fn = [&] { comm.reduce_scatter_async(a, b, count, zt::DType::F32, zt::ReduceOp::Sum); };
+          if (k == 2) fn = [&] { comm.all_gather_async(a, b, count, zt::DType::F32); };
           t[k].push_back(time_block(boot, fn, sync, iters));
         }
       for (int k = 0; k < 3; ++k) rows.push_back({"nccl", zt::comm_op_name(ops[k]), count * 4, median(t[k])});
-      ZT_COMM_CUDA_CHECK(cudaFree(a));
-      ZT_COMM_CUDA_CHECK(cudaFree(b));
+      ZT_CUDA_CHECK(cudaFree(a));
+      ZT_CUDA_CHECK(cudaFree(b));
     }
   }
 #endif

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/cuda/cuda_check.h"
+#include "base/cuda_check.h"
 #include "kernels/cuda/fused_adamw.h"
 #include "kernels/cuda/matmul.cuh"
 
@@ -28,24 +28,24 @@ struct Row {
 // Median milliseconds of `reps` timed runs after `warm` untimed ones, each timed with events.
 double median_ms(cudaStream_t s, int warm, int reps, const std::function<void()>& fn) {
   cudaEvent_t a, b;
-  CUDA_CHECK(cudaEventCreate(&a));
-  CUDA_CHECK(cudaEventCreate(&b));
+  ZT_CUDA_CHECK(cudaEventCreate(&a));
+  ZT_CUDA_CHECK(cudaEventCreate(&b));
   for (int i = 0; i < warm; ++i) fn();
   std::vector<float> t(reps);
   for (int i = 0; i < reps; ++i) {
-    CUDA_CHECK(cudaEventRecord(a, s));
+    ZT_CUDA_CHECK(cudaEventRecord(a, s));
     fn();
-    CUDA_CHECK(cudaEventRecord(b, s));
-    CUDA_CHECK(cudaEventSynchronize(b));
-    CUDA_CHECK(cudaEventElapsedTime(&t[i], a, b));
+    ZT_CUDA_CHECK(cudaEventRecord(b, s));
+    ZT_CUDA_CHECK(cudaEventSynchronize(b));
+    ZT_CUDA_CHECK(cudaEventElapsedTime(&t[i], a, b));
   }
-  CUDA_CHECK(cudaEventDestroy(a));
-  CUDA_CHECK(cudaEventDestroy(b));
+  ZT_CUDA_CHECK(cudaEventDestroy(a));
+  ZT_CUDA_CHECK(cudaEventDestroy(b));
   std::sort(t.begin(), t.end());
   return t[reps / 2];
 }
 
-__attribute__((unused)) void fill(void* p, size_t bytes, cudaStream_t s) { CUDA_CHECK(cudaMemsetAsync(p, 0x3c, bytes, s)); }
+__attribute__((unused)) void fill(void* p, size_t bytes, cudaStream_t s) { ZT_CUDA_CHECK(cudaMemsetAsync(p, 0x3c, bytes, s)); }
 
 }  // namespace
 
@@ -58,10 +58,10 @@ int main(int argc, char** argv) {
   }
   const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
   cudaDeviceProp prop{};
-  CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
-  CUDA_CHECK(cudaSetDevice(0));
+  ZT_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
+  ZT_CUDA_CHECK(cudaSetDevice(0));
   cudaStream_t s;
-  CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  ZT_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   std::vector<Row> rows;
   std::vector<std::string> json;
   char buf[1024];
@@ -71,30 +71,30 @@ int main(int argc, char** argv) {
   {
     const size_t cbytes = size_t(1) << 30;
     void *src, *dst;
-    CUDA_CHECK(cudaMalloc(&src, cbytes));
-    CUDA_CHECK(cudaMalloc(&dst, cbytes));
+    ZT_CUDA_CHECK(cudaMalloc(&src, cbytes));
+    ZT_CUDA_CHECK(cudaMalloc(&dst, cbytes));
     fill(src, cbytes, s);
-    const double ms = median_ms(s, 3, 20, [&] { CUDA_CHECK(cudaMemcpyAsync(dst, src, cbytes, cudaMemcpyDeviceToDevice, s)); });
+    const double ms = median_ms(s, 3, 20, [&] { ZT_CUDA_CHECK(cudaMemcpyAsync(dst, src, cbytes, cudaMemcpyDeviceToDevice, s)); });
     const double copy_tbs = 2.0 * cbytes / (ms * 1e-3) / 1e12;  // bytes read + written
     rows.push_back({"d2d copy 1 GiB", "TB/s (read+write)", copy_tbs, 4.3, "NOTES 4.3"});
     std::snprintf(buf, sizeof buf,
                   "{\"bench\":\"d2d_copy\",\"device\":\"%s\",\"bytes\":%zu,\"median_ms\":%.4f,\"tb_per_s\":%.4f}",
                   prop.name, cbytes, ms, copy_tbs);
     json.push_back(buf);
-    CUDA_CHECK(cudaFree(src));
-    CUDA_CHECK(cudaFree(dst));
+    ZT_CUDA_CHECK(cudaFree(src));
+    ZT_CUDA_CHECK(cudaFree(dst));
 
     for (zt::DType gdt : {zt::DType::BF16, zt::DType::F32}) {
       float *p, *m, *v;
       void *g, *w;
-      CUDA_CHECK(cudaMalloc(&p, n * 4));
-      CUDA_CHECK(cudaMalloc(&m, n * 4));
-      CUDA_CHECK(cudaMalloc(&v, n * 4));
-      CUDA_CHECK(cudaMalloc(&g, n * zt::dtype_size(gdt)));
-      CUDA_CHECK(cudaMalloc(&w, n * 2));
+      ZT_CUDA_CHECK(cudaMalloc(&p, n * 4));
+      ZT_CUDA_CHECK(cudaMalloc(&m, n * 4));
+      ZT_CUDA_CHECK(cudaMalloc(&v, n * 4));
+      ZT_CUDA_CHECK(cudaMalloc(&g, n * zt::dtype_size(gdt)));
+      ZT_CUDA_CHECK(cudaMalloc(&w, n * 2));
       fill(p, n * 4, s);
       fill(m, n * 4, s);
-      CUDA_CHECK(cudaMemsetAsync(v, 0, n * 4, s));
+      ZT_CUDA_CHECK(cudaMemsetAsync(v, 0, n * 4, s));
       fill(g, n * zt::dtype_size(gdt), s);
       for (int nchunks : {1, 64}) {
         std::vector<zt::AdamWChunk> ch;
@@ -120,20 +120,20 @@ int main(int argc, char** argv) {
                       n / (ms * 1e-3) / 1e9);
         json.push_back(buf);
       }
-      CUDA_CHECK(cudaFree(p));
-      CUDA_CHECK(cudaFree(m));
-      CUDA_CHECK(cudaFree(v));
-      CUDA_CHECK(cudaFree(g));
-      CUDA_CHECK(cudaFree(w));
+      ZT_CUDA_CHECK(cudaFree(p));
+      ZT_CUDA_CHECK(cudaFree(m));
+      ZT_CUDA_CHECK(cudaFree(v));
+      ZT_CUDA_CHECK(cudaFree(g));
+      ZT_CUDA_CHECK(cudaFree(w));
     }
   }
 
   // ---- (b) cuBLASLt bf16 GEMM -------------------------------------------------------------
   {
     zt::cuda::LtContext lt;
-    CUBLAS_CHECK(cublasLtCreate(&lt.handle));
+    ZT_CUBLAS_CHECK(cublasLtCreate(&lt.handle));
     lt.workspace_bytes = 32u << 20;
-    CUDA_CHECK(cudaMalloc(&lt.workspace, lt.workspace_bytes));
+    ZT_CUDA_CHECK(cudaMalloc(&lt.workspace, lt.workspace_bytes));
     struct Shape {
       const char* name;
       int m, n, k;
@@ -145,9 +145,9 @@ int main(int argc, char** argv) {
     if (quick) shapes.resize(1);
     for (const auto& sh : shapes) {
       void *A, *B, *D;
-      CUDA_CHECK(cudaMalloc(&A, size_t(sh.m) * sh.k * 2));
-      CUDA_CHECK(cudaMalloc(&B, size_t(sh.k) * sh.n * 2));
-      CUDA_CHECK(cudaMalloc(&D, size_t(sh.m) * sh.n * 2));
+      ZT_CUDA_CHECK(cudaMalloc(&A, size_t(sh.m) * sh.k * 2));
+      ZT_CUDA_CHECK(cudaMalloc(&B, size_t(sh.k) * sh.n * 2));
+      ZT_CUDA_CHECK(cudaMalloc(&D, size_t(sh.m) * sh.n * 2));
       fill(A, size_t(sh.m) * sh.k * 2, s);
       fill(B, size_t(sh.k) * sh.n * 2, s);
       // The linear-layer form: D[m,n] = op_T(W[k,m]) · X[k,n] (as matmul_forward issues it).
@@ -161,12 +161,12 @@ int main(int argc, char** argv) {
                     "\"median_ms\":%.4f,\"tflops\":%.2f,\"ratio_to_peak\":%.4f,\"ratio_to_measured_780\":%.4f}",
                     prop.name, sh.name, sh.m, sh.n, sh.k, ms, tf, tf / kH200PeakBf16TFlops, tf / kMeasuredGemmTFlops);
       json.push_back(buf);
-      CUDA_CHECK(cudaFree(A));
-      CUDA_CHECK(cudaFree(B));
-      CUDA_CHECK(cudaFree(D));
+      ZT_CUDA_CHECK(cudaFree(A));
+      ZT_CUDA_CHECK(cudaFree(B));
+      ZT_CUDA_CHECK(cudaFree(D));
     }
-    CUDA_CHECK(cudaFree(lt.workspace));
-    CUBLAS_CHECK(cublasLtDestroy(lt.handle));
+    ZT_CUDA_CHECK(cudaFree(lt.workspace));
+    ZT_CUBLAS_CHECK(cublasLtDestroy(lt.handle));
   }
 
   std::printf("\nGPU benchmarks on %s (%d SMs); AdamW moves %zu B/param with bf16 grads (read p,m,v 12 + grad 2;"
@@ -178,6 +178,6 @@ int main(int argc, char** argv) {
     std::printf("%-40s %12.2f %-18s %10s %8.3f\n", r.name.c_str(), r.value, r.unit.c_str(), r.peer_name.c_str(),
                 r.value / r.peer);
   for (const auto& j : json) std::printf("%s\n", j.c_str());
-  CUDA_CHECK(cudaStreamDestroy(s));
+  ZT_CUDA_CHECK(cudaStreamDestroy(s));
   return 0;
 }

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "kernels/backend.h"
-#include "kernels/cuda/cuda_check.h"
+#include "base/cuda_check.h"
 #include "runtime/model/gpt2.h"
 #include "runtime/model/init.h"
 
@@ -61,19 +61,19 @@ int main(int argc, char** argv) {
   };
   auto s = static_cast<cudaStream_t>(be->native_stream());
   cudaEvent_t a, b;
-  CUDA_CHECK(cudaEventCreate(&a));
-  CUDA_CHECK(cudaEventCreate(&b));
+  ZT_CUDA_CHECK(cudaEventCreate(&a));
+  ZT_CUDA_CHECK(cudaEventCreate(&b));
   step();
   const float first_loss = model.loss();
   step();
   std::vector<float> ms(5);
   for (auto& m : ms) {
     be->synchronize();
-    CUDA_CHECK(cudaEventRecord(a, s));
+    ZT_CUDA_CHECK(cudaEventRecord(a, s));
     step();
-    CUDA_CHECK(cudaEventRecord(b, s));
-    CUDA_CHECK(cudaEventSynchronize(b));
-    CUDA_CHECK(cudaEventElapsedTime(&m, a, b));
+    ZT_CUDA_CHECK(cudaEventRecord(b, s));
+    ZT_CUDA_CHECK(cudaEventSynchronize(b));
+    ZT_CUDA_CHECK(cudaEventElapsedTime(&m, a, b));
   }
   std::sort(ms.begin(), ms.end());
   const double med = ms[ms.size() / 2];

@@ -5,8 +5,11 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <stdexcept>
+#include <string>
 #include <new>
 
+#include "base/fixed_order_sum.h"
 #include "kernels/backend.h"
 #include "kernels/cpu/copy_lane.h"
 #include "kernels/cpu/cpu_ops.h"
@@ -124,6 +127,23 @@ class CpuBackend final : public Backend {
   }
   void adamw_step(float* p, const float* g, float* m, float* v, size_t n, const AdamWHyper& h) override {
     cpu::adamw_step(p, g, m, v, n, h);
+  }
+  double sum_squares(const void* x, size_t n, float scale) override { return sum_squares_fixed(F(x), n, scale); }
+  void scale(void* x, float s, size_t n) override {
+    float* o = F(x);
+    const long long nn = static_cast<long long>(n);
+#pragma omp parallel for simd schedule(static) if (nn > (1 << 16))
+    for (long long i = 0; i < nn; ++i) o[i] = o[i] * s;
+  }
+  void adamw_multi_tensor(const AdamWChunk* chunks, size_t count, DType grad_dtype, const AdamWHyper& h) override {
+    if (grad_dtype != DType::F32)
+      throw std::invalid_argument(std::string("cpu backend: adamw_multi_tensor takes fp32 gradients, got ") +
+                                  dtype_name(grad_dtype));
+    for (size_t c = 0; c < count; ++c) {
+      const AdamWChunk& ch = chunks[c];
+      cpu::adamw_step(ch.master, static_cast<const float*>(ch.grad), ch.m, ch.v, ch.n, h);
+      if (ch.working && ch.working != ch.master) std::memcpy(ch.working, ch.master, ch.n * sizeof(float));
+    }
   }
 
   // --- fused ops ---

@@ -5,7 +5,7 @@
 
 #include "kernels/cuda/attention.cuh"
 #include "kernels/cuda/bf16_util.cuh"
-#include "kernels/cuda/cuda_check.h"
+#include "base/cuda_check.h"
 
 namespace zt::cuda {
 
@@ -128,7 +128,7 @@ size_t shared_bytes(int T, int hs) { return ((size_t)T + hs + 32) * sizeof(float
 template <class K>
 void allow_shared(K kernel, size_t bytes) {
   if (bytes > 48 * 1024)
-    CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
+    ZT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
 }
 
 }  // namespace
@@ -142,7 +142,7 @@ void attention_forward(void* out, float* probs, const void* qkv, int B, int T, i
   allow_shared(attention_forward_kernel, shm);
   attention_forward_kernel<<<dim3(T, NH, B), kAttnThreads, shm, s>>>(static_cast<bf16*>(out), probs,
                                                                      static_cast<const bf16*>(qkv), T, C, NH);
-  ZT_LAUNCH_CHECK(attention_forward_kernel);
+  ZT_LAUNCH_CHECK();
 }
 
 void attention_backward(void* dqkv, const void* dout, const void* qkv, const float* probs, int B, int T, int C,
@@ -154,9 +154,9 @@ void attention_backward(void* dqkv, const void* dout, const void* qkv, const flo
   const auto* d = static_cast<const bf16*>(dout);
   const auto* x = static_cast<const bf16*>(qkv);
   attention_backward_q_kernel<<<dim3(T, NH, B), kAttnThreads, shm, s>>>(dx, scratch, d, x, probs, T, C, NH);
-  ZT_LAUNCH_CHECK(attention_backward_q_kernel);
+  ZT_LAUNCH_CHECK();
   attention_backward_kv_kernel<<<dim3(T, NH, B), 64, 0, s>>>(dx, scratch, d, x, probs, T, C, NH);
-  ZT_LAUNCH_CHECK(attention_backward_kv_kernel);
+  ZT_LAUNCH_CHECK();
 }
 
 }  // namespace zt::cuda

@@ -3,7 +3,7 @@
 #pragma once
 
 #include "kernels/cuda/bf16_util.cuh"
-#include "kernels/cuda/cuda_check.h"
+#include "base/cuda_check.h"
 
 namespace zt::cuda {
 
@@ -68,9 +68,9 @@ void column_reduce(bf16* out0, bf16* out1, float* scratch, int N, int C, F f, cu
   const int rows_per_chunk = (N + chunks - 1) / chunks;
   dim3 grid((C + kColTile - 1) / kColTile, chunks), block(kColTile, kRowLanes);
   column_partial_kernel<K><<<grid, block, 0, s>>>(scratch, N, C, rows_per_chunk, f);
-  ZT_LAUNCH_CHECK(column_partial_kernel);
+  ZT_LAUNCH_CHECK();
   column_final_kernel<K><<<(C + 255) / 256, 256, 0, s>>>(out0, out1, scratch, chunks, C);
-  ZT_LAUNCH_CHECK(column_final_kernel);
+  ZT_LAUNCH_CHECK();
 }
 
 }  // namespace zt::cuda

@@ -1,7 +1,7 @@
 // Kernels for fp32 <-> bf16 conversion (grid-stride loops, one rounding per element).
 #include "kernels/cuda/bf16_util.cuh"
 #include "kernels/cuda/conversions.cuh"
-#include "kernels/cuda/cuda_check.h"
+#include "base/cuda_check.h"
 
 namespace zt::cuda {
 
@@ -18,13 +18,13 @@ __global__ void bf16_to_f32_kernel(float* dst, const bf16* src, size_t n) {
 void f32_to_bf16(void* dst, const float* src, size_t n, cudaStream_t s) {
   if (n == 0) return;
   f32_to_bf16_kernel<<<grid_for(n, 256), 256, 0, s>>>(static_cast<bf16*>(dst), src, n);
-  ZT_LAUNCH_CHECK(f32_to_bf16_kernel);
+  ZT_LAUNCH_CHECK();
 }
 
 void bf16_to_f32(float* dst, const void* src, size_t n, cudaStream_t s) {
   if (n == 0) return;
   bf16_to_f32_kernel<<<grid_for(n, 256), 256, 0, s>>>(dst, static_cast<const bf16*>(src), n);
-  ZT_LAUNCH_CHECK(bf16_to_f32_kernel);
+  ZT_LAUNCH_CHECK();
 }
 
 }  // namespace zt::cuda

@@ -1,13 +1,13 @@
 // CopyStreams: per-direction copy streams with ticketed completion events.
 #include "kernels/cuda/copy_streams.h"
 
-#include "kernels/cuda/cuda_check.h"
+#include "base/cuda_check.h"
 
 namespace zt::cuda {
 
 CopyStreams::CopyStreams(cudaStream_t compute) : compute_(compute) {
-  for (auto& s : stream_) CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  CUDA_CHECK(cudaEventCreateWithFlags(&compute_mark_, cudaEventDisableTiming));
+  for (auto& s : stream_) ZT_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  ZT_CUDA_CHECK(cudaEventCreateWithFlags(&compute_mark_, cudaEventDisableTiming));
 }
 
 CopyStreams::~CopyStreams() {
@@ -27,17 +27,17 @@ cudaEvent_t CopyStreams::take_event() {
     return e;
   }
   cudaEvent_t e = nullptr;
-  CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  ZT_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
   return e;
 }
 
 uint64_t CopyStreams::issue(int dir, void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) {
   // The copy waits for the compute stream's work so far (a gradient's last kernel, say).
-  CUDA_CHECK(cudaEventRecord(compute_mark_, compute_));
-  CUDA_CHECK(cudaStreamWaitEvent(stream_[dir], compute_mark_, 0));
-  if (bytes) CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, kind, stream_[dir]));
+  ZT_CUDA_CHECK(cudaEventRecord(compute_mark_, compute_));
+  ZT_CUDA_CHECK(cudaStreamWaitEvent(stream_[dir], compute_mark_, 0));
+  if (bytes) ZT_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, kind, stream_[dir]));
   cudaEvent_t done = take_event();
-  CUDA_CHECK(cudaEventRecord(done, stream_[dir]));
+  ZT_CUDA_CHECK(cudaEventRecord(done, stream_[dir]));
   pending_[dir].push_back({++next_ticket_, done});
   return next_ticket_;
 }
@@ -62,8 +62,8 @@ void CopyStreams::wait(uint64_t ticket) {
   for (int d = 0; d < 2; ++d)
     for (const auto& p : pending_[d])
       if (p.ticket == ticket) {
-        CUDA_CHECK(cudaEventSynchronize(p.done));
-        CUDA_CHECK(cudaStreamWaitEvent(compute_, p.done, 0));
+        ZT_CUDA_CHECK(cudaEventSynchronize(p.done));
+        ZT_CUDA_CHECK(cudaStreamWaitEvent(compute_, p.done, 0));
         retire_through(d, ticket);  // copies on one stream complete in order
         return;
       }
@@ -71,7 +71,7 @@ void CopyStreams::wait(uint64_t ticket) {
 
 void CopyStreams::synchronize() {
   for (int d = 0; d < 2; ++d) {
-    CUDA_CHECK(cudaStreamSynchronize(stream_[d]));
+    ZT_CUDA_CHECK(cudaStreamSynchronize(stream_[d]));
     retire_through(d, next_ticket_);
   }
 }

@@ -2,7 +2,7 @@
 // softmax pass for (max, sum), the loss, and the gradient row written in place over padded rows.
 #include "kernels/cuda/bf16_util.cuh"
 #include "kernels/cuda/crossentropy.cuh"
-#include "kernels/cuda/cuda_check.h"
+#include "base/cuda_check.h"
 
 namespace zt::cuda {
 
@@ -84,10 +84,10 @@ void crossentropy_forward_backward(float* losses, void* dlogits, const void* log
                                    int V, int Vp, float dloss, int* scratch_count, cudaStream_t s) {
   if (N <= 0) return;
   count_valid_kernel<<<1, 1024, 0, s>>>(scratch_count, targets, N);
-  ZT_LAUNCH_CHECK(count_valid_kernel);
+  ZT_LAUNCH_CHECK();
   crossentropy_kernel<<<N, 512, 0, s>>>(losses, static_cast<bf16*>(dlogits), static_cast<const bf16*>(logits),
                                         targets, V, Vp, dloss, scratch_count);
-  ZT_LAUNCH_CHECK(crossentropy_kernel);
+  ZT_LAUNCH_CHECK();
 }
 
 }  // namespace zt::cuda

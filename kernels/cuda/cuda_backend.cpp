@@ -13,12 +13,14 @@
 #include "kernels/cuda/conversions.cuh"
 #include "kernels/cuda/copy_streams.h"
 #include "kernels/cuda/crossentropy.cuh"
-#include "kernels/cuda/cuda_check.h"
+#include "base/cuda_check.h"
 #include "kernels/cuda/embedding.cuh"
 #include "kernels/cuda/gelu.cuh"
 #include "kernels/cuda/layernorm.cuh"
 #include "kernels/cuda/matmul.cuh"
 #include "kernels/cuda/residual.cuh"
+#include "kernels/cuda/fused_adamw.h"
+#include "kernels/cuda/zero_step.cuh"
 
 namespace zt {
 
@@ -38,10 +40,10 @@ bool is_device_pointer(const void* p) {
 class CudaBackend final : public Backend {
  public:
   explicit CudaBackend(int device) : device_(device) {
-    CUDA_CHECK(cudaSetDevice(device_));
-    CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-    CUBLAS_CHECK(cublasLtCreate(&lt_.handle));
-    CUDA_CHECK(cudaMalloc(&lt_.workspace, kLtWorkspaceBytes));
+    ZT_CUDA_CHECK(cudaSetDevice(device_));
+    ZT_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    ZT_CUBLAS_CHECK(cublasLtCreate(&lt_.handle));
+    ZT_CUDA_CHECK(cudaMalloc(&lt_.workspace, kLtWorkspaceBytes));
     lt_.workspace_bytes = kLtWorkspaceBytes;
     copies_ = std::make_unique<cuda::CopyStreams>(stream_);
   }
@@ -59,30 +61,30 @@ class CudaBackend final : public Backend {
 
   void* alloc(size_t bytes) override {
     void* p = nullptr;
-    CUDA_CHECK(cudaMalloc(&p, bytes == 0 ? 1 : bytes));
+    ZT_CUDA_CHECK(cudaMalloc(&p, bytes == 0 ? 1 : bytes));
     return p;
   }
   void free(void* p) override {
     if (!p) return;
-    CUDA_CHECK(cudaStreamSynchronize(stream_));
-    CUDA_CHECK(cudaFree(p));
+    ZT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    ZT_CUDA_CHECK(cudaFree(p));
   }
   // Synchronous copies first finish the asynchronous ones (as the CPU backend's do), so that a copy
   // never overtakes an earlier transfer of the same buffer.
   void copy_to_device(void* dst, const void* host_src, size_t bytes) override {
     copies_->synchronize();
-    CUDA_CHECK(cudaMemcpyAsync(dst, host_src, bytes, cudaMemcpyHostToDevice, stream_));
-    CUDA_CHECK(cudaStreamSynchronize(stream_));  // the host buffer may be reused on return
+    ZT_CUDA_CHECK(cudaMemcpyAsync(dst, host_src, bytes, cudaMemcpyHostToDevice, stream_));
+    ZT_CUDA_CHECK(cudaStreamSynchronize(stream_));  // the host buffer may be reused on return
   }
   void copy_to_host(void* host_dst, const void* src, size_t bytes) override {
     copies_->synchronize();
-    CUDA_CHECK(cudaMemcpyAsync(host_dst, src, bytes, cudaMemcpyDeviceToHost, stream_));
-    CUDA_CHECK(cudaStreamSynchronize(stream_));
+    ZT_CUDA_CHECK(cudaMemcpyAsync(host_dst, src, bytes, cudaMemcpyDeviceToHost, stream_));
+    ZT_CUDA_CHECK(cudaStreamSynchronize(stream_));
   }
   void copy(void* dst, const void* src, size_t bytes) override {
-    CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_));
+    ZT_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_));
   }
-  void zero(void* p, size_t bytes) override { CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, stream_)); }
+  void zero(void* p, size_t bytes) override { ZT_CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, stream_)); }
 
   // src may be host memory (initialisation, tests) or device memory (the fp32 master copy).
   void f32_to_act(void* dst, const float* src, size_t n) override {
@@ -91,9 +93,9 @@ class CudaBackend final : public Backend {
       return;
     }
     float* tmp = scratch_floats(n);
-    CUDA_CHECK(cudaMemcpyAsync(tmp, src, n * sizeof(float), cudaMemcpyHostToDevice, stream_));
+    ZT_CUDA_CHECK(cudaMemcpyAsync(tmp, src, n * sizeof(float), cudaMemcpyHostToDevice, stream_));
     cuda::f32_to_bf16(dst, tmp, n, stream_);
-    CUDA_CHECK(cudaStreamSynchronize(stream_));
+    ZT_CUDA_CHECK(cudaStreamSynchronize(stream_));
   }
   void act_to_f32(float* dst, const void* src, size_t n) override {
     if (is_device_pointer(dst)) {
@@ -102,8 +104,8 @@ class CudaBackend final : public Backend {
     }
     float* tmp = scratch_floats(n);
     cuda::bf16_to_f32(tmp, src, n, stream_);
-    CUDA_CHECK(cudaMemcpyAsync(dst, tmp, n * sizeof(float), cudaMemcpyDeviceToHost, stream_));
-    CUDA_CHECK(cudaStreamSynchronize(stream_));
+    ZT_CUDA_CHECK(cudaMemcpyAsync(dst, tmp, n * sizeof(float), cudaMemcpyDeviceToHost, stream_));
+    ZT_CUDA_CHECK(cudaStreamSynchronize(stream_));
   }
 
   CopyTicket copy_to_host_async(void* host_dst, const void* src, size_t bytes) override {
@@ -115,7 +117,7 @@ class CudaBackend final : public Backend {
   void wait_copy(CopyTicket t) override { copies_->wait(t); }
   void synchronize() override {
     copies_->synchronize();
-    CUDA_CHECK(cudaStreamSynchronize(stream_));
+    ZT_CUDA_CHECK(cudaStreamSynchronize(stream_));
   }
   void* native_stream() override { return stream_; }
 
@@ -173,6 +175,19 @@ class CudaBackend final : public Backend {
   void adamw_step(float* p, const float* g, float* m, float* v, size_t n, const AdamWHyper& h) override {
     cuda::adamw_step(p, g, m, v, n, h, stream_);
   }
+  double sum_squares(const void* x, size_t n, float scale) override {
+    const size_t need = cuda::sum_squares_scratch_doubles(n);
+    double* scratch = reinterpret_cast<double*>(scratch_floats(2 * need));
+    cuda::sum_squares(x, act_dtype(), n, scale, scratch + 1, scratch, stream_);
+    double total = 0;
+    ZT_CUDA_CHECK(cudaMemcpyAsync(&total, scratch, sizeof total, cudaMemcpyDeviceToHost, stream_));
+    ZT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    return total;
+  }
+  void scale(void* x, float s, size_t n) override { cuda::scale(x, act_dtype(), s, n, stream_); }
+  void adamw_multi_tensor(const AdamWChunk* chunks, size_t count, DType grad_dtype, const AdamWHyper& h) override {
+    fused_adamw(chunks, count, grad_dtype, h, stream_);
+  }
 
   // --- fused ops ---
   void matmul_bias_gelu_forward(void* out, void* pre, const void* inp, const void* w, const void* bias, int N, int IC,
@@ -207,10 +222,10 @@ class CudaBackend final : public Backend {
   float* scratch_floats(size_t n) {
     const size_t bytes = (n == 0 ? 1 : n) * sizeof(float);
     if (bytes > scratch_bytes_) {
-      CUDA_CHECK(cudaStreamSynchronize(stream_));
-      if (scratch_) CUDA_CHECK(cudaFree(scratch_));
+      ZT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+      if (scratch_) ZT_CUDA_CHECK(cudaFree(scratch_));
       scratch_ = nullptr;
-      CUDA_CHECK(cudaMalloc(&scratch_, bytes));
+      ZT_CUDA_CHECK(cudaMalloc(&scratch_, bytes));
       scratch_bytes_ = bytes;
     }
     return static_cast<float*>(scratch_);

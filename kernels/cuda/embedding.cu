@@ -1,7 +1,7 @@
 // Embedding kernels. Backward of wte without atomics: the block of a token's FIRST position owns
 // that token's row, sums every position holding the token in position order (fp32), adds once.
 #include "kernels/cuda/bf16_util.cuh"
-#include "kernels/cuda/cuda_check.h"
+#include "base/cuda_check.h"
 #include "kernels/cuda/embedding.cuh"
 
 namespace zt::cuda {
@@ -60,7 +60,7 @@ void embedding_forward(void* out, const int32_t* tokens, const void* wte, const 
   embedding_forward_kernel<<<grid_for(n, 256), 256, 0, s>>>(static_cast<bf16*>(out), tokens,
                                                             static_cast<const bf16*>(wte),
                                                             static_cast<const bf16*>(wpe), B * T, T, C);
-  ZT_LAUNCH_CHECK(embedding_forward_kernel);
+  ZT_LAUNCH_CHECK();
 }
 
 void embedding_backward(void* dwte, void* dwpe, const void* dout, const int32_t* tokens, int B, int T, int C,
@@ -69,15 +69,15 @@ void embedding_backward(void* dwte, void* dwpe, const void* dout, const int32_t*
   const auto* d = static_cast<const bf16*>(dout);
   if (dwpe) {
     embedding_wpe_backward_kernel<<<grid_for((size_t)T * C, 256), 256, 0, s>>>(static_cast<bf16*>(dwpe), d, B, T, C);
-    ZT_LAUNCH_CHECK(embedding_wpe_backward_kernel);
+    ZT_LAUNCH_CHECK();
   }
   if (dwte) {
     const size_t shmem = (size_t)C * sizeof(float);
     if (shmem > 48 * 1024)
-      CUDA_CHECK(cudaFuncSetAttribute(embedding_wte_backward_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+      ZT_CUDA_CHECK(cudaFuncSetAttribute(embedding_wte_backward_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                       static_cast<int>(shmem)));
     embedding_wte_backward_kernel<<<B * T, 256, shmem, s>>>(static_cast<bf16*>(dwte), d, tokens, B * T, C);
-    ZT_LAUNCH_CHECK(embedding_wte_backward_kernel);
+    ZT_LAUNCH_CHECK();
   }
 }
 

@@ -6,7 +6,7 @@
 
 #include "kernels/cuda/adamw_math.cuh"
 #include "kernels/cuda/bf16_util.cuh"
-#include "kernels/cuda/cuda_check.h"
+#include "base/cuda_check.h"
 #include "kernels/cuda/fused_adamw.cuh"
 
 namespace zt::cuda {
@@ -23,7 +23,7 @@ template <>
 __device__ __forceinline__ float load_grad<__half>(const __half* g, size_t i) { return __half2float(g[i]); }
 
 template <class G>
-__global__ void __launch_bounds__(256) fused_adamw_kernel(const __grid_constant__ FusedAdamWTable t, AdamWScalars k) {
+__global__ void __launch_bounds__(256) fused_adamw_kernel(const __grid_constant__ FusedAdamWTable t, AdamScalars k) {
   // Find this block's chunk (at most 48 entries: a short scan).
   int c = 0;
   while (c + 1 < t.count && blockIdx.x >= t.block_begin[c + 1]) ++c;
@@ -31,11 +31,11 @@ __global__ void __launch_bounds__(256) fused_adamw_kernel(const __grid_constant_
   const size_t tile0 = (size_t)(blockIdx.x - t.block_begin[c]) * kFusedTile;
   const size_t end = min(ch.n, tile0 + kFusedTile);
   const G* g = static_cast<const G*>(ch.grad);
-  bf16* out = static_cast<bf16*>(ch.bf16_out);
+  bf16* out = static_cast<bf16*>(ch.working);
 #pragma unroll 4
   for (size_t i = tile0 + threadIdx.x; i < end; i += blockDim.x) {
     float p = ch.master[i], m = ch.m[i], v = ch.v[i];
-    adamw_element(p, m, v, load_grad(g, i), k);
+    adam_update_element(p, load_grad(g, i), m, v, k);
     ch.master[i] = p;
     ch.m[i] = m;
     ch.v[i] = v;
@@ -45,7 +45,7 @@ __global__ void __launch_bounds__(256) fused_adamw_kernel(const __grid_constant_
 
 }  // namespace
 
-void fused_adamw_launch(const FusedAdamWTable& table, unsigned blocks, DType grad_dtype, const AdamWScalars& k,
+void fused_adamw_launch(const FusedAdamWTable& table, unsigned blocks, DType grad_dtype, const AdamScalars& k,
                         cudaStream_t s) {
   if (blocks == 0) return;
   switch (grad_dtype) {
@@ -59,7 +59,7 @@ void fused_adamw_launch(const FusedAdamWTable& table, unsigned blocks, DType gra
       fused_adamw_kernel<__half><<<blocks, 256, 0, s>>>(table, k);
       break;
   }
-  ZT_LAUNCH_CHECK(fused_adamw_kernel);
+  ZT_LAUNCH_CHECK();
 }
 
 }  // namespace zt::cuda
@@ -67,7 +67,7 @@ void fused_adamw_launch(const FusedAdamWTable& table, unsigned blocks, DType gra
 namespace zt {
 
 void fused_adamw(const AdamWChunk* chunks, size_t count, DType grad_dtype, const AdamWHyper& h, void* stream) {
-  const auto k = cuda::adamw_scalars(h);
+  const auto k = adam_scalars(h);
   auto s = static_cast<cudaStream_t>(stream);
   cuda::FusedAdamWTable t{};
   unsigned blocks = 0;
@@ -93,7 +93,7 @@ void fused_adamw(const AdamWChunk* chunks, size_t count, DType grad_dtype, const
       ch.m += part.n;
       ch.v += part.n;
       ch.grad = static_cast<const char*>(ch.grad) + part.n * dtype_size(grad_dtype);
-      if (ch.bf16_out) ch.bf16_out = static_cast<char*>(ch.bf16_out) + part.n * 2;
+      if (ch.working) ch.working = static_cast<char*>(ch.working) + part.n * 2;
       ch.n -= part.n;
       if (t.count == static_cast<int>(kFusedAdamWMaxChunksPerLaunch) || blocks >= kMaxBlocks) flush();
     }
@@ -101,9 +101,9 @@ void fused_adamw(const AdamWChunk* chunks, size_t count, DType grad_dtype, const
   if (t.count > 0) flush();
 }
 
-void fused_adamw_bf16(float* master, const void* grad, DType grad_dtype, float* m, float* v, void* bf16_out, size_t n,
+void fused_adamw_bf16(float* master, const void* grad, DType grad_dtype, float* m, float* v, void* working, size_t n,
                       const AdamWHyper& h, void* stream) {
-  AdamWChunk c{master, grad, m, v, bf16_out, n};
+  AdamWChunk c{master, grad, m, v, working, n};
   fused_adamw(&c, 1, grad_dtype, h, stream);
 }
 

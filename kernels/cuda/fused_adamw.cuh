@@ -17,7 +17,7 @@ struct FusedAdamWTable {
   int count;
 };
 
-void fused_adamw_launch(const FusedAdamWTable& table, unsigned blocks, DType grad_dtype, const AdamWScalars& k,
+void fused_adamw_launch(const FusedAdamWTable& table, unsigned blocks, DType grad_dtype, const AdamScalars& k,
                         cudaStream_t s);
 
 }  // namespace zt::cuda

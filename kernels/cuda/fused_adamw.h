@@ -1,5 +1,6 @@
 // Fused multi-tensor AdamW for the GPU optimizer step: fp32 master + moments, bf16/fp32 grads,
-// and the bf16 working copy written in the same pass. Plain C++ API (no CUDA types) for the engine.
+// and the bf16 working copy written in the same pass (AdamWChunk: kernels/backend.h). The CUDA
+// backend's adamw_multi_tensor calls it; the engine reaches it through the Backend interface.
 #pragma once
 
 #include <cstddef>
@@ -8,24 +9,13 @@
 
 namespace zt {
 
-// One contiguous piece of the shard. All pointers are device memory; bf16_out may be null
-// (then no working copy is written). grad has the dtype passed to fused_adamw.
-struct AdamWChunk {
-  float* master = nullptr;
-  const void* grad = nullptr;
-  float* m = nullptr;
-  float* v = nullptr;
-  void* bf16_out = nullptr;
-  size_t n = 0;
-};
-
 // Updates every chunk with one kernel launch per kMaxChunksPerLaunch chunks, on `stream`
 // (a cudaStream_t; nullptr = the default stream). grad_dtype is F32, BF16 or F16.
 // Padding is the caller's business: pass only the ranges that hold real parameters.
 void fused_adamw(const AdamWChunk* chunks, size_t count, DType grad_dtype, const AdamWHyper& h, void* stream);
 
 // Convenience for one flat range.
-void fused_adamw_bf16(float* master, const void* grad, DType grad_dtype, float* m, float* v, void* bf16_out, size_t n,
+void fused_adamw_bf16(float* master, const void* grad, DType grad_dtype, float* m, float* v, void* working, size_t n,
                       const AdamWHyper& h, void* stream);
 
 // How many chunks one launch carries in its kernel arguments.

@@ -1,6 +1,6 @@
 // GELU kernels: y = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) and its derivative.
 #include "kernels/cuda/bf16_util.cuh"
-#include "kernels/cuda/cuda_check.h"
+#include "base/cuda_check.h"
 #include "kernels/cuda/gelu.cuh"
 
 namespace zt::cuda {
@@ -35,21 +35,21 @@ __global__ void gelu_backward_from_f32_kernel(bf16* dpre, const float* dact, con
 void gelu_forward(void* out, const void* inp, size_t n, cudaStream_t s) {
   if (n == 0) return;
   gelu_forward_kernel<<<grid_for(n, 256), 256, 0, s>>>(static_cast<bf16*>(out), static_cast<const bf16*>(inp), n);
-  ZT_LAUNCH_CHECK(gelu_forward_kernel);
+  ZT_LAUNCH_CHECK();
 }
 
 void gelu_backward(void* dinp, const void* inp, const void* dout, size_t n, cudaStream_t s) {
   if (n == 0) return;
   gelu_backward_kernel<<<grid_for(n, 256), 256, 0, s>>>(static_cast<bf16*>(dinp), static_cast<const bf16*>(inp),
                                                          static_cast<const bf16*>(dout), n);
-  ZT_LAUNCH_CHECK(gelu_backward_kernel);
+  ZT_LAUNCH_CHECK();
 }
 
 void gelu_backward_from_f32(void* dpre, const float* dact, const void* pre, size_t n, cudaStream_t s) {
   if (n == 0) return;
   gelu_backward_from_f32_kernel<<<grid_for(n, 256), 256, 0, s>>>(static_cast<bf16*>(dpre), dact,
                                                                   static_cast<const bf16*>(pre), n);
-  ZT_LAUNCH_CHECK(gelu_backward_from_f32_kernel);
+  ZT_LAUNCH_CHECK();
 }
 
 }  // namespace zt::cuda

@@ -111,7 +111,7 @@ void layernorm_forward(void* out, float* mean, float* rstd, const void* inp, con
   layernorm_forward_kernel<<<(N + 7) / 8, 256, 0, s>>>(static_cast<bf16*>(out), mean, rstd,
                                                        static_cast<const bf16*>(inp), static_cast<const bf16*>(w),
                                                        static_cast<const bf16*>(b), N, C);
-  ZT_LAUNCH_CHECK(layernorm_forward_kernel);
+  ZT_LAUNCH_CHECK();
 }
 
 void residual_layernorm_forward(void* resid, void* out, float* mean, float* rstd, const void* a, const void* b,
@@ -120,7 +120,7 @@ void residual_layernorm_forward(void* resid, void* out, float* mean, float* rstd
   residual_layernorm_forward_kernel<<<(N + 7) / 8, 256, 0, s>>>(
       static_cast<bf16*>(resid), static_cast<bf16*>(out), mean, rstd, static_cast<const bf16*>(a),
       static_cast<const bf16*>(b), static_cast<const bf16*>(w), static_cast<const bf16*>(bias), N, C);
-  ZT_LAUNCH_CHECK(residual_layernorm_forward_kernel);
+  ZT_LAUNCH_CHECK();
 }
 
 size_t layernorm_backward_scratch_floats(int N, int C) { return 2 * column_reduce_scratch_floats(N, C); }
@@ -133,7 +133,7 @@ void layernorm_backward(void* dinp, void* dw, void* db, const void* dout, const 
   if (dinp) {
     layernorm_backward_dinp_kernel<<<(N + 7) / 8, 256, 0, s>>>(static_cast<bf16*>(dinp), d, x,
                                                                static_cast<const bf16*>(w), mean, rstd, N, C);
-    ZT_LAUNCH_CHECK(layernorm_backward_dinp_kernel);
+    ZT_LAUNCH_CHECK();
   }
   if (dw || db)
     column_reduce<2>(static_cast<bf16*>(dw), static_cast<bf16*>(db), scratch, N, C, LnParamGrad{d, x, mean, rstd, C},

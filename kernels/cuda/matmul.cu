@@ -94,7 +94,7 @@ void gemm_bf16_accumulate(const LtContext& ctx, bool trans_a, bool trans_b, int 
   if (m <= 0 || n <= 0) return;
   gemm_lt(ctx, trans_a, trans_b, m, n, k, 1.0f, A, lda, B, ldb, 0.0f, scratch, CUDA_R_32F, m, Epilogue{}, false, s);
   add_f32_into_bf16_kernel<<<grid_for((size_t)m * n, 256), 256, 0, s>>>(static_cast<bf16*>(D), ldd, scratch, m, n);
-  ZT_LAUNCH_CHECK(add_f32_into_bf16_kernel);
+  ZT_LAUNCH_CHECK();
 }
 
 namespace {
@@ -104,42 +104,42 @@ bool gemm_lt(const LtContext& ctx, bool trans_a, bool trans_b, int m, int n, int
              bool optional, cudaStream_t s) {
   if (m <= 0 || n <= 0) return true;
   LtDescs ds;
-  CUBLAS_CHECK(cublasLtMatmulDescCreate(&ds.op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  ZT_CUBLAS_CHECK(cublasLtMatmulDescCreate(&ds.op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
   const cublasOperation_t ta = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, tb = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
-  CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(ds.op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
-  CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(ds.op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
+  ZT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(ds.op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
+  ZT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(ds.op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
   if (epi.kind != CUBLASLT_EPILOGUE_DEFAULT) {
-    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(ds.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi.kind, sizeof(epi.kind)));
+    ZT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(ds.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi.kind, sizeof(epi.kind)));
   }
   if (epi.bias) {
     const cudaDataType_t bias_type = CUDA_R_16BF;
-    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(ds.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &epi.bias, sizeof(epi.bias)));
-    CUBLAS_CHECK(
+    ZT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(ds.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &epi.bias, sizeof(epi.bias)));
+    ZT_CUBLAS_CHECK(
         cublasLtMatmulDescSetAttribute(ds.op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type, sizeof(bias_type)));
   }
   if (epi.aux) {
     const cudaDataType_t aux_type = CUDA_R_16BF;
-    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(ds.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &epi.aux,
+    ZT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(ds.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &epi.aux,
                                                 sizeof(epi.aux)));
-    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(ds.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &epi.aux_ld,
+    ZT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(ds.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &epi.aux_ld,
                                                 sizeof(epi.aux_ld)));
-    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(ds.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE, &aux_type,
+    ZT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(ds.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE, &aux_type,
                                                 sizeof(aux_type)));
   }
-  CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&ds.a, CUDA_R_16BF, trans_a ? k : m, trans_a ? m : k, lda));
-  CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&ds.b, CUDA_R_16BF, trans_b ? n : k, trans_b ? k : n, ldb));
-  CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&ds.d, d_type, m, n, ldd));
-  CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&ds.pref));
-  CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(ds.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+  ZT_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&ds.a, CUDA_R_16BF, trans_a ? k : m, trans_a ? m : k, lda));
+  ZT_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&ds.b, CUDA_R_16BF, trans_b ? n : k, trans_b ? k : n, ldb));
+  ZT_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&ds.d, d_type, m, n, ldd));
+  ZT_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&ds.pref));
+  ZT_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(ds.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                                     &ctx.workspace_bytes, sizeof(ctx.workspace_bytes)));
   const uint32_t al_a = alignment_of(A), al_b = alignment_of(B), al_d = alignment_of(D);
-  CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(ds.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &al_a,
+  ZT_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(ds.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &al_a,
                                                     sizeof(al_a)));
-  CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(ds.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &al_b,
+  ZT_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(ds.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &al_b,
                                                     sizeof(al_b)));
-  CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(ds.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al_d,
+  ZT_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(ds.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al_d,
                                                     sizeof(al_d)));
-  CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(ds.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al_d,
+  ZT_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(ds.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al_d,
                                                     sizeof(al_d)));
   cublasLtMatmulHeuristicResult_t heur{};
   int found = 0;
@@ -147,14 +147,15 @@ bool gemm_lt(const LtContext& ctx, bool trans_a, bool trans_b, int m, int n, int
       cublasLtMatmulAlgoGetHeuristic(ctx.handle, ds.op, ds.a, ds.b, ds.d, ds.d, ds.pref, 1, &heur, &found);
   if (hs != CUBLAS_STATUS_SUCCESS || found == 0) {
     if (optional) return false;
-    std::fprintf(stderr,
-                 "cuBLASLt has no algorithm for bf16 GEMM m=%d n=%d k=%d trans_a=%d trans_b=%d lda=%d ldb=%d ldd=%d "
-                 "alignment A/B/D=%u/%u/%u bytes epilogue=%d\n",
-                 m, n, k, (int)trans_a, (int)trans_b, lda, ldb, ldd, al_a, al_b, al_d, (int)epi.kind);
-    fail_cublas(hs != CUBLAS_STATUS_SUCCESS ? hs : CUBLAS_STATUS_NOT_SUPPORTED, "cublasLtMatmulAlgoGetHeuristic",
-                __FILE__, __LINE__);
+    char shape[256];
+    std::snprintf(shape, sizeof shape,
+                  "no algorithm for bf16 GEMM m=%d n=%d k=%d trans_a=%d trans_b=%d lda=%d ldb=%d ldd=%d "
+                  "alignment A/B/D=%u/%u/%u bytes epilogue=%d: check pointer alignment and leading dimensions",
+                  m, n, k, (int)trans_a, (int)trans_b, lda, ldb, ldd, al_a, al_b, al_d, (int)epi.kind);
+    ::zt::cublas_check_failed(hs != CUBLAS_STATUS_SUCCESS ? hs : CUBLAS_STATUS_NOT_SUPPORTED,
+                              "cublasLtMatmulAlgoGetHeuristic", __FILE__, __LINE__, shape);
   }
-  CUBLAS_CHECK(cublasLtMatmul(ctx.handle, ds.op, &alpha, A, ds.a, B, ds.b, &beta, D, ds.d, D, ds.d, &heur.algo,
+  ZT_CUBLAS_CHECK(cublasLtMatmul(ctx.handle, ds.op, &alpha, A, ds.a, B, ds.b, &beta, D, ds.d, D, ds.d, &heur.algo,
                               ctx.workspace, ctx.workspace_bytes, s));
   return true;
 }
@@ -173,7 +174,7 @@ void gemm_bias(const LtContext& ctx, bool trans_a, bool trans_b, int m, int n, i
   if (bias && !epilogue_bias) {
     add_bias_kernel<<<grid_for((size_t)m * n, 256), 256, 0, s>>>(static_cast<bf16*>(D), static_cast<const bf16*>(bias),
                                                                  m, n, ldd);
-    ZT_LAUNCH_CHECK(add_bias_kernel);
+    ZT_LAUNCH_CHECK();
   }
 }
 
@@ -243,7 +244,7 @@ void lm_head_forward(const LtContext& ctx, void* logits, const void* inp, const 
   if (N <= 0) return;
   gemm_bf16(ctx, true, false, V, N, C, 1.0f, w, C, inp, C, 0.0f, logits, Vp, nullptr, s);
   if (Vp > V)
-    CUDA_CHECK(cudaMemset2DAsync(static_cast<bf16*>(logits) + V, size_t(Vp) * sizeof(bf16), 0,
+    ZT_CUDA_CHECK(cudaMemset2DAsync(static_cast<bf16*>(logits) + V, size_t(Vp) * sizeof(bf16), 0,
                                  size_t(Vp - V) * sizeof(bf16), size_t(N), s));
 }
 

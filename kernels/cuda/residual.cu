@@ -1,6 +1,6 @@
 // Elementwise add kernels for the residual stream (fp32 sum, one bf16 rounding).
 #include "kernels/cuda/bf16_util.cuh"
-#include "kernels/cuda/cuda_check.h"
+#include "base/cuda_check.h"
 #include "kernels/cuda/residual.cuh"
 
 namespace zt::cuda {
@@ -15,7 +15,7 @@ void residual_forward(void* out, const void* a, const void* b, size_t n, cudaStr
   if (n == 0) return;
   residual_kernel<<<grid_for(n, 256), 256, 0, s>>>(static_cast<bf16*>(out), static_cast<const bf16*>(a),
                                                     static_cast<const bf16*>(b), n);
-  ZT_LAUNCH_CHECK(residual_kernel);
+  ZT_LAUNCH_CHECK();
 }
 
 void accumulate(void* acc, const void* x, size_t n, cudaStream_t s) {

@@ -12,12 +12,13 @@ PlanInput plan_input(const Config& c, int64_t params, const ModelConfig* model, 
   in.params = params;
   in.world_size = static_cast<int>(c.world_size.value);
   in.stage = static_cast<int>(c.zero_optimization.stage.value);
-  in.precision = c.bf16.enabled.value ? Precision::BF16 : c.fp16.enabled.value ? Precision::FP16 : Precision::FP32;
+  in.precision = c.bf16.enabled.value ? DType::BF16 : c.fp16.enabled.value ? DType::F16 : DType::F32;
   const std::string& t = c.optimizer.type.value;
-  if (t == "Adam") in.optimizer = OptimizerKind::Adam;
-  else if (t == "AdamW") in.optimizer = OptimizerKind::AdamW;
-  else if (t == "Lamb") in.optimizer = OptimizerKind::Lamb;
-  else if (t == "SGD") in.optimizer = c.optimizer.momentum.value > 0 ? OptimizerKind::SGDMomentum : OptimizerKind::SGD;
+  if (t == "Adam") in.optimizer = c.optimizer.adam_w_mode.value ? OptimizerType::AdamW : OptimizerType::AdamL2;
+  else if (t == "AdamW") in.optimizer = OptimizerType::AdamW;
+  else if (t == "Lamb") in.optimizer = OptimizerType::Lamb;
+  else if (t == "SGD") in.optimizer = OptimizerType::SGD;
+  in.sgd_momentum = t == "SGD" && c.optimizer.momentum.value > 0;
   auto dev = [](const std::string& d) {
     return d == "cpu" ? OffloadDevice::CPU : d == "nvme" ? OffloadDevice::NVMe : OffloadDevice::None;
   };

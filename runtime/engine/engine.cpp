@@ -80,7 +80,7 @@ ParamSummary Engine::param_summary() {
       void* buf = s.ledger.alloc(MemCategory::CommBuffers, size_t(P) * 4);
       void* mine = static_cast<char*>(buf) + size_t(s.rank_offset(u)) * 4;
       s.backend.copy_to_device(mine, values, size_t(S) * 4);
-      s.comm.all_gather(mine, buf, size_t(P), CommDType::F32);
+      s.comm.all_gather(mine, buf, size_t(P), DType::F32);
       full.resize(size_t(P));
       s.backend.copy_to_host(full.data(), buf, size_t(P) * 4);
       s.ledger.free(buf);

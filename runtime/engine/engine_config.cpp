@@ -91,9 +91,9 @@ EngineOptions engine_options_from_config(const Config& c, uint64_t seed, bool re
   e.stage = int(z.stage.value);
   e.micro_batch = int(c.train_micro_batch_size_per_gpu.value);
   e.grad_accum = int(c.gradient_accumulation_steps.value);
-  e.precision = c.bf16_enabled() ? Precision::BF16 : c.fp16_enabled() ? Precision::FP16 : Precision::FP32;
+  e.precision = c.bf16_enabled() ? DType::BF16 : c.fp16_enabled() ? DType::F16 : DType::F32;
   auto precision_of = [](const std::string& s) {
-    return s == "bf16" ? Precision::BF16 : s == "fp16" ? Precision::FP16 : Precision::FP32;
+    return s == "bf16" ? DType::BF16 : s == "fp16" ? DType::F16 : DType::F32;
   };
   if (!c.communication_data_type.value.empty()) e.comm_precision = precision_of(c.communication_data_type.value);
   if (!c.data_types.grad_accum_dtype.value.empty())

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 
+#include "base/optimizer.h"
 #include "offload/aio_uring.h"
 #include "optim/loss_scaler.h"
 #include "optim/lr_scheduler.h"
@@ -14,8 +15,6 @@
 
 namespace zt {
 
-enum class OptimizerType { AdamW, AdamL2, SGD, Lamb };
-const char* optimizer_type_name(OptimizerType t);
 
 struct OptimizerOptions {
   OptimizerType type = OptimizerType::AdamW;
@@ -57,11 +56,11 @@ struct EngineOptions {
   int stage = 0;                    // ZeRO stage 0..3
   int micro_batch = 1;              // rows per micro-step per rank (M)
   int grad_accum = 1;               // micro-steps per optimizer step (G)
-  Precision precision = Precision::FP32;
+  DType precision = DType::F32;
   // communication_data_type and data_types.grad_accum_dtype; unset = the training precision. The CPU
   // backend emulates them by rounding where the data would be stored in that type (before and after
   // each gradient collective; after each accumulation); the CUDA backend supports only bf16 for both.
-  std::optional<Precision> comm_precision, grad_accum_precision;
+  std::optional<DType> comm_precision, grad_accum_precision;
   bool overlap_comm = false;
   int64_t reduce_bucket_size = 500000000;     // elements
   int64_t allgather_bucket_size = 500000000;  // elements

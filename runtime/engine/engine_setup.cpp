@@ -10,23 +10,12 @@
 
 namespace zt {
 
-CommDType comm_dtype_of(DType t) {
-  switch (t) {
-    case DType::F32: return CommDType::F32;
-    case DType::BF16: return CommDType::BF16;
-    case DType::F16: return CommDType::F16;
-  }
-  return CommDType::F32;
-}
-
-static bool is_adam(OptimizerType t) { return t == OptimizerType::AdamW || t == OptimizerType::AdamL2; }
-
 static void check_options(const EngineOptions& o, const Backend& b) {
   if (o.stage < 0 || o.stage > 3) throw std::invalid_argument("engine: stage must be 0..3, got " + std::to_string(o.stage));
   if (o.micro_batch < 1 || o.grad_accum < 1)
     throw std::invalid_argument("engine: micro_batch and grad_accum must be >= 1");
   if (o.sub_group_size < 1) throw std::invalid_argument("engine: sub_group_size must be >= 1");
-  if (b.act_dtype() != DType::F32 && o.precision != Precision::BF16)
+  if (b.act_dtype() != DType::F32 && o.precision != DType::BF16)
     throw std::invalid_argument(std::string("engine: the ") + b.name() +
                                 " backend computes in bf16; enable bf16 in the config (fp32 and fp16 "
                                 "training run on the cpu backend)");
@@ -44,8 +33,8 @@ static void check_options(const EngineOptions& o, const Backend& b) {
   }
   if (o.offload.chunk_elems < 1) throw std::invalid_argument("engine: offload chunk_elems must be >= 1");
   if (b.act_dtype() != DType::F32 &&
-      (o.comm_precision.value_or(Precision::BF16) != Precision::BF16 ||
-       o.grad_accum_precision.value_or(Precision::BF16) != Precision::BF16))
+      (o.comm_precision.value_or(DType::BF16) != DType::BF16 ||
+       o.grad_accum_precision.value_or(DType::BF16) != DType::BF16))
     throw std::invalid_argument(std::string("engine: the ") + b.name() +
                                 " backend communicates and accumulates gradients in bf16 only; remove "
                                 "communication_data_type / data_types.grad_accum_dtype or set them to \"bf16\"");
@@ -101,7 +90,7 @@ Engine::State::State(const ModelConfig& m, const EngineOptions& o, Backend& b, C
   if (o.stage == 0)
     for (int q = 0; q < W; ++q) rank_maps.push_back(std::make_unique<ShardMap>(specs, W, q, o.shard_alignment));
   es = dtype_size(b.act_dtype());
-  cdt = comm_dtype_of(b.act_dtype());
+  cdt = b.act_dtype();
   host_fp32 = b.act_dtype() == DType::F32 && b.native_stream() == nullptr && b.name() == "cpu";
   param_nvme = o.stage == 3 && o.offload.param == OffloadDevice::NVMe;
   param_host = o.stage == 3 && o.offload.param == OffloadDevice::CPU;
@@ -123,7 +112,7 @@ Engine::State::State(const ModelConfig& m, const EngineOptions& o, Backend& b, C
                                 " backend needs the optimizer on the host (it writes the new shard there): set "
                                 "offload_optimizer.device to \"cpu\" or \"nvme\" without ratio < 1");
   // With the parameter shard offloaded, or the state staged, the master is not the working copy.
-  master_aliases_work = host_fp32 && o.precision == Precision::FP32 && !param_nvme && !param_host && !any(staged);
+  master_aliases_work = host_fp32 && o.precision == DType::F32 && !param_nvme && !param_host && !any(staged);
   if (param_host) make_pinned();
   const bool needs_v = o.optimizer.type != OptimizerType::SGD;
   const bool needs_m = o.optimizer.type != OptimizerType::SGD || o.optimizer.momentum != 0.0;
@@ -200,7 +189,7 @@ Engine::State::State(const ModelConfig& m, const EngineOptions& o, Backend& b, C
   // Nothing to page (plain SGD on a master that is the working copy): no swap file at all.
   if (nvme && record_floats(1) > 0) setup_nvme(initial_master);
   if (param_nvme) setup_param_nvme(initial_shards);
-  if (o.precision == Precision::FP16) scaler = std::make_unique<LossScaler>(o.loss_scaler);
+  if (o.precision == DType::F16) scaler = std::make_unique<LossScaler>(o.loss_scaler);
   if (o.trace) trace = std::make_unique<Trace>();
   tokens.resize(size_t(o.micro_batch) * m.seq_len);
   targets.resize(tokens.size());

@@ -72,7 +72,7 @@ struct Engine::State {
   std::vector<std::unique_ptr<ShardMap>> rank_maps;  // stage 0: every rank's view, for shard-ordered norms
   int W = 1, rank = 0, U = 0;
   size_t es = 4;                  // bytes per act_dtype element
-  CommDType cdt = CommDType::F32;  // act_dtype as a communicator type
+  DType cdt = DType::F32;  // act_dtype as a communicator type
   bool host_fp32 = true;          // act_dtype is F32 on host memory: the optimizer reads grads in place
   bool master_aliases_work = true;  // fp32 training on the CPU backend: master == working params
   // Where each unit's optimizer state lives and how its step runs (decided in engine_setup.cpp):
@@ -163,11 +163,11 @@ struct Engine::State {
 
   // --- helpers (engine_setup.cpp) ------------------------------------------------------------
   int64_t padded(int u) const { return map->shard(u).padded; }
-  Precision comm_p() const { return opt.comm_precision.value_or(opt.precision); }
-  Precision accum_p() const { return opt.grad_accum_precision.value_or(opt.precision); }
+  DType comm_p() const { return opt.comm_precision.value_or(opt.precision); }
+  DType accum_p() const { return opt.grad_accum_precision.value_or(opt.precision); }
   // Emulated 16-bit storage on the CPU backend: rounds fp32 host values to `p` (no-op on CUDA, where
   // the buffers really are bf16, and for FP32).
-  void emulate(void* x, int64_t n, Precision p) const {
+  void emulate(void* x, int64_t n, DType p) const {
     if (host_fp32) round_to_precision(static_cast<float*>(x), size_t(n), p);
   }
   // DeepSpeed's gradient averaging: with prescale_gradients each rank's gradient is divided by the
@@ -208,6 +208,5 @@ struct Engine::State {
   std::vector<double> allgather_doubles(const std::vector<double>& local);  // every rank's, in rank order
 };
 
-CommDType comm_dtype_of(DType t);
 
 }  // namespace zt

@@ -14,16 +14,6 @@
 
 namespace zt {
 
-const char* optimizer_type_name(OptimizerType t) {
-  switch (t) {
-    case OptimizerType::AdamW: return "AdamW";
-    case OptimizerType::AdamL2: return "Adam (L2)";
-    case OptimizerType::SGD: return "SGD";
-    case OptimizerType::Lamb: return "Lamb";
-  }
-  return "?";
-}
-
 // Every rank's `local` values, in rank order. Doubles travel as their bit patterns (int64), so
 // the sums made from them are exact and identical on every rank. Goes through backend memory
 // because NCCL needs device buffers.
@@ -33,7 +23,7 @@ std::vector<double> Engine::State::allgather_doubles(const std::vector<double>& 
   if (W == 1) return local;
   void* buf = ledger.alloc(MemCategory::CommBuffers, all.size() * 8);
   backend.copy_to_device(static_cast<char*>(buf) + size_t(rank) * n * 8, local.data(), n * 8);
-  comm.all_gather(static_cast<char*>(buf) + size_t(rank) * n * 8, buf, all.size(), CommDType::I64);
+  comm.all_gather(static_cast<char*>(buf) + size_t(rank) * n * 8, buf, all.size(), DType::I64);
   backend.copy_to_host(all.data(), buf, all.size() * 8);
   ledger.free(buf);
   return all;

@@ -30,10 +30,10 @@ inline float round_to_bf16(float x) { return bf16_bits_to_f32(f32_to_bf16_bits(x
 inline float round_to_fp16(float x) { return float(static_cast<_Float16>(x)); }
 
 // Rounds n fp32 values in place to what `p` can hold (no-op for FP32).
-inline void round_to_precision(float* x, size_t n, Precision p) {
-  if (p == Precision::BF16)
+inline void round_to_precision(float* x, size_t n, DType p) {
+  if (p == DType::BF16)
     for (size_t i = 0; i < n; ++i) x[i] = round_to_bf16(x[i]);
-  else if (p == Precision::FP16)
+  else if (p == DType::F16)
     for (size_t i = 0; i < n; ++i) x[i] = round_to_fp16(x[i]);
 }
 

@@ -7,6 +7,7 @@
 #ifndef MPICH_SKIP_MPICXX
 #define MPICH_SKIP_MPICXX 1
 #endif
+#include "base/mpi_check.h"
 #include <mpi.h>
 
 #include <cstdio>
@@ -14,19 +15,6 @@
 
 #include "runtime/plan/env_report.h"
 
-#define ZT_MPI_ENV_CHECK(call)                                                                     \
-  do {                                                                                             \
-    int zt_mpi_rc_ = (call);                                                                       \
-    if (zt_mpi_rc_ != MPI_SUCCESS) {                                                               \
-      char zt_mpi_msg_[MPI_MAX_ERROR_STRING];                                                      \
-      int zt_mpi_len_ = 0;                                                                         \
-      MPI_Error_string(zt_mpi_rc_, zt_mpi_msg_, &zt_mpi_len_);                                     \
-      std::fprintf(stderr, "%s:%d: MPI call failed: %s\n  error: %s\n  hint: check that the mpirun " \
-                   "and libmpi in use match the MPI zerotrain was built with\n",                   \
-                   __FILE__, __LINE__, #call, zt_mpi_msg_);                                        \
-      std::abort();                                                                                \
-    }                                                                                              \
-  } while (0)
 
 namespace zt {
 
@@ -34,7 +22,7 @@ void query_mpi_env(EnvReport& r) {
   r.with_mpi = true;
   char buf[MPI_MAX_LIBRARY_VERSION_STRING];
   int len = 0;
-  ZT_MPI_ENV_CHECK(MPI_Get_library_version(buf, &len));
+  ZT_MPI_CHECK(MPI_Get_library_version(buf, &len));
   std::string s(buf, size_t(len > 0 ? len : 0));
   while (!s.empty() && (s.back() == '\n' || s.back() == '\0' || s.back() == ' ')) s.pop_back();
   r.mpi_library = s;

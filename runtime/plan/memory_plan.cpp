@@ -8,25 +8,10 @@
 
 namespace zt {
 
-const char* precision_name(Precision p) {
-  switch (p) {
-    case Precision::FP32: return "fp32";
-    case Precision::FP16: return "fp16";
-    case Precision::BF16: return "bf16";
-  }
-  return "?";
-}
-
-const char* optimizer_name(OptimizerKind k) {
-  switch (k) {
-    case OptimizerKind::Adam: return "Adam";
-    case OptimizerKind::AdamW: return "AdamW";
-    case OptimizerKind::SGD: return "SGD";
-    case OptimizerKind::SGDMomentum: return "SGD+momentum";
-    case OptimizerKind::Lamb: return "Lamb";
-    case OptimizerKind::None: return "none";
-  }
-  return "?";
+std::string optimizer_name(const PlanInput& in) {
+  if (!in.optimizer) return "none";
+  if (*in.optimizer == OptimizerType::SGD && in.sgd_momentum) return "SGD+momentum";
+  return optimizer_type_name(*in.optimizer);
 }
 
 const char* offload_name(OffloadDevice d) {
@@ -40,16 +25,8 @@ const char* offload_name(OffloadDevice d) {
 
 namespace {
 
-int state_bytes(OptimizerKind k) {
-  switch (k) {
-    case OptimizerKind::Adam:
-    case OptimizerKind::AdamW:
-    case OptimizerKind::Lamb: return 8;  // two fp32 moments
-    case OptimizerKind::SGDMomentum: return 4;  // one fp32 momentum buffer
-    case OptimizerKind::SGD:
-    case OptimizerKind::None: return 0;
-  }
-  return 0;
+int state_bytes(const PlanInput& in) {
+  return in.optimizer ? 4 * optimizer_state_arrays(*in.optimizer, in.sgd_momentum) : 0;  // fp32 arrays
 }
 
 double min_elems(int64_t a, double psi) { return std::min(double(std::max<int64_t>(a, 0)), psi); }
@@ -89,11 +66,11 @@ MemoryPlan make_memory_plan(const PlanInput& in) {
   p.input = in;
   const double psi = double(std::max<int64_t>(in.params, 0));
   const int n = std::max(1, in.world_size);
-  const bool mixed = in.precision != Precision::FP32;
+  const bool mixed = in.precision != DType::F32;
   const int w = mixed ? 2 : 4;
   p.working_bytes = w;
-  p.state_k = state_bytes(in.optimizer);
-  p.master_k = (mixed && in.optimizer != OptimizerKind::None) ? 4 : 0;
+  p.state_k = state_bytes(in);
+  p.master_k = (mixed && in.optimizer.has_value()) ? 4 : 0;
   p.optimizer_k = p.master_k + p.state_k;
   p.ranks_on_node = std::min(std::max(1, in.ranks_per_node), n);
 
@@ -106,7 +83,7 @@ MemoryPlan make_memory_plan(const PlanInput& in) {
   p.device_optimizer = p.optimizer_k * psi / opt_div;
 
   // Optimizer offload: fraction r of the optimizer partition (with its fp32 master and fp32 grads).
-  const bool has_opt = in.optimizer != OptimizerKind::None;
+  const bool has_opt = in.optimizer.has_value();
   if (in.offload_optimizer != OffloadDevice::None && has_opt) {
     const double r = std::clamp(in.offload_optimizer_ratio, 0.0, 1.0);
     const double shard = psi / opt_div;

@@ -55,22 +55,25 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "base/dtype.h"
+#include "base/optimizer.h"
+
 namespace zt {
 
-enum class Precision { FP32, FP16, BF16 };
-enum class OptimizerKind { Adam, AdamW, SGD, SGDMomentum, Lamb, None };
 enum class OffloadDevice { None, CPU, NVMe };
 
 struct PlanInput {
   int64_t params = 0;          // Ψ, total model parameters
   int world_size = 1;          // N, data-parallel ranks
   int stage = 0;               // 0..3
-  Precision precision = Precision::FP32;
-  OptimizerKind optimizer = OptimizerKind::AdamW;
+  DType precision = DType::F32;
+  std::optional<OptimizerType> optimizer = OptimizerType::AdamW;  // none: no optimizer state
+  bool sgd_momentum = false;   // SGD keeps a momentum buffer
   OffloadDevice offload_optimizer = OffloadDevice::None;
   double offload_optimizer_ratio = 1.0;  // fraction of optimizer state offloaded (stage 3)
   OffloadDevice offload_param = OffloadDevice::None;
@@ -111,8 +114,7 @@ struct MemoryPlan {
   int64_t ds_largest_layer_params = 0;
 };
 
-const char* precision_name(Precision p);
-const char* optimizer_name(OptimizerKind k);
+std::string optimizer_name(const PlanInput& in);  // "AdamW", "SGD+momentum", "none", ...
 const char* offload_name(OffloadDevice d);
 
 MemoryPlan make_memory_plan(const PlanInput& in);

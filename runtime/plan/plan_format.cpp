@@ -22,8 +22,8 @@ nlohmann::json plan_to_json(const MemoryPlan& p) {
       {"params", in.params},
       {"world_size", in.world_size},
       {"stage", in.stage},
-      {"precision", precision_name(in.precision)},
-      {"optimizer", optimizer_name(in.optimizer)},
+      {"precision", dtype_name(in.precision)},
+      {"optimizer", optimizer_name(in)},
       {"offload_optimizer", offload_name(in.offload_optimizer)},
       {"offload_optimizer_ratio", in.offload_optimizer_ratio},
       {"offload_param", offload_name(in.offload_param)},
@@ -71,7 +71,7 @@ std::string plan_to_table(const MemoryPlan& p) {
   std::snprintf(line, sizeof line,
                 "Memory plan: %s params, ZeRO stage %d, world size %d (%d per node), %s, %s (K = %d: master %d + state %d)\n",
                 format_params(in.params).c_str(), in.stage, in.world_size, p.ranks_on_node,
-                precision_name(in.precision), optimizer_name(in.optimizer), p.optimizer_k, p.master_k,
+                dtype_name(in.precision), optimizer_name(in).c_str(), p.optimizer_k, p.master_k,
                 p.state_k);
   out += line;
   std::snprintf(line, sizeof line, "offload_optimizer=%s (ratio %.2f), offload_param=%s\n",

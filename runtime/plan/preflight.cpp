@@ -21,7 +21,7 @@ std::string scale_of(const MemoryPlan& p) {
 // "offload_optimizer=cpu", "offload_optimizer=cpu + offload_param=cpu", ...: what puts bytes on host.
 std::string host_users(const MemoryPlan& p) {
   std::string s;
-  if (p.input.offload_optimizer != OffloadDevice::None && p.input.optimizer != OptimizerKind::None) {
+  if (p.input.offload_optimizer != OffloadDevice::None && p.input.optimizer.has_value()) {
     s = std::string("offload_optimizer=") + offload_name(p.input.offload_optimizer);
   }
   if (p.input.offload_param != OffloadDevice::None && p.input.stage == 3) {

@@ -71,7 +71,7 @@ bool any_rank_failed(Communicator& comm, Backend& backend, bool failed) {
   int64_t flag = failed ? 1 : 0;
   void* buf = backend.alloc(sizeof flag);
   backend.copy_to_device(buf, &flag, sizeof flag);
-  comm.all_reduce(buf, buf, 1, CommDType::I64, ReduceOp::Sum);
+  comm.all_reduce(buf, buf, 1, DType::I64, ReduceOp::Sum);
   backend.copy_to_host(&flag, buf, sizeof flag);
   backend.free(buf);
   return flag > 0;
@@ -182,7 +182,7 @@ RunReport run_training(const RunOptions& o, Communicator& comm, Backend& backend
                  "zerotrain: %s on %d rank(s), backend %s, stage %d, %s | model %s: %d layers, dim %d, vocab %d, "
                  "seq %d, %" PRId64 " params | micro batch %d x accum %d x world %d = %lld samples/step | data: %s\n",
                  o.config_path.empty() ? "built-in config" : o.config_path.c_str(), W, backend.name().c_str(),
-                 eo.stage, precision_name(eo.precision), o.model.name.c_str(), o.model.layers, o.model.dim,
+                 eo.stage, dtype_name(eo.precision), o.model.name.c_str(), o.model.layers, o.model.dim,
                  o.model.vocab, o.model.seq_len, rep.params, eo.micro_batch, eo.grad_accum, W,
                  (long long)eo.micro_batch * eo.grad_accum * W, data.description.c_str());
     std::fprintf(say, "memory plan (per rank):\n%s", plan_to_table(plan).c_str());
@@ -202,7 +202,7 @@ RunReport run_training(const RunOptions& o, Communicator& comm, Backend& backend
                                {"world_size", W},
                                {"stage", eo.stage},
                                {"params", rep.params},
-                               {"precision", precision_name(eo.precision)},
+                               {"precision", dtype_name(eo.precision)},
                                {"plan", plan_to_json(plan)},
                                {"allocated", mem_counts_json(engine.ledger().current())},
                                {"allocated_host", mem_counts_json(engine.ledger().host())}}

@@ -27,13 +27,13 @@ int main(int argc, char** argv) {
     zt::MpiCommunicator comm(boot, options);
     std::vector<float> buf(8192, 1.0f), out(8192);
     comm.barrier();                                                                       // call #1
-    comm.all_reduce(buf.data(), out.data(), 1024, zt::CommDType::F32, zt::ReduceOp::Sum);  // call #2
+    comm.all_reduce(buf.data(), out.data(), 1024, zt::DType::F32, zt::ReduceOp::Sum);  // call #2
     if (mode == "mismatch") {
       const size_t w = size_t(comm.world_size());
       if (comm.rank() == 1) {
-        comm.all_gather(buf.data(), out.data(), 4096 / w * w, zt::CommDType::F32);
+        comm.all_gather(buf.data(), out.data(), 4096 / w * w, zt::DType::F32);
       } else {
-        comm.reduce_scatter(buf.data(), out.data(), 8192 / w * w, zt::CommDType::F32, zt::ReduceOp::Sum);
+        comm.reduce_scatter(buf.data(), out.data(), 8192 / w * w, zt::DType::F32, zt::ReduceOp::Sum);
       }
     } else if (mode == "kill" && comm.rank() == 1) {
       std::fprintf(stderr, "[rank 1] coll_fault: exiting with code 3 before all_reduce #3\n");
@@ -42,7 +42,7 @@ int main(int argc, char** argv) {
     } else if (mode == "hang" && comm.rank() == 1) {
       sleep(120);
     } else {
-      comm.all_reduce(buf.data(), out.data(), 1024, zt::CommDType::F32, zt::ReduceOp::Sum);  // call #3
+      comm.all_reduce(buf.data(), out.data(), 1024, zt::DType::F32, zt::ReduceOp::Sum);  // call #3
     }
     std::fprintf(stderr, "[rank %d] coll_fault: the failure was not detected\n", comm.rank());
     rc = 0;  // the wrapper treats a zero exit as a test failure

@@ -28,29 +28,29 @@ inline float input_f32(int rank, size_t i, uint64_t salt) {
 }
 
 // Raw element bits of rank's input elements [first, first+n).
-inline void fill_input(std::vector<char>& buf, CommDType t, size_t first, size_t n, int rank, uint64_t salt) {
-  buf.assign(n * comm_dtype_size(t), 0);
+inline void fill_input(std::vector<char>& buf, DType t, size_t first, size_t n, int rank, uint64_t salt) {
+  buf.assign(n * dtype_size(t), 0);
   char* p = buf.data();
   switch (t) {
-    case CommDType::F32:
+    case DType::F32:
       for (size_t k = 0; k < n; ++k) {
         float v = input_f32(rank, first + k, salt);
         std::memcpy(p + 4 * k, &v, 4);
       }
       break;
-    case CommDType::BF16:
+    case DType::BF16:
       for (size_t k = 0; k < n; ++k) {
         uint16_t v = f32_to_bf16(input_f32(rank, first + k, salt));
         std::memcpy(p + 2 * k, &v, 2);
       }
       break;
-    case CommDType::F16:  // keep within fp16 range: |x| < 8
+    case DType::F16:  // keep within fp16 range: |x| < 8
       for (size_t k = 0; k < n; ++k) {
         uint16_t v = f32_to_f16(input_f32(rank, first + k, salt) / 256.0f);
         std::memcpy(p + 2 * k, &v, 2);
       }
       break;
-    case CommDType::I64:  // full range: sums wrap around
+    case DType::I64:  // full range: sums wrap around
       for (size_t k = 0; k < n; ++k) {
         int64_t v = int64_t(mix(salt + uint64_t(rank) * 7919u + (first + k) * 104729u));
         std::memcpy(p + 8 * k, &v, 8);
@@ -62,9 +62,9 @@ inline void fill_input(std::vector<char>& buf, CommDType t, size_t first, size_t
 // Reference reduction over all ranks' inputs for elements [first, first+n), as raw bits: an
 // element-by-element fold in rank order 0..W-1 (fp32 for the float types), AVG divides by W, and
 // 16-bit results are rounded once at the end.
-inline std::vector<char> reference_reduce(CommDType t, ReduceOp op, size_t first, size_t n, int world, uint64_t salt) {
-  std::vector<char> out(n * comm_dtype_size(t)), in;
-  if (t == CommDType::I64) {
+inline std::vector<char> reference_reduce(DType t, ReduceOp op, size_t first, size_t n, int world, uint64_t salt) {
+  std::vector<char> out(n * dtype_size(t)), in;
+  if (t == DType::I64) {
     std::vector<uint64_t> acc(n, 0);
     for (int r = 0; r < world; ++r) {
       fill_input(in, t, first, n, r, salt);
@@ -82,22 +82,22 @@ inline std::vector<char> reference_reduce(CommDType t, ReduceOp op, size_t first
     fill_input(in, t, first, n, r, salt);
     for (size_t k = 0; k < n; ++k) {
       float v;
-      if (t == CommDType::F32) {
+      if (t == DType::F32) {
         std::memcpy(&v, in.data() + 4 * k, 4);
       } else {
         uint16_t h;
         std::memcpy(&h, in.data() + 2 * k, 2);
-        v = t == CommDType::BF16 ? bf16_to_f32(h) : f16_to_f32(h);
+        v = t == DType::BF16 ? bf16_to_f32(h) : f16_to_f32(h);
       }
       acc[k] = r == 0 ? v : acc[k] + v;
     }
   }
   for (size_t k = 0; k < n; ++k) {
     float a = op == ReduceOp::Avg ? acc[k] / float(world) : acc[k];
-    if (t == CommDType::F32) {
+    if (t == DType::F32) {
       std::memcpy(out.data() + 4 * k, &a, 4);
     } else {
-      uint16_t h = t == CommDType::BF16 ? f32_to_bf16(a) : f32_to_f16(a);
+      uint16_t h = t == DType::BF16 ? f32_to_bf16(a) : f32_to_f16(a);
       std::memcpy(out.data() + 2 * k, &h, 2);
     }
   }

@@ -20,24 +20,24 @@ namespace {
 MpiCommunicator* g_comm = nullptr;  // set by main() for the duration of RUN_ALL_TESTS
 const Bootstrap* g_boot = nullptr;
 
-constexpr CommDType kTypes[] = {CommDType::F32, CommDType::BF16, CommDType::F16, CommDType::I64};
+constexpr DType kTypes[] = {DType::F32, DType::BF16, DType::F16, DType::I64};
 
-std::vector<ReduceOp> reductions_for(CommDType t) {
-  if (t == CommDType::I64) return {ReduceOp::Sum};
+std::vector<ReduceOp> reductions_for(DType t) {
+  if (t == DType::I64) return {ReduceOp::Sum};
   return {ReduceOp::Sum, ReduceOp::Avg};
 }
 
-std::string label(const char* what, CommDType t, ReduceOp op, bool in_place, size_t count) {
-  return std::string(what) + " " + comm_dtype_name(t) + " " + reduce_op_name(op) + (in_place ? " in-place" : " out-of-place") +
+std::string label(const char* what, DType t, ReduceOp op, bool in_place, size_t count) {
+  return std::string(what) + " " + dtype_name(t) + " " + reduce_op_name(op) + (in_place ? " in-place" : " out-of-place") +
          " count=" + std::to_string(count);
 }
 
 // Sizes in elements of one shard: 0, 1, odd.
 const size_t kShards[] = {0, 1, 3, 1001};
 
-void check_all_reduce(size_t count, CommDType t, ReduceOp op, bool in_place, uint64_t salt) {
+void check_all_reduce(size_t count, DType t, ReduceOp op, bool in_place, uint64_t salt) {
   Communicator& c = *g_comm;
-  const size_t es = comm_dtype_size(t);
+  const size_t es = dtype_size(t);
   std::vector<char> send, recv(count * es, char(0x5a));
   test::fill_input(send, t, 0, count, c.rank(), salt);
   const std::vector<char> original = send;
@@ -52,9 +52,9 @@ void check_all_reduce(size_t count, CommDType t, ReduceOp op, bool in_place, uin
   EXPECT_TRUE(recv == ref) << label("all_reduce", t, op, in_place, count);
 }
 
-void check_reduce_scatter(size_t shard, CommDType t, ReduceOp op, bool in_place, uint64_t salt) {
+void check_reduce_scatter(size_t shard, DType t, ReduceOp op, bool in_place, uint64_t salt) {
   Communicator& c = *g_comm;
-  const size_t es = comm_dtype_size(t), count = shard * size_t(c.world_size());
+  const size_t es = dtype_size(t), count = shard * size_t(c.world_size());
   std::vector<char> send;
   test::fill_input(send, t, 0, count, c.rank(), salt);
   std::vector<char> out(shard * es, char(0x5a));
@@ -69,9 +69,9 @@ void check_reduce_scatter(size_t shard, CommDType t, ReduceOp op, bool in_place,
   EXPECT_TRUE(out == ref) << label("reduce_scatter", t, op, in_place, count);
 }
 
-void check_all_gather(size_t shard, CommDType t, bool in_place, uint64_t salt) {
+void check_all_gather(size_t shard, DType t, bool in_place, uint64_t salt) {
   Communicator& c = *g_comm;
-  const size_t es = comm_dtype_size(t), count = shard * size_t(c.world_size());
+  const size_t es = dtype_size(t), count = shard * size_t(c.world_size());
   std::vector<char> mine, full(count * es, char(0x5a));
   test::fill_input(mine, t, size_t(c.rank()) * shard, shard, c.rank(), salt);
   if (in_place) {
@@ -106,7 +106,7 @@ TEST(MpiCollectives, AllReduceEveryTypeAndSize) {
   uint64_t salt = 100;
   // all_reduce takes any count: 0, 1, W, an odd count not divisible by W, a multi-block count.
   for (size_t count : {size_t(0), size_t(1), w, 7 * w + 1, size_t(5003)})
-    for (CommDType t : kTypes)
+    for (DType t : kTypes)
       for (ReduceOp op : reductions_for(t))
         for (bool in_place : {false, true}) check_all_reduce(count, t, op, in_place, ++salt);
 }
@@ -114,7 +114,7 @@ TEST(MpiCollectives, AllReduceEveryTypeAndSize) {
 TEST(MpiCollectives, ReduceScatterEveryTypeAndSize) {
   uint64_t salt = 200;
   for (size_t shard : kShards)
-    for (CommDType t : kTypes)
+    for (DType t : kTypes)
       for (ReduceOp op : reductions_for(t))
         for (bool in_place : {false, true}) check_reduce_scatter(shard, t, op, in_place, ++salt);
 }
@@ -122,7 +122,7 @@ TEST(MpiCollectives, ReduceScatterEveryTypeAndSize) {
 TEST(MpiCollectives, AllGatherEveryTypeAndSize) {
   uint64_t salt = 300;
   for (size_t shard : kShards)
-    for (CommDType t : kTypes)
+    for (DType t : kTypes)
       for (bool in_place : {false, true}) check_all_gather(shard, t, in_place, ++salt);
 }
 
@@ -130,13 +130,13 @@ TEST(MpiCollectives, BroadcastFromFirstAndLastRank) {
   Communicator& c = *g_comm;
   uint64_t salt = 400;
   for (int root : {0, c.world_size() - 1})
-    for (CommDType t : kTypes)
+    for (DType t : kTypes)
       for (size_t count : {size_t(0), size_t(1), size_t(777)}) {
         std::vector<char> buf, ref;
         test::fill_input(buf, t, 0, count, c.rank(), ++salt);
         test::fill_input(ref, t, 0, count, root, salt);
         c.broadcast(buf.data(), count, t, root);
-        EXPECT_TRUE(buf == ref) << "broadcast root " << root << " " << comm_dtype_name(t) << " count " << count;
+        EXPECT_TRUE(buf == ref) << "broadcast root " << root << " " << dtype_name(t) << " count " << count;
       }
   c.barrier();
 }
@@ -145,9 +145,9 @@ TEST(MpiCollectives, BroadcastFromFirstAndLastRank) {
 TEST(MpiCollectives, SixtyFourMiBPerOp) {
   const size_t w = size_t(g_comm->world_size());
   const size_t count = (size_t(64) << 20) / 4 / w * w;
-  check_all_reduce(count, CommDType::F32, ReduceOp::Sum, true, 501);
-  check_reduce_scatter(count / w, CommDType::F32, ReduceOp::Avg, false, 502);
-  check_all_gather(count / w, CommDType::F32, true, 503);
+  check_all_reduce(count, DType::F32, ReduceOp::Sum, true, 501);
+  check_reduce_scatter(count / w, DType::F32, ReduceOp::Avg, false, 502);
+  check_all_gather(count / w, DType::F32, true, 503);
 }
 
 TEST(MpiCollectives, AsyncOpsCompleteInIssueOrder) {
@@ -157,12 +157,12 @@ TEST(MpiCollectives, AsyncOpsCompleteInIssueOrder) {
   std::vector<std::vector<char>> bufs(kOps), outs(kOps);
   std::vector<CommHandlePtr> handles;
   for (int k = 0; k < kOps; ++k) {
-    test::fill_input(bufs[size_t(k)], CommDType::F32, 0, n, c.rank(), 600 + uint64_t(k));
+    test::fill_input(bufs[size_t(k)], DType::F32, 0, n, c.rank(), 600 + uint64_t(k));
     outs[size_t(k)].assign(n * 4, 0);
     switch (k % 3) {
-      case 0: handles.push_back(c.all_reduce_async(bufs[size_t(k)].data(), outs[size_t(k)].data(), n, CommDType::F32, ReduceOp::Sum)); break;
-      case 1: handles.push_back(c.reduce_scatter_async(bufs[size_t(k)].data(), outs[size_t(k)].data(), n, CommDType::F32, ReduceOp::Avg)); break;
-      case 2: handles.push_back(c.all_gather_async(bufs[size_t(k)].data(), outs[size_t(k)].data(), n, CommDType::F32)); break;
+      case 0: handles.push_back(c.all_reduce_async(bufs[size_t(k)].data(), outs[size_t(k)].data(), n, DType::F32, ReduceOp::Sum)); break;
+      case 1: handles.push_back(c.reduce_scatter_async(bufs[size_t(k)].data(), outs[size_t(k)].data(), n, DType::F32, ReduceOp::Avg)); break;
+      case 2: handles.push_back(c.all_gather_async(bufs[size_t(k)].data(), outs[size_t(k)].data(), n, DType::F32)); break;
     }
   }
   // Waiting on any handle implies every earlier one is done.
@@ -172,13 +172,13 @@ TEST(MpiCollectives, AsyncOpsCompleteInIssueOrder) {
   for (int k = 0; k < kOps; ++k) EXPECT_TRUE(handles[size_t(k)]->done()) << "op " << k;
   for (int k = 0; k < kOps; ++k) {
     std::vector<char> ref;
-    if (k % 3 == 0) ref = test::reference_reduce(CommDType::F32, ReduceOp::Sum, 0, n, c.world_size(), 600 + uint64_t(k));
+    if (k % 3 == 0) ref = test::reference_reduce(DType::F32, ReduceOp::Sum, 0, n, c.world_size(), 600 + uint64_t(k));
     if (k % 3 == 1)
-      ref = test::reference_reduce(CommDType::F32, ReduceOp::Avg, size_t(c.rank()) * (n / w), n / w, c.world_size(), 600 + uint64_t(k));
+      ref = test::reference_reduce(DType::F32, ReduceOp::Avg, size_t(c.rank()) * (n / w), n / w, c.world_size(), 600 + uint64_t(k));
     if (k % 3 == 2) {
       std::vector<char> piece;
       for (int r = 0; r < c.world_size(); ++r) {
-        test::fill_input(piece, CommDType::F32, 0, n / w, r, 600 + uint64_t(k));
+        test::fill_input(piece, DType::F32, 0, n / w, r, 600 + uint64_t(k));
         ref.insert(ref.end(), piece.begin(), piece.end());
       }
     }
@@ -192,7 +192,7 @@ TEST(MpiCollectives, UnevenLengthsAndBadArgumentsRejected) {
   const size_t w = size_t(c.world_size());
   std::vector<float> a(4 * w + 1), b(4 * w + 1);
   try {
-    c.reduce_scatter(a.data(), b.data(), 4 * w + 1, CommDType::F32, ReduceOp::Sum);
+    c.reduce_scatter(a.data(), b.data(), 4 * w + 1, DType::F32, ReduceOp::Sum);
     ADD_FAILURE() << "uneven reduce_scatter accepted";
   } catch (const std::invalid_argument& e) {
     std::string m = e.what();
@@ -201,10 +201,10 @@ TEST(MpiCollectives, UnevenLengthsAndBadArgumentsRejected) {
     EXPECT_NE(m.find("world size " + std::to_string(w)), std::string::npos) << m;
     EXPECT_NE(m.find("the caller must pad to a multiple of W"), std::string::npos) << m;
   }
-  EXPECT_THROW(c.all_gather(a.data(), b.data(), 4 * w + 1, CommDType::F32), std::invalid_argument);
+  EXPECT_THROW(c.all_gather(a.data(), b.data(), 4 * w + 1, DType::F32), std::invalid_argument);
   std::vector<int64_t> i(w);
-  EXPECT_THROW(c.all_reduce(i.data(), i.data(), w, CommDType::I64, ReduceOp::Avg), std::invalid_argument);
-  EXPECT_THROW(c.broadcast(a.data(), 1, CommDType::F32, int(w)), std::invalid_argument);
+  EXPECT_THROW(c.all_reduce(i.data(), i.data(), w, DType::I64, ReduceOp::Avg), std::invalid_argument);
+  EXPECT_THROW(c.broadcast(a.data(), 1, DType::F32, int(w)), std::invalid_argument);
   EXPECT_THROW(g_comm->set_timeout_s(0), std::invalid_argument);
   // Nothing was enqueued by the rejected calls: the next collective still lines up across ranks.
   c.barrier();
@@ -217,11 +217,11 @@ TEST(MpiCollectives, StatsCountCallsAndAlgorithmBytes) {
   c.reset_stats();
   std::vector<float> a(1000 * w), b(1000 * w);
   std::vector<uint16_t> h(64 * w), hs(64);
-  c.all_reduce(a.data(), b.data(), a.size(), CommDType::F32, ReduceOp::Sum);
-  c.all_reduce(a.data(), a.data(), a.size(), CommDType::F32, ReduceOp::Avg);
-  c.reduce_scatter(h.data(), hs.data(), h.size(), CommDType::BF16, ReduceOp::Sum);
-  c.all_gather(hs.data(), h.data(), h.size(), CommDType::F16);
-  c.broadcast(a.data(), 10, CommDType::F32, 0);
+  c.all_reduce(a.data(), b.data(), a.size(), DType::F32, ReduceOp::Sum);
+  c.all_reduce(a.data(), a.data(), a.size(), DType::F32, ReduceOp::Avg);
+  c.reduce_scatter(h.data(), hs.data(), h.size(), DType::BF16, ReduceOp::Sum);
+  c.all_gather(hs.data(), h.data(), h.size(), DType::F16);
+  c.broadcast(a.data(), 10, DType::F32, 0);
   c.barrier();
   CommStats s = c.stats();
   EXPECT_EQ(s[CommOp::AllReduce].calls, 2u);
@@ -239,8 +239,8 @@ TEST(MpiCollectives, StatsCountCallsAndAlgorithmBytes) {
 
 TEST(MpiCollectives, DebugModePassesMatchingCalls) {
   g_comm->set_debug(true);
-  check_all_reduce(33, CommDType::BF16, ReduceOp::Avg, false, 700);
-  check_reduce_scatter(5, CommDType::F32, ReduceOp::Sum, true, 701);
+  check_all_reduce(33, DType::BF16, ReduceOp::Avg, false, 700);
+  check_reduce_scatter(5, DType::F32, ReduceOp::Sum, true, 701);
   g_comm->barrier();
   g_comm->set_debug(false);
 }
@@ -250,9 +250,100 @@ TEST(MpiCollectives, FactoryPicksMpiForManyRanks) {
   EXPECT_EQ(c->name(), "mpi");
   EXPECT_THROW(make_communicator(*g_boot, CommBackend::Single), std::invalid_argument);
   std::vector<int64_t> v(1, int64_t(c->rank()) + 1);
-  c->all_reduce(v.data(), v.data(), 1, CommDType::I64, ReduceOp::Sum);
+  c->all_reduce(v.data(), v.data(), 1, DType::I64, ReduceOp::Sum);
   const int64_t w = c->world_size();
   EXPECT_EQ(v[0], w * (w + 1) / 2);
+}
+
+// Bucketed (segment) collectives: a buffer of `count` elements cut into segments of varying length
+// (0, 1, odd, long) with owners cycling irregularly over the ranks, listed out of index order. The
+// result of each element is what the plain ops give: the rank-order reduction (or the owner's value).
+struct SegCase {
+  std::vector<Segment> segs;
+  std::vector<size_t> begin;  // first element index of each segment in the buffer
+};
+
+SegCase cut(std::vector<char>& buf, size_t count, DType t, int world, uint64_t salt) {
+  SegCase c;
+  const size_t es = dtype_size(t);
+  size_t at = 0;
+  for (uint64_t k = 0; at < count; ++k) {
+    const size_t len = std::min(count - at, size_t(test::mix(salt + k) % 7 == 0 ? 0 : 1 + test::mix(salt * 31 + k) % 97));
+    c.segs.push_back({buf.data() + at * es, len, int(test::mix(salt ^ (k * 131)) % uint64_t(world))});
+    c.begin.push_back(at);
+    at += len;
+  }
+  // Reverse pairs so the list is not in index order (what a backward-ordered bucket looks like).
+  for (size_t i = 0; i + 1 < c.segs.size(); i += 2) {
+    std::swap(c.segs[i], c.segs[i + 1]);
+    std::swap(c.begin[i], c.begin[i + 1]);
+  }
+  return c;
+}
+
+TEST(MpiCollectives, SegmentCollectivesEqualThePlainReductionEveryTypeAndCut) {
+  Communicator& c = *g_comm;
+  for (DType t : kTypes) {
+    for (ReduceOp op : reductions_for(t)) {
+      for (size_t count : {size_t(0), size_t(1), size_t(257), size_t(5003)}) {
+        const uint64_t salt = 900 + count + 10 * size_t(t) + (op == ReduceOp::Avg ? 5 : 0);
+        const size_t es = dtype_size(t);
+        // reduce-scatter: owned segments get the sum, the others keep this rank's input.
+        std::vector<char> buf, original;
+        test::fill_input(buf, t, 0, count, c.rank(), salt);
+        original = buf;
+        SegCase sc = cut(buf, count, t, c.world_size(), salt);
+        c.reduce_scatter_segments_async(sc.segs, t, op)->wait();
+        for (size_t i = 0; i < sc.segs.size(); ++i) {
+          const Segment& s = sc.segs[i];
+          std::vector<char> got(static_cast<char*>(s.data), static_cast<char*>(s.data) + s.count * es);
+          std::vector<char> want =
+              s.owner == c.rank() ? test::reference_reduce(t, op, sc.begin[i], s.count, c.world_size(), salt)
+                                  : std::vector<char>(original.begin() + sc.begin[i] * es,
+                                                      original.begin() + (sc.begin[i] + s.count) * es);
+          EXPECT_TRUE(got == want) << label("reduce_scatter_segments", t, op, true, count) << " segment " << i;
+        }
+        // all-reduce: every segment gets the sum.
+        test::fill_input(buf, t, 0, count, c.rank(), salt);
+        sc = cut(buf, count, t, c.world_size(), salt);
+        c.all_reduce_segments_async(sc.segs, t, op)->wait();
+        EXPECT_TRUE(buf == test::reference_reduce(t, op, 0, count, c.world_size(), salt))
+            << label("all_reduce_segments", t, op, true, count);
+      }
+    }
+    // all-gather: each segment takes its owner's values.
+    for (size_t count : {size_t(0), size_t(1), size_t(3001)}) {
+      const uint64_t salt = 1700 + count;
+      const size_t es = dtype_size(t);
+      std::vector<char> buf;
+      test::fill_input(buf, t, 0, count, c.rank(), salt);
+      SegCase sc = cut(buf, count, t, c.world_size(), salt);
+      c.all_gather_segments_async(sc.segs, t)->wait();
+      for (size_t i = 0; i < sc.segs.size(); ++i) {
+        std::vector<char> want;
+        test::fill_input(want, t, sc.begin[i], sc.segs[i].count, sc.segs[i].owner, salt);
+        std::vector<char> got(static_cast<char*>(sc.segs[i].data),
+                              static_cast<char*>(sc.segs[i].data) + sc.segs[i].count * es);
+        EXPECT_TRUE(got == want) << "all_gather_segments " << dtype_name(t) << " count=" << count << " segment " << i;
+      }
+    }
+  }
+  // One call each, bytes = the total; a bad owner is refused before anything is sent.
+  c.barrier();
+  c.reset_stats();
+  std::vector<float> a(100);
+  std::vector<Segment> segs = {{a.data(), 60, 0}, {a.data() + 60, 40, c.world_size() - 1}};
+  c.reduce_scatter_segments_async(segs, DType::F32, ReduceOp::Sum)->wait();
+  c.all_gather_segments_async(segs, DType::F32)->wait();
+  c.all_reduce_segments_async(segs, DType::F32, ReduceOp::Sum)->wait();
+  const CommStats st = c.stats();
+  EXPECT_EQ(st[CommOp::ReduceScatter].calls, 1u);
+  EXPECT_EQ(st[CommOp::ReduceScatter].bytes, 400u);
+  EXPECT_EQ(st[CommOp::AllGather].calls, 1u);
+  EXPECT_EQ(st[CommOp::AllReduce].calls, 1u);
+  std::vector<Segment> bad = {{a.data(), 10, c.world_size()}};
+  EXPECT_THROW(c.reduce_scatter_segments_async(bad, DType::F32, ReduceOp::Sum), std::invalid_argument);
+  c.barrier();
 }
 
 }  // namespace

@@ -21,10 +21,10 @@ namespace zt {
 namespace {
 
 TEST(CollectivesCommTypes, SizesAndNames) {
-  EXPECT_EQ(comm_dtype_size(CommDType::F32), 4u);
-  EXPECT_EQ(comm_dtype_size(CommDType::BF16), 2u);
-  EXPECT_EQ(comm_dtype_size(CommDType::F16), 2u);
-  EXPECT_EQ(comm_dtype_size(CommDType::I64), 8u);
+  EXPECT_EQ(dtype_size(DType::F32), 4u);
+  EXPECT_EQ(dtype_size(DType::BF16), 2u);
+  EXPECT_EQ(dtype_size(DType::F16), 2u);
+  EXPECT_EQ(dtype_size(DType::I64), 8u);
   EXPECT_STREQ(comm_op_name(CommOp::AllReduce), "all_reduce");
   EXPECT_STREQ(comm_op_name(CommOp::ReduceScatter), "reduce_scatter");
   EXPECT_STREQ(comm_op_name(CommOp::AllGather), "all_gather");
@@ -64,24 +64,24 @@ TEST(CollectivesFixedOrderReduce, RankOrderFoldAndSingleRounding) {
   // (1e8 + 1) + (-1e8) = 0 in fp32 in rank order, while (-1e8 + 1e8) + 1 would be 1.
   std::vector<float> rows = {1e8f, 1.0f, -1e8f};
   float out = -7;
-  reduce_rank_order(rows.data(), 1, 3, CommDType::F32, ReduceOp::Sum, &out);
+  reduce_rank_order(rows.data(), 1, 3, DType::F32, ReduceOp::Sum, &out);
   EXPECT_EQ(out, (1e8f + 1.0f) + -1e8f);
-  reduce_rank_order(rows.data(), 1, 3, CommDType::F32, ReduceOp::Avg, &out);
+  reduce_rank_order(rows.data(), 1, 3, DType::F32, ReduceOp::Avg, &out);
   EXPECT_EQ(out, ((1e8f + 1.0f) + -1e8f) / 3.0f);
   // bf16: 1 + 2^-8 + 2^-8 accumulates in fp32 to 1 + 2^-7 (exact in bf16); rounding each step would give 1.
   std::vector<uint16_t> h = {f32_to_bf16(1.0f), f32_to_bf16(std::ldexp(1.0f, -8)), f32_to_bf16(std::ldexp(1.0f, -8))};
   uint16_t hout = 0;
-  reduce_rank_order(h.data(), 1, 3, CommDType::BF16, ReduceOp::Sum, &hout);
+  reduce_rank_order(h.data(), 1, 3, DType::BF16, ReduceOp::Sum, &hout);
   EXPECT_EQ(bf16_to_f32(hout), 1.0f + std::ldexp(1.0f, -7));
   // i64 wraps instead of trapping.
   std::vector<int64_t> q = {std::numeric_limits<int64_t>::max(), 1};
   int64_t qout = 0;
-  reduce_rank_order(q.data(), 1, 2, CommDType::I64, ReduceOp::Sum, &qout);
+  reduce_rank_order(q.data(), 1, 2, DType::I64, ReduceOp::Sum, &qout);
   EXPECT_EQ(qout, std::numeric_limits<int64_t>::min());
 }
 
 TEST(CollectivesFixedOrderReduce, MatchesTestReferenceAcrossBlocks) {
-  for (CommDType t : {CommDType::F32, CommDType::BF16, CommDType::F16}) {
+  for (DType t : {DType::F32, DType::BF16, DType::F16}) {
     for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Avg}) {
       const int w = 5;
       const size_t n = 5000;  // spans several internal blocks
@@ -90,9 +90,9 @@ TEST(CollectivesFixedOrderReduce, MatchesTestReferenceAcrossBlocks) {
         test::fill_input(piece, t, 0, n, r, 42);
         rows.insert(rows.end(), piece.begin(), piece.end());
       }
-      std::vector<char> out(n * comm_dtype_size(t));
+      std::vector<char> out(n * dtype_size(t));
       reduce_rank_order(rows.data(), n, w, t, op, out.data());
-      EXPECT_TRUE(out == test::reference_reduce(t, op, 0, n, w, 42)) << comm_dtype_name(t) << " " << reduce_op_name(op);
+      EXPECT_TRUE(out == test::reference_reduce(t, op, 0, n, w, 42)) << dtype_name(t) << " " << reduce_op_name(op);
     }
   }
 }
@@ -138,13 +138,13 @@ TEST(CollectivesBootstrap, WithoutLauncherIsWorldOfOne) {
 TEST(CollectivesSingleCommunicator, EveryOpIsACopyWithStats) {
   SingleCommunicator c;
   EXPECT_EQ(c.world_size(), 1);
-  for (CommDType t : {CommDType::F32, CommDType::BF16, CommDType::F16, CommDType::I64}) {
+  for (DType t : {DType::F32, DType::BF16, DType::F16, DType::I64}) {
     for (size_t n : {size_t(0), size_t(1), size_t(1001)}) {
-      std::vector<char> in, out(n * comm_dtype_size(t), 0x11);
+      std::vector<char> in, out(n * dtype_size(t), 0x11);
       test::fill_input(in, t, 0, n, 0, 9);
       c.all_reduce(in.data(), out.data(), n, t, ReduceOp::Sum);
-      EXPECT_TRUE(out == in) << comm_dtype_name(t) << " " << n;
-      if (t != CommDType::I64) {
+      EXPECT_TRUE(out == in) << dtype_name(t) << " " << n;
+      if (t != DType::I64) {
         std::vector<char> inplace = in;
         c.reduce_scatter(inplace.data(), inplace.data(), n, t, ReduceOp::Avg);
         EXPECT_TRUE(inplace == in);
@@ -158,8 +158,8 @@ TEST(CollectivesSingleCommunicator, EveryOpIsACopyWithStats) {
   }
   c.barrier();
   std::vector<int64_t> v(2);
-  EXPECT_THROW(c.all_reduce(v.data(), v.data(), 2, CommDType::I64, ReduceOp::Avg), std::invalid_argument);
-  EXPECT_THROW(c.broadcast(v.data(), 2, CommDType::I64, 1), std::invalid_argument);
+  EXPECT_THROW(c.all_reduce(v.data(), v.data(), 2, DType::I64, ReduceOp::Avg), std::invalid_argument);
+  EXPECT_THROW(c.broadcast(v.data(), 2, DType::I64, 1), std::invalid_argument);
   CommStats s = c.stats();
   EXPECT_EQ(s[CommOp::AllReduce].calls, 12u);
   EXPECT_EQ(s[CommOp::AllReduce].bytes, 1002u * (4 + 2 + 2 + 8));
@@ -167,7 +167,7 @@ TEST(CollectivesSingleCommunicator, EveryOpIsACopyWithStats) {
   EXPECT_EQ(s[CommOp::Barrier].calls, 1u);
   c.reset_stats();
   EXPECT_EQ(c.stats()[CommOp::AllReduce].calls, 0u);
-  auto h = c.all_reduce_async(v.data(), v.data(), 2, CommDType::I64, ReduceOp::Sum);
+  auto h = c.all_reduce_async(v.data(), v.data(), 2, DType::I64, ReduceOp::Sum);
   EXPECT_TRUE(h->done());
 }
 

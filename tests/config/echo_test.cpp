@@ -59,8 +59,9 @@ TEST(Echo, PlanInputFromConfig) {
   m.seq_len = 64;
   const PlanInput in = plan_input(r.config, m.total_params(), &m, 1);
   EXPECT_EQ(in.stage, 3);
-  EXPECT_EQ(in.precision, Precision::BF16);
-  EXPECT_EQ(in.optimizer, OptimizerKind::SGDMomentum);
+  EXPECT_EQ(in.precision, DType::BF16);
+  EXPECT_EQ(in.optimizer, OptimizerType::SGD);
+  EXPECT_TRUE(in.sgd_momentum);
   EXPECT_EQ(in.offload_optimizer, OffloadDevice::CPU);
   EXPECT_DOUBLE_EQ(in.offload_optimizer_ratio, 0.25);
   EXPECT_EQ(in.offload_param, OffloadDevice::CPU);

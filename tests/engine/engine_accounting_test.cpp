@@ -16,7 +16,7 @@ TEST_P(Accounting, StepBytesAreTheZeroVolumesAndResidentBytesMatchThePlan) {
   const int W = world().comm->world_size();
   // Untied head and no stage-3 reuse or persistence: every unit is gathered once per walk direction.
   const ModelConfig model = tiny_model(/*tied=*/false);
-  EngineOptions o = base_options(stage, 1, Precision::FP32, true);
+  EngineOptions o = base_options(stage, 1, DType::F32, true);
   o.param_persistence_threshold = 0;
   o.max_reuse_distance = 0;
   const RunResult r = run_engine(model, o, 3);
@@ -42,8 +42,8 @@ TEST_P(Accounting, StepBytesAreTheZeroVolumesAndResidentBytesMatchThePlan) {
   in.params = psi;
   in.world_size = W;
   in.stage = stage;
-  in.precision = Precision::FP32;
-  in.optimizer = OptimizerKind::AdamW;
+  in.precision = DType::F32;
+  in.optimizer = OptimizerType::AdamW;
   const MemoryPlan plan = make_memory_plan(in);
   // Padding: each unit is rounded up to W × alignment elements; per rank that is at most this much.
   const double pad = double(full) - 4.0 * psi;

@@ -16,8 +16,8 @@ namespace {
 
 constexpr int kSteps = 10;
 
-std::string key(Precision p, int accum, bool overlap) {
-  return std::string(p == Precision::FP32 ? "fp32" : "bf16") + "_ga" + std::to_string(accum) +
+std::string key(DType p, int accum, bool overlap) {
+  return std::string(p == DType::F32 ? "fp32" : "bf16") + "_ga" + std::to_string(accum) +
          (overlap ? "_overlap" : "_inline");
 }
 
@@ -29,7 +29,7 @@ nlohmann::json& results() {
 namespace {
 
 struct MatrixCase {
-  Precision precision;
+  DType precision;
   int accum;
   bool overlap;
 };
@@ -57,7 +57,7 @@ TEST_P(Matrix, EveryStageGivesTheSameTraining) {
   // The reordered sum, after 10 steps: fp32 within 1e-5 relative on losses and the parameter norm;
   // emulated bf16 within 1e-4 (each micro-step's reduced sum is rounded to bf16 before it is added in
   // stages 2–3, once per step in stages 0–1; measured up to 1.4e-5).
-  const double tol = c.precision == Precision::FP32 ? 1e-5 : 1e-4;
+  const double tol = c.precision == DType::F32 ? 1e-5 : 1e-4;
   for (int s = 0; s < kSteps; ++s) EXPECT_NEAR(by_stage[2].losses[s], by_stage[0].losses[s], tol * by_stage[0].losses[s]);
   EXPECT_NEAR(by_stage[2].summary.l2, by_stage[0].summary.l2, tol * by_stage[0].summary.l2);
   // Training happened: the loss fell and nothing was skipped.
@@ -72,15 +72,15 @@ TEST_P(Matrix, EveryStageGivesTheSameTraining) {
 
 INSTANTIATE_TEST_SUITE_P(
     Engine, Matrix,
-    ::testing::Values(MatrixCase{Precision::FP32, 1, false}, MatrixCase{Precision::FP32, 1, true},
-                      MatrixCase{Precision::FP32, 3, false}, MatrixCase{Precision::FP32, 3, true},
-                      MatrixCase{Precision::BF16, 1, false}, MatrixCase{Precision::BF16, 1, true},
-                      MatrixCase{Precision::BF16, 3, false}, MatrixCase{Precision::BF16, 3, true}),
+    ::testing::Values(MatrixCase{DType::F32, 1, false}, MatrixCase{DType::F32, 1, true},
+                      MatrixCase{DType::F32, 3, false}, MatrixCase{DType::F32, 3, true},
+                      MatrixCase{DType::BF16, 1, false}, MatrixCase{DType::BF16, 1, true},
+                      MatrixCase{DType::BF16, 3, false}, MatrixCase{DType::BF16, 3, true}),
     [](const auto& info) { return key(info.param.precision, info.param.accum, info.param.overlap); });
 
 TEST(Stage3Knobs, PersistencePrefetchAndLiveLimitsNeverChangeTheResult) {
   const ModelConfig model = tiny_model();
-  const RunResult ref = run_engine(model, base_options(3, 1, Precision::FP32, true), 4);
+  const RunResult ref = run_engine(model, base_options(3, 1, DType::F32, true), 4);
   struct Knob {
     const char* name;
     void (*apply)(EngineOptions&);
@@ -95,7 +95,7 @@ TEST(Stage3Knobs, PersistencePrefetchAndLiveLimitsNeverChangeTheResult) {
       {"sub_group_size 1000", [](EngineOptions& o) { o.sub_group_size = 1000; }},
   };
   for (const auto& k : knobs) {
-    EngineOptions o = base_options(3, 1, Precision::FP32, true);
+    EngineOptions o = base_options(3, 1, DType::F32, true);
     k.apply(o);
     const RunResult r = run_engine(model, o, 4);
     EXPECT_EQ(r.summary.checksum, ref.summary.checksum) << k.name;

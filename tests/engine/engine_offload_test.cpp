@@ -19,13 +19,13 @@ std::string swap_dir() {
   return base && *base ? base : "/tmp";
 }
 
-std::string prec_name(Precision p) { return p == Precision::FP32 ? "fp32" : "bf16"; }
+std::string prec_name(DType p) { return p == DType::F32 ? "fp32" : "bf16"; }
 
 TEST(EngineOffload, CpuOffloadGivesTheSameTrainingAsNone) {
   // The state moves to host memory apart from the backend's; gradients are copied out and working
   // params copied in through the pinned ring on the backend's copy lane (a thread on the CPU
   // backend, so a missing wait would race). Small chunks put many chunk boundaries inside units.
-  for (Precision prec : {Precision::FP32, Precision::BF16}) {
+  for (DType prec : {DType::F32, DType::BF16}) {
     for (int stage = 1; stage <= 3; ++stage) {
       EngineOptions o = base_options(stage, 2, prec, true);
       o.sub_group_size = 1000;
@@ -57,7 +57,7 @@ TEST(EngineOffload, CpuOffloadOfSgdAndLamb) {
   // SGD (with momentum) and Lamb step on the host through the same copy-out / copy-in path.
   for (OptimizerType type : {OptimizerType::SGD, OptimizerType::Lamb}) {
     SCOPED_TRACE(optimizer_type_name(type));
-    EngineOptions o = base_options(2, 1, Precision::BF16, false);
+    EngineOptions o = base_options(2, 1, DType::BF16, false);
     o.optimizer.type = type;
     o.optimizer.momentum = 0.9;
     o.offload.chunk_elems = 500;
@@ -70,7 +70,7 @@ TEST(EngineOffload, CpuOffloadOfSgdAndLamb) {
 }
 
 TEST(EngineOffload, RatioKeepsPartOfTheStateInBackendMemory) {
-  for (Precision prec : {Precision::FP32, Precision::BF16}) {
+  for (DType prec : {DType::F32, DType::BF16}) {
     EngineOptions o = base_options(3, 1, prec, true);
     o.param_persistence_threshold = 0;
     const RunResult none = run_engine(tiny_model(), o, 3);
@@ -103,7 +103,7 @@ TEST(EngineOffload, RatioBelowOneIsRefusedWhereItCannotApply) {
     }
     return "";
   };
-  EngineOptions o = base_options(2, 1, Precision::FP32, false);
+  EngineOptions o = base_options(2, 1, DType::F32, false);
   o.offload.optimizer = OffloadDevice::CPU;
   o.offload.ratio = 0.5;
   EXPECT_NE(message(o).find("stage 3"), std::string::npos) << message(o);
@@ -113,7 +113,7 @@ TEST(EngineOffload, RatioBelowOneIsRefusedWhereItCannotApply) {
 }
 
 TEST(EngineOffload, NvmeOffloadGivesTheSameTrainingAsNone) {
-  for (Precision prec : {Precision::FP32, Precision::BF16}) {
+  for (DType prec : {DType::F32, DType::BF16}) {
     for (int stage = 1; stage <= 3; ++stage) {
       SCOPED_TRACE(prec_name(prec) + " stage " + std::to_string(stage));
       EngineOptions o = base_options(stage, 1, prec, true);
@@ -140,7 +140,7 @@ TEST(EngineOffload, NvmeOffloadGivesTheSameTrainingAsNone) {
 
 TEST(EngineOffload, NvmeRecordsForSgdWithAndWithoutMomentum) {
   // SGD keeps one moment (with momentum) or none; the master is paged with it.
-  for (Precision prec : {Precision::FP32, Precision::BF16}) {
+  for (DType prec : {DType::F32, DType::BF16}) {
     for (double momentum : {0.0, 0.9}) {
       SCOPED_TRACE(prec_name(prec) + " momentum " + std::to_string(momentum));
       EngineOptions o = base_options(2, 1, prec, true);
@@ -163,7 +163,7 @@ TEST(EngineOffload, Stage3ParamOffloadGivesTheSameTraining) {
   // Each unit's parameter shard lives in pinned host memory (cpu) or a swap file (nvme) and is
   // copied into backend memory just before its all-gather; × optimizer state in backend memory,
   // on the host or on NVMe; fp32 and bf16; prefetch on and off.
-  for (Precision prec : {Precision::FP32, Precision::BF16}) {
+  for (DType prec : {DType::F32, DType::BF16}) {
     for (bool overlap : {false, true}) {
       EngineOptions o = base_options(3, 1, prec, overlap);
       o.param_persistence_threshold = 0;
@@ -195,7 +195,7 @@ TEST(EngineOffload, Stage3ParamOffloadGivesTheSameTraining) {
 }
 
 TEST(EngineOffload, ParamBufferSizeMustHoldEveryShard) {
-  EngineOptions o = base_options(3, 1, Precision::FP32, false);
+  EngineOptions o = base_options(3, 1, DType::F32, false);
   o.offload.param = OffloadDevice::NVMe;
   o.offload.param_nvme_path = swap_dir();
   o.offload.param_buffer_size = 100;
@@ -215,7 +215,7 @@ TEST(EngineOffload, ParamBufferSizeMustHoldEveryShard) {
 }
 
 TEST(EngineOffload, MissingNvmePathStopsWithThePath) {
-  EngineOptions o = base_options(2, 1, Precision::FP32, false);
+  EngineOptions o = base_options(2, 1, DType::F32, false);
   o.offload.optimizer = OffloadDevice::NVMe;
   o.offload.nvme_path = "/nonexistent/zerotrain-swap";
   try {

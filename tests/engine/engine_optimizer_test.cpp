@@ -40,7 +40,7 @@ void expect_stages_equal(const EngineOptions& base, const char* what) {
 }
 
 TEST(EngineOptimizers, SgdWithNesterovMomentumIsStageIndependent) {
-  EngineOptions o = base_options(0, 1, Precision::FP32, true);
+  EngineOptions o = base_options(0, 1, DType::F32, true);
   o.optimizer.type = OptimizerType::SGD;
   o.optimizer.lr = 0.05;
   o.optimizer.momentum = 0.9;
@@ -50,13 +50,13 @@ TEST(EngineOptimizers, SgdWithNesterovMomentumIsStageIndependent) {
 }
 
 TEST(EngineOptimizers, AdamWithL2IsStageIndependent) {
-  EngineOptions o = base_options(0, 1, Precision::FP32, false);
+  EngineOptions o = base_options(0, 1, DType::F32, false);
   o.optimizer.type = OptimizerType::AdamL2;
   expect_stages_equal(o, "Adam L2");
 }
 
 TEST(EngineOptimizers, LambTrustRatiosAcrossShardsAreStageIndependent) {
-  EngineOptions o = base_options(0, 1, Precision::FP32, true);
+  EngineOptions o = base_options(0, 1, DType::F32, true);
   o.optimizer.type = OptimizerType::Lamb;
   o.optimizer.lr = 1e-2;
   o.optimizer.weight_decay = 0.01;
@@ -64,7 +64,7 @@ TEST(EngineOptimizers, LambTrustRatiosAcrossShardsAreStageIndependent) {
 }
 
 TEST(EngineFp16, OverflowingStepsAreSkippedAndTheScaleFallsAlikeInEveryStage) {
-  EngineOptions o = base_options(0, 1, Precision::FP16, true);
+  EngineOptions o = base_options(0, 1, DType::F16, true);
   o.loss_scaler.initial_scale_power = 22;  // 2^22 × gradients overflows fp16's 65504 at once
   o.loss_scaler.hysteresis = 1;
   const RunResult r = run_engine(tiny_model(), o, kSteps);
@@ -77,9 +77,9 @@ TEST(EngineFp16, OverflowingStepsAreSkippedAndTheScaleFallsAlikeInEveryStage) {
 }
 
 TEST(EngineDtypes, CommunicationDataTypeIsHonouredInEveryStage) {
-  EngineOptions o = base_options(0, 1, Precision::FP32, true);
+  EngineOptions o = base_options(0, 1, DType::F32, true);
   const RunResult fp32_comm = run_engine(tiny_model(), o, kSteps);
-  o.comm_precision = Precision::BF16;  // fp32 training, gradients sent as bf16
+  o.comm_precision = DType::BF16;  // fp32 training, gradients sent as bf16
   expect_stages_equal(o, "bf16 communication");
   const RunResult bf16_comm = run_engine(tiny_model(), o, kSteps);
   EXPECT_NE(bf16_comm.summary.checksum, fp32_comm.summary.checksum) << "communication_data_type had no effect";
@@ -87,13 +87,13 @@ TEST(EngineDtypes, CommunicationDataTypeIsHonouredInEveryStage) {
 
 TEST(EngineDtypes, GradAccumDtypeIsHonouredInEveryStage) {
   if (world().comm->world_size() != 1) GTEST_SKIP() << "with accumulation, stages agree bitwise only at one rank";
-  EngineOptions o = base_options(0, 3, Precision::BF16, true);
+  EngineOptions o = base_options(0, 3, DType::BF16, true);
   const RunResult bf16_accum = run_engine(tiny_model(), o, kSteps);
   // bf16 training, micro-step gradients summed and sent in fp32. (With fp32 accumulation but bf16
   // communication the stages differ by design: stages 0–1 send the fp32 sum once, rounded to bf16;
   // stages 2–3 send every micro-step's bf16 gradient.)
-  o.grad_accum_precision = Precision::FP32;
-  o.comm_precision = Precision::FP32;
+  o.grad_accum_precision = DType::F32;
+  o.comm_precision = DType::F32;
   expect_stages_equal(o, "fp32 accumulation");
   const RunResult fp32_accum = run_engine(tiny_model(), o, kSteps);
   EXPECT_NE(fp32_accum.summary.checksum, bf16_accum.summary.checksum) << "grad_accum_dtype had no effect";
@@ -101,7 +101,7 @@ TEST(EngineDtypes, GradAccumDtypeIsHonouredInEveryStage) {
 
 TEST(EngineRecompute, ActivationCheckpointingSavesMemoryAndChangesNothing) {
   for (int stage : {0, 3}) {
-    EngineOptions o = base_options(stage, 1, Precision::FP32, true);
+    EngineOptions o = base_options(stage, 1, DType::F32, true);
     const RunResult kept = run_engine(tiny_model(), o, 3);
     o.checkpoint_activations = true;
     const RunResult recomputed = run_engine(tiny_model(), o, 3);
@@ -135,7 +135,7 @@ TEST(EngineSchedule, OneCycleFromAConfigDrivesLrAndBeta1) {
 
 TEST(EngineTrace, TimelineHasEveryUnitAndTheStagesCollectives) {
   for (int stage : {0, 3}) {
-    EngineOptions o = base_options(stage, 1, Precision::FP32, true);
+    EngineOptions o = base_options(stage, 1, DType::F32, true);
     o.trace = true;
     o.max_reuse_distance = 0;
     o.param_persistence_threshold = 0;
@@ -170,7 +170,7 @@ TEST(EngineAveraging, PredivideAndPrescaleGiveTheMean) {
   // Scaling by powers of two is exact, so dividing before the reduction by 4 (predivide) or by the
   // world size (prescale, W = 1 or 2) and restoring the mean after it must give the same bits as
   // dividing by the world size after the reduction alone. A wrong post-scale changes the update.
-  EngineOptions o = base_options(2, 1, Precision::FP32, true);
+  EngineOptions o = base_options(2, 1, DType::F32, true);
   const RunResult ref = run_engine(tiny_model(), o, 3);
   EngineOptions pre = o;
   pre.gradient_predivide_factor = 4.0;
@@ -248,7 +248,7 @@ TEST(EngineReference, OneRankEqualsAPlainLoopForAdamWSgdAndLamb) {
   if (world().comm->world_size() != 1) GTEST_SKIP() << "the plain loop is single-process";
   for (OptimizerType t : {OptimizerType::AdamW, OptimizerType::SGD, OptimizerType::Lamb}) {
     SCOPED_TRACE(optimizer_type_name(t));
-    EngineOptions o = base_options(3, 1, Precision::FP32, false);
+    EngineOptions o = base_options(3, 1, DType::F32, false);
     o.optimizer.type = t;
     o.optimizer.momentum = t == OptimizerType::SGD ? 0.9 : 0.0;
     o.optimizer.nesterov = false;

@@ -17,7 +17,7 @@ ModelConfig tiny_model(bool tied) {
   return m;
 }
 
-EngineOptions base_options(int stage, int grad_accum, Precision precision, bool overlap) {
+EngineOptions base_options(int stage, int grad_accum, DType precision, bool overlap) {
   EngineOptions o;
   o.stage = stage;
   o.grad_accum = grad_accum;

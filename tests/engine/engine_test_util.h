@@ -38,7 +38,7 @@ struct RunResult {
 // Global batch of `global_batch` rows split as micro_batch = global / (W * grad_accum).
 inline constexpr int kGlobalBatch = 12;
 ModelConfig tiny_model(bool tied = true);
-EngineOptions base_options(int stage, int grad_accum, Precision precision, bool overlap);
+EngineOptions base_options(int stage, int grad_accum, DType precision, bool overlap);
 RunResult run_engine(const ModelConfig& model, EngineOptions options, int steps);
 
 }  // namespace zt::test

@@ -1,4 +1,5 @@
-// The fused multi-tensor AdamW against a host fp64 reference of the same formula: several chunks
+// The fused multi-tensor AdamW against base/adam_math.h on the host (bit for bit: the kernel builds
+// with --fmad=false) and against an fp64 reference of the same formula: several chunks
 // of odd sizes in one call (more than one launch's worth), fp32 / bf16 / fp16 grads, AdamW and
 // L2 modes, and the bf16 working copy equal to the RNE of the updated master.
 #include <cuda_fp16.h>
@@ -7,6 +8,7 @@
 #include <cmath>
 #include <random>
 
+#include "base/adam_math.h"
 #include "kernels/cuda/fused_adamw.h"
 #include "tests/gpu/gpu_test_support.h"
 
@@ -37,6 +39,7 @@ void run_case(DType gdt, bool decoupled, bool bias_correction) {
   }
   auto p = random_bf16(total, rng), m = random_bf16(total, rng, -0.05f, 0.05f), v = random_bf16(total, rng, 1e-4f, 1e-2f);
   std::vector<double> pr(p.begin(), p.end()), mr(m.begin(), m.end()), vr(v.begin(), v.end());
+  std::vector<float> pf(p), mf(m), vf(v);  // the host fp32 formula every path shares
   auto P = f32_from(*be, p), M = f32_from(*be, m), V = f32_from(*be, v);
   auto W = act_poisoned(*be, total);
   Buf G(*be, total * dtype_size(gdt));
@@ -70,6 +73,8 @@ void run_case(DType gdt, bool decoupled, bool bias_correction) {
     }
     fused_adamw(chunks.data(), chunks.size(), gdt, h, be->native_stream());
     for (size_t i = 0; i < total; ++i) ref_step(pr[i], mr[i], vr[i], g[i], h);
+    const AdamScalars sc = adam_scalars(h);
+    for (size_t i = 0; i < total; ++i) adam_update_element(pf[i], g[i], mf[i], vf[i], sc);
   }
   auto pg = f32_to_host(*be, *P, total), mg = f32_to_host(*be, *M, total), vg = f32_to_host(*be, *V, total);
   auto wg = act_to_host(*be, *W, total);
@@ -80,6 +85,9 @@ void run_case(DType gdt, bool decoupled, bool bias_correction) {
   EXPECT_TRUE(all_close(pg, pr, 2e-6, 1e-7, "master" + tag));
   EXPECT_TRUE(all_close(mg, mr, 2e-6, 1e-7, "m" + tag));
   EXPECT_TRUE(all_close(vg, vr, 2e-6, 1e-7, "v" + tag));
+  size_t differ = 0;
+  for (size_t i = 0; i < total; ++i) differ += pg[i] != pf[i] || mg[i] != mf[i] || vg[i] != vf[i];
+  EXPECT_EQ(differ, 0u) << "the kernel must compute base/adam_math.h's bits" << tag;
   size_t bad = 0;
   for (size_t i = 0; i < total; ++i) bad += wg[i] != bf16_round(pg[i]);
   EXPECT_EQ(bad, 0u) << "bf16 working copy must be the RNE of the updated master" << tag;

@@ -51,7 +51,7 @@ TEST(DeepSpeedEstimate, PlanShowsTheMatchingEstimator) {
   in.params = kPsi;
   in.world_size = 8;
   in.ranks_per_node = 8;
-  in.precision = Precision::BF16;
+  in.precision = DType::BF16;
   in.stage = 2;
   MemoryPlan p = make_memory_plan(in);
   EXPECT_EQ(p.ds_estimator, "estimate_zero2_model_states_mem_needs");

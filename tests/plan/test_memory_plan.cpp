@@ -13,8 +13,8 @@ PlanInput paper_input(int stage) {
   in.params = 7'500'000'000;  // Ψ = 7.5B (the paper's Figure 1 / Table 1 example)
   in.world_size = 64;
   in.stage = stage;
-  in.precision = Precision::FP16;
-  in.optimizer = OptimizerKind::Adam;
+  in.precision = DType::F16;
+  in.optimizer = OptimizerType::AdamL2;
   return in;
 }
 
@@ -38,24 +38,26 @@ TEST(MemoryPlan, ZeroPaperTableAt7_5BOn64Ranks) {
 
 TEST(MemoryPlan, OptimizerKCountsMasterCopyUnderMixedPrecision) {
   struct Case {
-    OptimizerKind opt;
-    Precision prec;
+    std::optional<OptimizerType> opt;
+    bool momentum;
+    DType prec;
     int master, state;
   } cases[] = {
-      {OptimizerKind::Adam, Precision::BF16, 4, 8},        {OptimizerKind::AdamW, Precision::FP16, 4, 8},
-      {OptimizerKind::Lamb, Precision::BF16, 4, 8},        {OptimizerKind::SGDMomentum, Precision::BF16, 4, 4},
-      {OptimizerKind::SGD, Precision::BF16, 4, 0},         {OptimizerKind::None, Precision::BF16, 0, 0},
-      {OptimizerKind::AdamW, Precision::FP32, 0, 8},       {OptimizerKind::SGDMomentum, Precision::FP32, 0, 4},
-      {OptimizerKind::SGD, Precision::FP32, 0, 0},
+      {OptimizerType::AdamL2, false, DType::BF16, 4, 8},        {OptimizerType::AdamW, false, DType::F16, 4, 8},
+      {OptimizerType::Lamb, false, DType::BF16, 4, 8},        {OptimizerType::SGD, true, DType::BF16, 4, 4},
+      {OptimizerType::SGD, false, DType::BF16, 4, 0},         {std::nullopt, false, DType::BF16, 0, 0},
+      {OptimizerType::AdamW, false, DType::F32, 0, 8},       {OptimizerType::SGD, true, DType::F32, 0, 4},
+      {OptimizerType::SGD, false, DType::F32, 0, 0},
   };
   for (const auto& c : cases) {
     PlanInput in;
     in.params = 1000;
     in.optimizer = c.opt;
+    in.sgd_momentum = c.momentum;
     in.precision = c.prec;
     const MemoryPlan p = make_memory_plan(in);
-    EXPECT_EQ(p.master_k, c.master) << optimizer_name(c.opt) << " " << precision_name(c.prec);
-    EXPECT_EQ(p.state_k, c.state) << optimizer_name(c.opt) << " " << precision_name(c.prec);
+    EXPECT_EQ(p.master_k, c.master) << optimizer_name(in) << " " << dtype_name(c.prec);
+    EXPECT_EQ(p.state_k, c.state) << optimizer_name(in) << " " << dtype_name(c.prec);
     EXPECT_EQ(p.optimizer_k, c.master + c.state);
     EXPECT_DOUBLE_EQ(p.device_optimizer, double(c.master + c.state) * 1000);
   }
@@ -65,8 +67,8 @@ TEST(MemoryPlan, Fp32TrainingUsesFourByteParamsAndGradsAndNoMaster) {
   PlanInput in;
   in.params = 1'000'000;
   in.world_size = 4;
-  in.precision = Precision::FP32;
-  in.optimizer = OptimizerKind::AdamW;
+  in.precision = DType::F32;
+  in.optimizer = OptimizerType::AdamW;
   in.stage = 0;
   MemoryPlan p = make_memory_plan(in);
   EXPECT_EQ(p.working_bytes, 4);
@@ -84,8 +86,8 @@ TEST(MemoryPlan, CpuOffloadMovesOptimizerMasterAndFp32GradsToHostPerNode) {
   in.world_size = 8;
   in.ranks_per_node = 8;
   in.stage = 2;
-  in.precision = Precision::BF16;
-  in.optimizer = OptimizerKind::AdamW;
+  in.precision = DType::BF16;
+  in.optimizer = OptimizerType::AdamW;
   const MemoryPlan on_gpu = make_memory_plan(in);
   in.offload_optimizer = OffloadDevice::CPU;
   const MemoryPlan off = make_memory_plan(in);
@@ -111,7 +113,7 @@ TEST(MemoryPlan, PartialOffloadRatioKeepsTheRestOnDevice) {
   in.params = 8'000'000;
   in.world_size = 4;
   in.stage = 3;
-  in.precision = Precision::BF16;
+  in.precision = DType::BF16;
   in.offload_optimizer = OffloadDevice::CPU;
   in.offload_optimizer_ratio = 0.25;
   const MemoryPlan p = make_memory_plan(in);
@@ -127,7 +129,7 @@ TEST(MemoryPlan, NvmeAndParamOffload) {
   in.world_size = 8;
   in.ranks_per_node = 4;
   in.stage = 3;
-  in.precision = Precision::BF16;
+  in.precision = DType::BF16;
   in.offload_optimizer = OffloadDevice::NVMe;
   in.offload_param = OffloadDevice::NVMe;
   const MemoryPlan p = make_memory_plan(in);
@@ -152,7 +154,7 @@ TEST(MemoryPlan, NvmeAndParamOffload) {
 TEST(MemoryPlan, ActivationsForGpt2ShapesAndCheckpointing) {
   PlanInput in;
   in.params = 124'000'000;
-  in.precision = Precision::BF16;
+  in.precision = DType::BF16;
   in.micro_batch = 4;
   in.seq_len = 1024;
   in.hidden = 768;
@@ -174,7 +176,7 @@ TEST(MemoryPlan, ActivationsForGpt2ShapesAndCheckpointing) {
 TEST(MemoryPlan, BuffersFollowBucketSizesCappedAtModelSize) {
   PlanInput in;
   in.params = 2'000'000'000;
-  in.precision = Precision::BF16;
+  in.precision = DType::BF16;
   in.reduce_bucket_size = 200'000'000;
   in.allgather_bucket_size = 300'000'000;
   in.stage = 0;
@@ -195,7 +197,7 @@ TEST(MemoryPlan, ReductionBuffersHoldThreeOfTheEnginesLargestUnits) {
   // not enough: the plan must count 3 units.
   PlanInput in;
   in.params = 124'439'808;
-  in.precision = Precision::BF16;
+  in.precision = DType::BF16;
   in.stage = 2;
   in.hidden = 768;
   in.vocab = 50257;
@@ -213,7 +215,7 @@ TEST(MemoryPlan, JsonAndTableCarryOursAndDeepSpeeds) {
   in.world_size = 8;
   in.ranks_per_node = 8;
   in.stage = 2;
-  in.precision = Precision::BF16;
+  in.precision = DType::BF16;
   const MemoryPlan p = make_memory_plan(in);
   const nlohmann::json j = plan_to_json(p);
   EXPECT_EQ(j["optimizer_k"], 12);

@@ -39,7 +39,7 @@ int main() {
   // A 200B-parameter model at stage 0 cannot fit any single GPU; a 1M one fits.
   zt::PlanInput big;
   big.params = 200'000'000'000;
-  big.precision = zt::Precision::BF16;
+  big.precision = zt::DType::BF16;
   const zt::Diagnostics d = zt::preflight(zt::make_memory_plan(big), f, "");
   bool gpu_msg = false;
   for (const auto& e : d.all()) gpu_msg |= e.message.find("of GPU memory per rank") != std::string::npos;
@@ -47,7 +47,7 @@ int main() {
   std::fputs(d.format().c_str(), stdout);
   zt::PlanInput small;
   small.params = 1'000'000;
-  small.precision = zt::Precision::BF16;
+  small.precision = zt::DType::BF16;
   expect(!zt::preflight(zt::make_memory_plan(small), f, "").has_errors(), "a 1M-param plan fits");
   std::printf("%d failure(s)\n", failures);
   return failures == 0 ? 0 : 1;

@@ -25,8 +25,8 @@ PlanInput seven_b_offload() {
   in.world_size = 8;
   in.ranks_per_node = 8;
   in.stage = 2;
-  in.precision = Precision::BF16;
-  in.optimizer = OptimizerKind::AdamW;
+  in.precision = DType::BF16;
+  in.optimizer = OptimizerType::AdamW;
   in.offload_optimizer = OffloadDevice::CPU;
   return in;
 }
@@ -55,7 +55,7 @@ TEST(Preflight, SmallPlanPassesSilently) {
   in.world_size = 2;
   in.ranks_per_node = 2;
   in.stage = 2;
-  in.precision = Precision::BF16;
+  in.precision = DType::BF16;
   in.offload_optimizer = OffloadDevice::CPU;
   const Diagnostics d = preflight(make_memory_plan(in), host_with(31.2), "");
   EXPECT_EQ(d.all().size(), 0u) << d.format();
@@ -67,7 +67,7 @@ TEST(Preflight, CpuBackendCountsDeviceBytesAgainstHostRam) {
   in.world_size = 4;
   in.ranks_per_node = 4;
   in.stage = 0;
-  in.precision = Precision::FP32;
+  in.precision = DType::F32;
   const MemoryPlan p = make_memory_plan(in);
   const Diagnostics d = preflight(p, host_with(31.2), "");  // no GPU in the facts
   ASSERT_EQ(d.error_count(), 1u) << d.format();
@@ -90,7 +90,7 @@ TEST(Preflight, NvmeSpaceAndPath) {
   in.world_size = 8;
   in.ranks_per_node = 8;
   in.stage = 3;
-  in.precision = Precision::BF16;
+  in.precision = DType::BF16;
   in.offload_optimizer = OffloadDevice::NVMe;
   const MemoryPlan p = make_memory_plan(in);
   MachineFacts f = host_with(1e9);  // plenty of RAM: only the disk check speaks

@@ -1,0 +1,59 @@
+// The optimizer kinds and the per-step hyper-parameters every implementation of them takes (the
+// host reference in optim/, the SIMD CPU Adam in offload/, the fused GPU AdamW in kernels/cuda/).
+#pragma once
+
+namespace zt {
+
+// AdamW: decoupled weight decay; AdamL2: weight decay added to the gradient (DeepSpeed's
+// adam_w_mode = false); SGD with optional momentum / Nesterov; Lamb with a per-tensor trust ratio.
+enum class OptimizerType { AdamW, AdamL2, SGD, Lamb };
+
+constexpr const char* optimizer_type_name(OptimizerType t) {
+  switch (t) {
+    case OptimizerType::AdamW: return "AdamW";
+    case OptimizerType::AdamL2: return "Adam (L2)";
+    case OptimizerType::SGD: return "SGD";
+    case OptimizerType::Lamb: return "Lamb";
+  }
+  return "?";
+}
+
+constexpr bool is_adam(OptimizerType t) { return t == OptimizerType::AdamW || t == OptimizerType::AdamL2; }
+
+// fp32 state arrays per parameter besides the master copy: Adam and Lamb keep two moments, SGD one
+// momentum buffer when momentum != 0, none otherwise.
+constexpr int optimizer_state_arrays(OptimizerType t, bool sgd_momentum) {
+  return t == OptimizerType::SGD ? (sgd_momentum ? 1 : 0) : 2;
+}
+
+struct AdamWHyper {
+  float lr = 1e-3f;
+  float beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f;
+  float weight_decay = 0.0f;
+  bool decoupled = true;     // true: AdamW (decay applied to the param); false: L2 added to the grad
+  int step = 1;              // 1-based step for bias correction
+  bool bias_correction = true;
+  float grad_scale = 1.0f;   // multiplied into every grad before use (unscale, clip and average, folded)
+};
+
+struct SgdHyper {
+  float lr = 1e-3f;
+  float momentum = 0.0f;
+  float dampening = 0.0f;
+  float weight_decay = 0.0f;
+  bool nesterov = false;    // requires momentum > 0 and dampening == 0 (as PyTorch)
+  int step = 1;             // 1-based; on step 1 the momentum buffer is initialised to the gradient
+  float grad_scale = 1.0f;  // multiplied into every grad before use (unscale and clip, folded)
+};
+
+struct LambHyper {
+  float lr = 1e-3f;
+  float beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f;
+  float weight_decay = 0.0f;
+  bool bias_correction = true;
+  float max_coeff = 10.0f, min_coeff = 0.01f;  // the trust ratio is clamped to [min_coeff, max_coeff]
+  int step = 1;                                // 1-based
+  float grad_scale = 1.0f;                     // multiplied into every grad (unscale and clip, folded)
+};
+
+}  // namespace zt
