@@ -2,23 +2,12 @@
 // `#pragma omp simd` loops; for the SIMD kernel bodies of kernels/cpu (see simd.h).
 #pragma once
 
+#include <bit>
 #include <cstdint>
-#include <cstring>
 
 #include "kernels/cpu/simd.h"
 
 namespace zt::cpu::vm {
-
-ZT_SIMD_INLINE float bits_to_float(int32_t i) {
-  float f;
-  std::memcpy(&f, &i, 4);
-  return f;
-}
-ZT_SIMD_INLINE int32_t float_to_bits(float f) {
-  int32_t i;
-  std::memcpy(&i, &f, 4);
-  return i;
-}
 
 // e^x within 2 ulp for x in [-87, 88] (Cody-Waite range reduction by ln 2, degree-6 polynomial on
 // [-ln2/2, ln2/2]); 0 below -87, e^88 above 88, NaN stays NaN.
@@ -27,7 +16,7 @@ ZT_SIMD_INLINE float exp(float x) {
   const float xc = x < kLo ? kLo : (x > kHi ? kHi : x);
   const float t = xc * 1.44269504088896341f + kRound;
   const float n = t - kRound;                                   // nearest integer to x / ln 2
-  const int32_t k = float_to_bits(t) - float_to_bits(kRound);  // the same integer, as int
+  const int32_t k = std::bit_cast<int32_t>(t) - std::bit_cast<int32_t>(kRound);  // the same integer, as int
   float r = xc - n * 0.693359375f;                              // ln 2 = 0.693359375 - 2.12194440e-4
   r = r + n * 2.12194440e-4f;
   float p = 1.9875691500e-4f;
@@ -37,7 +26,7 @@ ZT_SIMD_INLINE float exp(float x) {
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
   p = p * (r * r) + r + 1.0f;
-  const float e = p * bits_to_float((k + 127) << 23);
+  const float e = p * std::bit_cast<float>((k + 127) << 23);
   return x < kLo ? 0.0f : e;
 }
 

@@ -17,6 +17,7 @@
 #include "kernels/cpu/cpu_ops.h"
 #include "kernels/cpu/simd.h"
 #include "kernels/cpu/vec_math.h"
+#include "tests/model/random_values.h"
 
 namespace zt {
 namespace {
@@ -24,13 +25,7 @@ namespace {
 using Vec = std::vector<float>;
 const float kNaN = std::numeric_limits<float>::quiet_NaN();
 
-Vec randn(size_t n, uint32_t seed, float s = 1.f) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.f, s);
-  Vec v(n);
-  for (auto& x : v) x = d(rng);
-  return v;
-}
+using test::randn;
 
 bool bitwise_equal(const Vec& a, const Vec& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * 4) == 0;

@@ -12,17 +12,12 @@
 #include <vector>
 
 #include "kernels/backend.h"
+#include "tests/model/random_values.h"
 
 namespace zt {
 namespace {
 
-std::vector<float> randn(size_t n, uint32_t seed, float s = 1.f) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.f, s);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(rng);
-  return v;
-}
+using test::randn;
 
 // float64 causal attention on qkv [B,T,3C] -> out [B,T,C].
 std::vector<double> attention_ref(const std::vector<double>& qkv, int B, int T, int C, int NH) {

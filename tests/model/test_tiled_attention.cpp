@@ -14,17 +14,12 @@
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/cpu_threads.h"
 #include "tests/model/naive_attention.h"
+#include "tests/model/random_values.h"
 
 namespace zt {
 namespace {
 
-std::vector<float> randn(size_t n, uint32_t seed, float s = 1.f) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.f, s);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(rng);
-  return v;
-}
+using test::randn;
 
 struct Case {
   int B, T, C, NH;
