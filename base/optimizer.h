@@ -26,6 +26,18 @@ constexpr int optimizer_state_arrays(OptimizerType t, bool sgd_momentum) {
   return t == OptimizerType::SGD ? (sgd_momentum ? 1 : 0) : 2;
 }
 
+// The optimizer block of a config, as the engine uses it.
+struct OptimizerOptions {
+  OptimizerType type = OptimizerType::AdamW;
+  double lr = 1e-3;
+  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+  double weight_decay = 0.0;  // applied to every parameter, as DeepSpeed's config-built optimizers do
+  bool bias_correction = true;
+  double momentum = 0.0, dampening = 0.0;  // SGD
+  bool nesterov = false;                   // SGD
+  double max_coeff = 10.0, min_coeff = 0.01;  // Lamb
+};
+
 struct AdamWHyper {
   float lr = 1e-3f;
   float beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f;

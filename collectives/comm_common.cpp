@@ -75,6 +75,9 @@ void CommStatsTable::add(CommOp op, uint64_t bytes, double seconds) {
   s.calls += 1;
   s.bytes += bytes;
   s.busy_seconds += seconds;
+  CommSizeStats& z = stats_.by_size[{op, bytes}];
+  z.calls += 1;
+  z.busy_seconds += seconds;
 }
 
 CommStats CommStatsTable::snapshot() const {

@@ -25,7 +25,8 @@ size_t check_segments(CommOp op, const std::vector<Segment>& segments, int world
 // Algorithm bytes for one call, as nccl-tests counts them (see CommOpStats).
 uint64_t comm_algorithm_bytes(CommOp op, size_t count, DType t);
 
-// Per-op totals behind a mutex: add() from the thread that completes work, snapshot() from anyone.
+// Per-op totals (and per op and message size) behind a mutex: add() from the thread that completes
+// work, snapshot() from anyone.
 class CommStatsTable {
  public:
   void add(CommOp op, uint64_t bytes, double seconds);

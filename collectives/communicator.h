@@ -4,8 +4,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/dtype.h"
@@ -45,8 +47,14 @@ struct CommOpStats {
   uint64_t bytes = 0;
   double busy_seconds = 0;  // time from start to completion, as seen by the communication thread/stream
 };
+// The same calls split by message size (algorithm bytes of one call): the comms logger's table.
+struct CommSizeStats {
+  uint64_t calls = 0;
+  double busy_seconds = 0;
+};
 struct CommStats {
   CommOpStats op[kCommOpCount];
+  std::map<std::pair<CommOp, uint64_t>, CommSizeStats> by_size;  // (op, bytes of one call)
   const CommOpStats& operator[](CommOp o) const { return op[int(o)]; }
 };
 

@@ -3,17 +3,31 @@
 set -euo pipefail
 packages=(cmake g++ make ninja-build pkg-config
           libopenmpi-dev openmpi-bin nlohmann-json3-dev libgtest-dev libopenblas-dev libcli11-dev liburing-dev
-          python3 openssh-client)
+          libprotobuf-dev protobuf-compiler libisal-dev python3 python3-venv python3-matplotlib openssh-client)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if ((${#missing[@]} == 0)); then
   echo "setup: all ${#packages[@]} packages present"
-  exit 0
+else
+  echo "setup: installing ${missing[*]}"
+  sudo_cmd=()
+  [ "$(id -u)" -ne 0 ] && sudo_cmd=(sudo)
+  "${sudo_cmd[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq "${missing[@]}"
 fi
-echo "setup: installing ${missing[*]}"
-sudo_cmd=()
-[ "$(id -u)" -ne 0 ] && sudo_cmd=(sudo)
-"${sudo_cmd[@]}" apt-get update -qq
-DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq "${missing[@]}"
+
+# Test-only Python readers (the tensorboard package's event reader) in a virtualenv beside the
+# sources, pinned; the build and the training never use it.
+root="$(cd "$(dirname "$0")/.." && pwd)"
+venv="$root/.venv-test"
+req="$root/scripts/requirements-test.txt"
+if [ -x "$venv/bin/python3" ] && cmp -s "$req" "$venv/requirements-test.txt"; then
+  echo "setup: test virtualenv up to date ($venv)"
+else
+  echo "setup: making the test virtualenv $venv"
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install -q --disable-pip-version-check -r "$req"
+  cp "$req" "$venv/requirements-test.txt"
+fi

@@ -119,6 +119,19 @@ class Walker {
   }
 
   void unknown(const BlockSchema& s, const std::string& k, const json& v, const std::string& full) {
+    if (s.path.empty() && (k == "wandb" || k == "comet")) {  // DeepSpeed's network monitors
+      const json* on = v.is_object() && v.contains("enabled") ? &v["enabled"] : nullptr;
+      if (on && on->is_boolean() && !on->get<bool>()) return;  // a disabled block asks for nothing
+      const std::string why = "the " + k + " monitor is not built: it sends metrics over the network, and zerotrain "
+                              "writes them locally only";
+      const std::string fix = "use \"tensorboard\" or \"csv_monitor\" (both under output_path/job_name/), or set \"" + k +
+                              "\": {\"enabled\": false}";
+      if (opt_.allow_unknown_keys)
+        d_.warning(full, show_value(v), "unknown key (ignored: --allow-unknown-keys): " + why, fix);
+      else
+        d_.error(full, show_value(v), why, fix);
+      return;
+    }
     const auto valid = valid_keys(s);
     std::string msg = "unknown key";
     if (!s.path.empty()) msg += " in block \"" + s.path + "\"";

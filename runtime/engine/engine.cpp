@@ -1,43 +1,158 @@
-// Engine: construction, accessors, evaluation, and the consolidated-parameter summary.
+// Engine: builds the ZeRO objects for one run (partition first, then the buffers each object owns),
+// gives every rank its deterministic initial parameters (they depend on the seed only, never on the
+// stage or the world size), and answers the summaries: evaluation and the consolidated checksum.
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <stdexcept>
 
 #include "runtime/engine/engine_state.h"
+#include "runtime/model/init.h"
 
 namespace zt {
+
+namespace {
+
+// The engine's own preconditions. A config front-end refuses every one of these with the key, the
+// value and the fix before an engine is built; what reaches here is a caller's mistake.
+void check_options(const EngineOptions& o, const Backend& b) {
+  if (o.micro_batch < 1 || o.grad_accum < 1) throw std::invalid_argument("engine: micro_batch and grad_accum must be >= 1");
+  if (o.reduce_bucket_size < 1 || o.allgather_bucket_size < 1)
+    throw std::invalid_argument("engine: reduce_bucket_size and allgather_bucket_size must be >= 1 element");
+  if (b.act_dtype() != DType::F32 && o.precision != DType::BF16)
+    throw std::invalid_argument(std::string("engine: the ") + b.name() +
+                                " backend computes in bf16; enable bf16 in the config (fp32 and fp16 "
+                                "training run on the cpu backend)");
+  if (o.offload.ratio < 1.0) {
+    if (o.stage != 3 || o.offload.optimizer != OffloadDevice::CPU)
+      throw std::invalid_argument("engine: zero_optimization.offload_optimizer.ratio = " + std::to_string(o.offload.ratio) +
+                                  " needs stage 3 and offload_optimizer.device \"cpu\" (stage is " +
+                                  std::to_string(o.stage) + ", device " + offload_name(o.offload.optimizer) +
+                                  "): remove ratio or change them");
+    if (!is_adam(o.optimizer.type))
+      throw std::invalid_argument(std::string("engine: offload_optimizer.ratio < 1 keeps part of the optimizer in "
+                                              "device memory, where only Adam/AdamW run; optimizer is ") +
+                                  optimizer_type_name(o.optimizer.type) + ": remove ratio or use Adam/AdamW");
+  }
+  if (o.offload.chunk_elems < 1) throw std::invalid_argument("engine: offload chunk_elems must be >= 1");
+  if (b.act_dtype() != DType::F32 &&
+      (o.comm_precision.value_or(DType::BF16) != DType::BF16 || o.grad_accum_precision.value_or(DType::BF16) != DType::BF16))
+    throw std::invalid_argument(std::string("engine: the ") + b.name() +
+                                " backend communicates and accumulates gradients in bf16 only; remove "
+                                "communication_data_type / data_types.grad_accum_dtype or set them to \"bf16\"");
+}
+
+offload::PinnedAllocatorOptions pinned_options(const EngineOptions& o) {
+  offload::PinnedAllocatorOptions po;
+  po.pin_memory = o.offload.pin_memory;
+  return po;
+}
+
+std::vector<UnitSpec> unit_specs(const GPT2& model) {
+  std::vector<UnitSpec> specs;
+  for (const auto& l : model.layouts()) {
+    UnitSpec s{l.name, l.numel, {}};
+    for (const auto& t : l.tensors) s.tensors.push_back({t.name, t.offset, t.numel});
+    specs.push_back(std::move(s));
+  }
+  return specs;
+}
+
+PartitionConfig partition_config(const EngineOptions& o, Backend& b, const Communicator& c) {
+  PartitionConfig pc;
+  pc.stage = o.stage;
+  pc.world_size = c.world_size();
+  pc.rank = c.rank();
+  pc.alignment = o.shard_alignment;
+  pc.optimizer = o.optimizer.type;
+  pc.sgd_momentum = o.optimizer.momentum != 0.0;
+  pc.offload_optimizer = o.offload.optimizer;
+  pc.offload_ratio = o.offload.ratio;
+  pc.offload_param = o.offload.param;
+  pc.backend_is_host = b.act_dtype() == DType::F32 && b.native_stream() == nullptr && b.name() == "cpu";
+  pc.precision = o.precision;
+  return pc;
+}
+
+}  // namespace
+
+Engine::State::State(const ModelConfig& m, const EngineOptions& o, Backend& b, Communicator& c)
+    : model_cfg(m), opt(o), backend(b), comm(c), ledger(b), pinned(pinned_options(o)) {
+  check_options(o, b);
+  comm.set_compute_stream(b.native_stream());  // NCCL: collectives wait for the kernels before them
+  model = std::make_unique<GPT2>(m, b, ModelRunOptions{o.micro_batch, o.checkpoint_activations});
+  ledger.record_external(MemCategory::Activations, model->activation_bytes());
+  part = std::make_unique<Partition>(unit_specs(*model), partition_config(o, b, c));
+  if (o.trace) trace = std::make_unique<Trace>();
+  z = std::make_unique<ZeroContext>(ZeroContext{b, c, ledger, *part, o.precision, o.comm_precision.value_or(o.precision),
+                                                o.grad_accum_precision.value_or(o.precision), trace.get(), {}});
+  const int U = part->units();
+  pool = std::make_unique<UnitBufferPool>(ledger, b, z->es());
+  if (part->any_staged()) {
+    int64_t largest = 1;
+    for (int u = 0; u < U; ++u)
+      if (part->unit(u).staged()) largest = std::max(largest, part->unit(u).state_len);
+    transfer = std::make_unique<HostTransfer>(*z, pinned, o.offload.buffer_count, o.offload.chunk_elems, largest);
+  }
+  store = std::make_unique<ParamStore>(
+      *z, pinned, transfer.get(),
+      ParamOffloadOptions{o.offload.param_nvme_path, o.offload.param_buffer_count, o.offload.param_buffer_size, o.offload.aio});
+  reducer = std::make_unique<GradReducer>(*z, *pool, o.reduce_bucket_size, o.overlap_comm);
+  GatherOptions go;
+  go.overlap = o.overlap_comm;
+  go.tied_head = m.tied_embeddings;
+  go.prefetch_bucket_size = o.prefetch_bucket_size;
+  go.persistence_threshold = o.param_persistence_threshold;
+  go.max_live_parameters = o.max_live_parameters;
+  go.max_reuse_distance = o.max_reuse_distance;
+  go.allgather_bucket_size = o.allgather_bucket_size;
+  gatherer = std::make_unique<ParamGatherer>(*z, *pool, *store, go);
+  optimizer = std::make_unique<ShardOptimizer>(*z, o.optimizer, o.sub_group_size,
+                                               StateOffloadOptions{o.offload.nvme_path, o.offload.buffer_count, o.offload.aio},
+                                               pinned, transfer.get(), *store);
+  // Initial values of the range this rank keeps (the whole unit for stages 0–2, its shard for 3).
+  std::vector<float> init;
+  for (int u = 0; u < U; ++u) {
+    const UnitPart& up = part->unit(u);
+    const int64_t first = part->gathers_params_for_compute() ? part->shard(u).rank_begin : 0;
+    init.assign(size_t(up.param_len), 0.0f);
+    init_unit_params(model->layout(u), o.seed, first, first + up.param_len, init.data());
+    store->initialize(u, init.data());
+    optimizer->initialize(u, init.data() + up.state_in_param);
+  }
+  store->finish_initialize();
+  optimizer->finish_initialize();
+  if (o.precision == DType::F16) scaler = std::make_unique<LossScaler>(o.loss_scaler);
+  tokens.resize(size_t(o.micro_batch) * m.seq_len);
+  targets.resize(tokens.size());
+  backend.synchronize();
+}
+
+Engine::State::~State() {
+  // Collectives still in flight after a failed step finish before their buffers go (the objects'
+  // destructors wait); the backend's stream may go before the communicator.
+  optimizer.reset();
+  gatherer.reset();
+  reducer.reset();
+  comm.set_compute_stream(nullptr);
+}
 
 Engine::Engine(const ModelConfig& model, const EngineOptions& options, Backend& backend, Communicator& comm)
     : s_(std::make_unique<State>(model, options, backend, comm)) {}
 
-Engine::~Engine() {
-  if (!s_) return;
-  try {  // collectives still in flight after a failed step must finish before their buffers go
-    s_->finish_reductions();
-    s_->release_all_gathered();
-    s_->comm.set_compute_stream(nullptr);  // the backend's stream may go before the communicator
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "zerotrain: rank %d: a collective failed while shutting down: %s\n", s_->rank, e.what());
-    std::abort();  // the other ranks cannot be left waiting on a half-finished collective
-  }
-}
+Engine::~Engine() = default;
 
-const ShardMap& Engine::shard_map() const { return *s_->map; }
+const ShardMap& Engine::shard_map() const { return s_->part->map(); }
+const Partition& Engine::partition() const { return *s_->part; }
 const Trace* Engine::trace() const { return s_->trace.get(); }
 const MemoryLedger& Engine::ledger() const { return s_->ledger; }
 const EngineOptions& Engine::options() const { return s_->opt; }
 int64_t Engine::applied_steps() const { return s_->applied; }
-int64_t Engine::params() const { return s_->map->total_numel(); }
-
-uint64_t Engine::expected_comm_bytes_per_step() const {
-  const uint64_t full = uint64_t(s_->map->total_padded()) * s_->es;
-  switch (s_->opt.stage) {
-    case 0: return full;      // all-reduce: algorithm bytes = buffer bytes (bus traffic 2(n-1)/n of it)
-    case 3: return 3 * full;  // all-gather forward + all-gather backward + reduce-scatter
-    default: return 2 * full; // reduce-scatter + all-gather
-  }
-}
+int64_t Engine::params() const { return s_->part->map().total_numel(); }
+uint64_t Engine::expected_comm_bytes_per_step() const { return s_->part->expected_comm_bytes_per_step(s_->z->es()); }
+int64_t Engine::grad_buckets() const { return int64_t(s_->reducer->buckets().size()); }
+int64_t Engine::param_sync_buckets() const { return int64_t(s_->gatherer->sync_buckets().size()); }
 
 double Engine::evaluate(const BatchFn& fill, int micro_steps) {
   State& s = *s_;
@@ -48,37 +163,28 @@ double Engine::evaluate(const BatchFn& fill, int micro_steps) {
     s.forward_walk();
     sum += s.model->loss();
   }
-  s.release_all_gathered();
+  s.gatherer->release_all();
   double total = 0;
-  for (double l : s.allgather_doubles({sum})) total += l;
-  return total / (double(micro_steps) * s.W);
-}
-
-const float* Engine::State::host_master(int u, std::vector<float>& tmp) {
-  if (!device_adam[u]) return master[u];
-  tmp.resize(size_t(state_len(u)));
-  backend.copy_to_host(tmp.data(), master[u], tmp.size() * 4);
-  return tmp.data();
+  for (double l : allgather_doubles(*s.z, {sum})) total += l;
+  return total / (double(micro_steps) * s.comm.world_size());
 }
 
 ParamSummary Engine::param_summary() {
   State& s = *s_;
+  const Partition& p = *s.part;
   ParamSummary out;
   uint64_t h = 1469598103934665603ull;  // FNV-1a 64 offset basis
   double sq = 0;
   std::vector<float> full;
-  // With NVMe offload (and no aliasing) the master weights live in the swap file.
-  const bool paged = s.pipeline && !s.master_aliases_work;
-  const std::vector<std::vector<float>> paged_master = paged ? s.read_masters() : std::vector<std::vector<float>>{};
-  for (int u = 0; u < s.U; ++u) {
-    const int64_t numel = s.map->shard(u).numel;
-    std::vector<float> copy;
-    const float* values = paged ? paged_master[u].data() : s.host_master(u, copy);
-    if (s.opt.stage != 0 && s.W > 1) {
+  const std::vector<std::vector<float>> masters = s.optimizer->masters();
+  for (int u = 0; u < p.units(); ++u) {
+    const int64_t numel = p.shard(u).numel;
+    const float* values = masters[size_t(u)].data();
+    if (!p.all_reduces_grads() && p.world_size() > 1) {
       // Consolidate the unit from every rank's master shard (through backend memory for NCCL).
-      const int64_t S = s.shard_len(u), P = s.padded(u);
+      const int64_t S = p.shard(u).shard, P = p.shard(u).padded;
       void* buf = s.ledger.alloc(MemCategory::CommBuffers, size_t(P) * 4);
-      void* mine = static_cast<char*>(buf) + size_t(s.rank_offset(u)) * 4;
+      void* mine = static_cast<char*>(buf) + size_t(p.shard(u).rank_begin) * 4;
       s.backend.copy_to_device(mine, values, size_t(S) * 4);
       s.comm.all_gather(mine, buf, size_t(P), DType::F32);
       full.resize(size_t(P));

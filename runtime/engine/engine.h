@@ -1,5 +1,7 @@
-// Engine: the ZeRO training step. Walks the model's units forward and backward, gathering,
-// releasing and reducing per the stage (0–3), then clips, unscales and updates the rank's shard.
+// Engine: the ZeRO training step, a conductor over the ZeRO objects (runtime/zero/): the partition
+// decides what each rank keeps, the parameter gatherer fetches and releases, the gradient reducer
+// reduces buckets as backward fills them, the shard optimizer computes the norm's partials and
+// updates the rank's shard. See docs/DESIGN.md for the map.
 #pragma once
 
 #include <cstdint>
@@ -9,9 +11,10 @@
 #include "collectives/communicator.h"
 #include "kernels/backend.h"
 #include "runtime/engine/engine_options.h"
-#include "runtime/engine/memory_ledger.h"
-#include "runtime/engine/trace.h"
+#include "runtime/zero/memory_ledger.h"
+#include "runtime/zero/trace.h"
 #include "runtime/model/model_config.h"
+#include "runtime/zero/partition.h"
 #include "runtime/zero/shard_map.h"
 
 namespace zt {
@@ -30,6 +33,7 @@ struct StepStats {
   // wall_clock_breakdown: compute and the time spent waiting for communication.
   double forward_s = 0, backward_s = 0, reduce_wait_s = 0, gather_wait_s = 0, optimizer_s = 0;
   uint64_t mem_peak = 0;       // ledger peak bytes on this rank, since start
+  uint64_t grad_bytes_to_host = 0;  // gradient bytes copied out of backend memory (offload only)
 };
 
 struct ParamSummary {
@@ -59,14 +63,18 @@ class Engine {
   // The timeline recorded so far when options.trace is on; null otherwise.
   const Trace* trace() const;
   const ShardMap& shard_map() const;
+  const Partition& partition() const;
+  // Buckets of one gradient reduction (reduce_bucket_size) and of the stage 1–2 post-update gather
+  // (allgather_bucket_size; 0 in stages 0 and 3): one collective call each.
+  int64_t grad_buckets() const;
+  int64_t param_sync_buckets() const;
   const MemoryLedger& ledger() const;
   const EngineOptions& options() const;
   int64_t applied_steps() const;
   int64_t params() const;  // Ψ
-  // Algorithm bytes one step with one micro-step communicates under this stage, from the padded
-  // layout: stage 0 all-reduces Ψ (2Ψ on the wire), stages 1–2 reduce-scatter and all-gather Ψ each,
-  // stage 3 all-gathers 2Ψ and reduce-scatters Ψ (no reuse, untied head; accumulation repeats the
-  // stage 2–3 reductions and stage 3 gathers per micro-step). Element bytes of the working type.
+  // Algorithm bytes one step with one micro-step communicates under this stage (Partition's
+  // expected_comm_bytes_per_step; accumulation repeats the stage 2–3 reductions and stage 3 gathers
+  // per micro-step). Element bytes of the working type.
   uint64_t expected_comm_bytes_per_step() const;
 
   struct State;  // the implementation (engine_state.h); public only so its .cpp helpers can name it

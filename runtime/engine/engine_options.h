@@ -11,21 +11,10 @@
 #include "offload/aio_uring.h"
 #include "optim/loss_scaler.h"
 #include "optim/lr_scheduler.h"
-#include "runtime/plan/memory_plan.h"
+#include "base/dtype.h"
+#include "base/offload.h"
 
 namespace zt {
-
-
-struct OptimizerOptions {
-  OptimizerType type = OptimizerType::AdamW;
-  double lr = 1e-3;
-  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
-  double weight_decay = 0.0;  // applied to every parameter, as DeepSpeed's config-built optimizers do
-  bool bias_correction = true;
-  double momentum = 0.0, dampening = 0.0;  // SGD
-  bool nesterov = false;                   // SGD
-  double max_coeff = 10.0, min_coeff = 0.01;  // Lamb
-};
 
 // Where the optimizer's fp32 state lives. CPU: host memory, apart from the backend's (on the CPU
 // backend too, so that the offload path runs there: gradients are copied out and the new working
@@ -62,8 +51,10 @@ struct EngineOptions {
   // each gradient collective; after each accumulation); the CUDA backend supports only bf16 for both.
   std::optional<DType> comm_precision, grad_accum_precision;
   bool overlap_comm = false;
-  int64_t reduce_bucket_size = 500000000;     // elements
-  int64_t allgather_bucket_size = 500000000;  // elements
+  // Elements per gradient bucket (one collective each; runtime/zero/buckets.h) and per bucket of the
+  // stage 1–2 post-update all-gather.
+  int64_t reduce_bucket_size = 500000000;
+  int64_t allgather_bucket_size = 500000000;
   // Stage 3.
   int64_t param_persistence_threshold = 100000;
   int64_t prefetch_bucket_size = 50000000;

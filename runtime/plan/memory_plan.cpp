@@ -14,15 +14,6 @@ std::string optimizer_name(const PlanInput& in) {
   return optimizer_type_name(*in.optimizer);
 }
 
-const char* offload_name(OffloadDevice d) {
-  switch (d) {
-    case OffloadDevice::None: return "none";
-    case OffloadDevice::CPU: return "cpu";
-    case OffloadDevice::NVMe: return "nvme";
-  }
-  return "?";
-}
-
 namespace {
 
 int state_bytes(const PlanInput& in) {

@@ -61,11 +61,11 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "base/dtype.h"
+#include "base/offload.h"
 #include "base/optimizer.h"
 
 namespace zt {
 
-enum class OffloadDevice { None, CPU, NVMe };
 
 struct PlanInput {
   int64_t params = 0;          // Ψ, total model parameters
@@ -115,7 +115,6 @@ struct MemoryPlan {
 };
 
 std::string optimizer_name(const PlanInput& in);  // "AdamW", "SGD+momentum", "none", ...
-const char* offload_name(OffloadDevice d);
 
 MemoryPlan make_memory_plan(const PlanInput& in);
 nlohmann::json plan_to_json(const MemoryPlan& p);

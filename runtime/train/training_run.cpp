@@ -15,6 +15,7 @@
 #include "runtime/data/sampler.h"
 #include "runtime/data/synthetic.h"
 #include "runtime/engine/engine_config.h"
+#include "runtime/monitor/run_reporter.h"
 #include "runtime/plan/machine_probe.h"
 
 namespace zt {
@@ -44,24 +45,6 @@ void check_inputs(const RunOptions& o, const Config& c, const TokenDataset& data
             std::string("the ") + backend.name() + " backend computes in bf16",
             "set \"bf16\": {\"enabled\": true}, or run fp32/fp16 on --backend cpu");
   if (d.has_errors()) throw UserError(d);
-}
-
-std::string gib(uint64_t bytes) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%.3f GiB", double(bytes) / double(1ull << 30));
-  return b;
-}
-
-std::string hex64(uint64_t v) {
-  char b[24];
-  std::snprintf(b, sizeof b, "0x%016" PRIx64, v);
-  return b;
-}
-
-nlohmann::json comm_json(const StepStats& st) {
-  return {{"all_reduce", st.comm_bytes[int(CommOp::AllReduce)]},
-          {"reduce_scatter", st.comm_bytes[int(CommOp::ReduceScatter)]},
-          {"all_gather", st.comm_bytes[int(CommOp::AllGather)]}};
 }
 
 // Start-up checks run on every rank (data, this machine's memory, the swap file); a rank that
@@ -153,15 +136,21 @@ void allocate_start(Started& st, const RunOptions& o, Communicator& comm, Backen
 RunReport run_training(const RunOptions& o, Communicator& comm, Backend& backend, std::FILE* out) {
   const int W = comm.world_size(), rank = comm.rank();
   std::FILE* say = (rank == 0 && o.print) ? out : nullptr;
+  // Monitors, comms logger and flops profiler: checked and made before the engine, which runs on
+  // the profiling backend when there is one (so they are declared first: destroyed after it).
+  RunInstruments instruments;
   Started started;
   on_every_rank(comm, backend, [&] { check_start(started, o, comm, backend); });
-  on_every_rank(comm, backend, [&] { allocate_start(started, o, comm, backend); });
-  const Config& cfg = started.cfg;
+  on_every_rank(comm, backend, [&] {
+    const EngineOptions& e = started.eo;
+    instruments = RunInstruments::make(started.cfg, o.model, e.micro_batch, e.grad_accum, e.checkpoint_activations,
+                                       run_steps(o), rank, W, backend);
+  });
+  Backend& engine_backend = instruments.engine_backend(backend);
+  on_every_rank(comm, backend, [&] { allocate_start(started, o, comm, engine_backend); });
   const TokenDataset& data = started.data;
-  const MemoryPlan& plan = started.plan;
   const EngineOptions& eo = started.eo;
   Engine& engine = *started.engine;
-  std::unique_ptr<std::ofstream>& metrics = started.metrics;
 
   RunReport rep;
   rep.params = engine.params();
@@ -169,7 +158,6 @@ RunReport run_training(const RunOptions& o, Communicator& comm, Backend& backend
   rep.unigram_entropy = unigram_entropy(data.train);
   const int64_t steps = run_steps(o);
   const int T = o.model.seq_len;
-  const double tokens_per_step = double(eo.micro_batch) * eo.grad_accum * W * T;
   if (say && eo.offload.optimizer == OffloadDevice::CPU && backend.name() == "cpu")
     std::fprintf(say,
                  "note: offload_optimizer=cpu on the cpu backend: the optimizer state is kept apart from the "
@@ -177,38 +165,19 @@ RunReport run_training(const RunOptions& o, Communicator& comm, Backend& backend
   if (say && eo.offload.optimizer == OffloadDevice::NVMe)
     std::fprintf(say, "optimizer state paged to NVMe under %s (sub-groups of %lld elements, %d buffers)\n",
                  eo.offload.nvme_path.c_str(), (long long)eo.sub_group_size, eo.offload.buffer_count);
-  if (say) {
-    std::fprintf(say,
-                 "zerotrain: %s on %d rank(s), backend %s, stage %d, %s | model %s: %d layers, dim %d, vocab %d, "
-                 "seq %d, %" PRId64 " params | micro batch %d x accum %d x world %d = %lld samples/step | data: %s\n",
-                 o.config_path.empty() ? "built-in config" : o.config_path.c_str(), W, backend.name().c_str(),
-                 eo.stage, dtype_name(eo.precision), o.model.name.c_str(), o.model.layers, o.model.dim,
-                 o.model.vocab, o.model.seq_len, rep.params, eo.micro_batch, eo.grad_accum, W,
-                 (long long)eo.micro_batch * eo.grad_accum * W, data.description.c_str());
-    std::fprintf(say, "memory plan (per rank):\n%s", plan_to_table(plan).c_str());
-    const auto& a = engine.ledger().current();
-    std::fprintf(say, "allocated (rank 0): params %s, grads %s, master %s, optimizer %s, activations %s, buffers %s\n",
-                 gib(a[MemCategory::Params]).c_str(), gib(a[MemCategory::Grads]).c_str(),
-                 gib(a[MemCategory::Master]).c_str(), gib(a[MemCategory::Optimizer]).c_str(),
-                 gib(a[MemCategory::Activations]).c_str(), gib(a[MemCategory::CommBuffers]).c_str());
-    const auto& h = engine.ledger().host();
-    if (h.total() > 0)
-      std::fprintf(say, "host (rank 0, offload): params %s, master %s, optimizer %s, buffers %s\n",
-                   gib(h[MemCategory::Params]).c_str(), gib(h[MemCategory::Master]).c_str(),
-                   gib(h[MemCategory::Optimizer]).c_str(), gib(h[MemCategory::CommBuffers]).c_str());
-  }
-  if (metrics) {
-    *metrics << nlohmann::json{{"event", "start"},
-                               {"world_size", W},
-                               {"stage", eo.stage},
-                               {"params", rep.params},
-                               {"precision", dtype_name(eo.precision)},
-                               {"plan", plan_to_json(plan)},
-                               {"allocated", mem_counts_json(engine.ledger().current())},
-                               {"allocated_host", mem_counts_json(engine.ledger().host())}}
-                    .dump()
-             << "\n";
-  }
+  ReportSetup rs;
+  rs.cfg = &started.cfg;
+  rs.eo = &eo;
+  rs.plan = &started.plan;
+  rs.model = &o.model;
+  rs.config_name = o.config_path.empty() ? "built-in config" : o.config_path;
+  rs.data_description = data.description;
+  rs.metrics_path = o.metrics_path;
+  rs.trace_path = o.trace_path;
+  rs.steps = steps;
+  rs.say = say;
+  rs.metrics = started.metrics.get();
+  RunReporter reporter(rs, engine, comm, backend, instruments);
 
   BatchSampler train_sampler(data.train, T, o.seed);
   const BatchSampler val_sampler(data.val, T, o.seed);
@@ -222,40 +191,27 @@ RunReport run_training(const RunOptions& o, Communicator& comm, Backend& backend
         },
         o.eval_batches);
     rep.val_losses.emplace_back(step, val);
-    if (say) std::fprintf(say, "eval  step %6lld | val loss %.4f\n", (long long)step, val);
+    reporter.validation(step, val);
   };
 
   std::vector<double> rates;
-  const int64_t every = std::max<int64_t>(1, cfg.steps_per_print.value);
   try {
+    reporter.start();
     for (int64_t s = 0; s < steps; ++s) {
+      reporter.before_step(s + 1);
       const StepStats st = engine.train_step(
           [&](int micro, int32_t* tok, int32_t* tgt) { train_sampler.fill(s, geom, rank, micro, tok, tgt); });
-      const double rate = tokens_per_step / st.seconds;
+      const double rate = reporter.after_step(st);
       if (s > 0 || steps == 1) rates.push_back(rate);
       rep.losses.push_back(st.loss);
-      if (say && (st.step == 1 || st.step % every == 0 || st.step == steps)) {
-        std::fprintf(say, "step  %6lld | loss %.4f | lr %.3e | grad norm %.3f%s | skipped %lld | %.0f tokens/s | peak %s\n",
-                     (long long)st.step, st.loss, st.lr, st.grad_norm, st.skipped ? " (skipped)" : "",
-                     (long long)st.skipped_total, rate, gib(st.mem_peak).c_str());
-        if (cfg.wall_clock_breakdown.value)
-          std::fprintf(say, "        time | step %.1f ms: forward %.1f, backward %.1f, reduce wait %.1f, gather wait %.1f, "
-                            "optimizer %.1f\n",
-                       1e3 * st.seconds, 1e3 * st.forward_s, 1e3 * st.backward_s, 1e3 * st.reduce_wait_s,
-                       1e3 * st.gather_wait_s, 1e3 * st.optimizer_s);
-        if (cfg.memory_breakdown.value)
-          std::fprintf(say, "      memory | %s\n", mem_counts_json(engine.ledger().peak_by_category()).dump().c_str());
-      }
-      if (metrics)
-        *metrics << nlohmann::json{{"event", "step"},      {"step", st.step},          {"loss", st.loss},
-                                   {"lr", st.lr},          {"grad_norm", st.grad_norm}, {"loss_scale", st.loss_scale},
-                                   {"skipped", st.skipped}, {"step_ms", 1e3 * st.seconds},
-                                   {"tokens_per_s", rate}, {"comm_bytes", comm_json(st)}, {"mem_peak", st.mem_peak}}
-                        .dump()
-                 << std::endl;  // flushed: a run that dies later keeps its steps
       if (o.eval_every > 0 && (s + 1) % o.eval_every == 0 && s + 1 < steps) validate(s + 1);
     }
     validate(steps);
+    reporter.training_done();
+    std::sort(rates.begin(), rates.end());
+    rep.tokens_per_s = rates.empty() ? 0 : rates[rates.size() / 2];
+    rep.summary = engine.param_summary();
+    reporter.finish(steps, rep.val_losses.back().second, rep.unigram_entropy, rep.tokens_per_s, rep.summary);
   } catch (const std::exception& e) {
     if (W == 1) throw;
     // The other ranks are inside a collective this rank will never join: end the whole job now
@@ -264,26 +220,6 @@ RunReport run_training(const RunOptions& o, Communicator& comm, Backend& backend
     std::fflush(stderr);
     std::abort();
   }
-  std::sort(rates.begin(), rates.end());
-  rep.tokens_per_s = rates.empty() ? 0 : rates[rates.size() / 2];
-  rep.summary = engine.param_summary();
-  if (engine.trace()) {
-    engine.trace()->write(o.trace_path, rank);
-    if (say) std::fprintf(say, "trace: %zu spans written to %s\n", engine.trace()->size(), o.trace_path.c_str());
-  }
-  if (say)
-    std::fprintf(say, "done: %lld steps, final val loss %.4f (unigram entropy %.3f), median %.0f tokens/s, "
-                      "param checksum %s, param L2 %.6f\n",
-                 (long long)steps, rep.val_losses.back().second, rep.unigram_entropy, rep.tokens_per_s,
-                 hex64(rep.summary.checksum).c_str(), rep.summary.l2);
-  if (metrics)
-    *metrics << nlohmann::json{{"event", "end"},
-                               {"steps", steps},
-                               {"param_checksum", hex64(rep.summary.checksum)},
-                               {"param_l2", rep.summary.l2},
-                               {"val_loss", rep.val_losses.back().second}}
-                    .dump()
-             << "\n";
   return rep;
 }
 

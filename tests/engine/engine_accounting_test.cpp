@@ -4,6 +4,7 @@
 // bytes resident per rank equal the memory plan up to padding.
 #include <gtest/gtest.h>
 
+#include "runtime/plan/memory_plan.h"
 #include "tests/engine/engine_test_util.h"
 
 namespace zt::test {

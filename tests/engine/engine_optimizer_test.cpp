@@ -148,19 +148,28 @@ TEST(EngineTrace, TimelineHasEveryUnitAndTheStagesCollectives) {
     ASSERT_NE(engine.trace(), nullptr);
     const auto j = engine.trace()->to_json(w.comm->rank());
     std::map<std::string, int> count;
+    std::vector<std::string> buckets;  // gradient bucket spans: "<op> bucket k: unit+unit"
+    const std::string grad_op = stage == 0 ? "all_reduce bucket " : "reduce_scatter bucket ";
     for (const auto& e : j["traceEvents"]) {
       if (e["ph"] != "X") continue;
       EXPECT_GE(e["dur"].get<double>(), 0.0);
-      count[e["name"].get<std::string>()]++;
+      const std::string name = e["name"].get<std::string>();
+      count[name]++;
+      if (name.rfind(grad_op, 0) == 0) buckets.push_back(name);
     }
+    EXPECT_EQ(int64_t(buckets.size()), engine.grad_buckets()) << "one span per gradient bucket, stage " << stage;
+    auto in_a_bucket = [&](const std::string& unit) {
+      for (const auto& b : buckets) {
+        const std::string units = "+" + b.substr(b.find(": ") + 2) + "+";
+        if (units.find("+" + unit + "+") != std::string::npos) return true;
+      }
+      return false;
+    };
     for (const char* name : {"embedding", "block0", "block1", "head"}) {
       EXPECT_EQ(count[std::string("forward ") + name], 1) << name << " stage " << stage;
       EXPECT_EQ(count[std::string("backward ") + name], 1) << name << " stage " << stage;
-      if (stage == 0) EXPECT_GE(count[std::string("all_reduce ") + name], 1) << name;
-      if (stage == 3) {
-        EXPECT_EQ(count[std::string("all_gather ") + name], 2) << name << ": forward and backward";
-        EXPECT_EQ(count[std::string("reduce_scatter ") + name], 1) << name;
-      }
+      EXPECT_TRUE(in_a_bucket(name)) << name << "'s gradient is in no bucket, stage " << stage;
+      if (stage == 3) EXPECT_EQ(count[std::string("all_gather ") + name], 2) << name << ": forward and backward";
     }
     EXPECT_EQ(count["optimizer step"], 1);
   }

@@ -1,5 +1,5 @@
 // MemoryLedger: allocation accounting by category with running peaks.
-#include "runtime/engine/memory_ledger.h"
+#include "runtime/zero/memory_ledger.h"
 
 #include <algorithm>
 #include <nlohmann/json.hpp>

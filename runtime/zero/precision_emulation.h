@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "runtime/plan/memory_plan.h"
+#include "base/dtype.h"
 
 namespace zt {
 

@@ -1,5 +1,5 @@
 // Trace: span recording and the Chrome trace-event JSON writer.
-#include "runtime/engine/trace.h"
+#include "runtime/zero/trace.h"
 
 #include <cerrno>
 #include <cstring>

@@ -1,9 +1,9 @@
-// Lamb in the engine: the trust ratio is per tensor, and a tensor may be split across ranks'
+// Lamb over the shard: the trust ratio is per tensor, and a tensor may be split across ranks'
 // shards, so phase 1 sums ||w||² and ||update||² per tensor piece, every rank's per-tensor sums are
 // exchanged and added in rank order (stage 0 computes every rank's pieces itself, in the same
 // order), and phase 2 applies each tensor's ratio. The result is the same bits for every stage.
 #include "optim/lamb.h"
-#include "runtime/engine/engine_state.h"
+#include "runtime/zero/shard_optimizer.h"
 
 namespace zt {
 
@@ -19,38 +19,35 @@ RankPieces pieces_of(const ShardMap& m, int u, int64_t first_tensor, bool full_s
   RankPieces r;
   const auto& sh = m.shard(u);
   r.base = full_state ? sh.rank_begin : 0;
-  for (const auto& p : sh.pieces)
-    r.pieces.push_back({size_t(p.shard_offset), size_t(p.size), first_tensor + p.tensor});
+  for (const auto& p : sh.pieces) r.pieces.push_back({size_t(p.shard_offset), size_t(p.size), first_tensor + p.tensor});
   return r;
 }
 
 }  // namespace
 
-void Engine::State::lamb_step(const std::vector<float*>& g, const LambHyper& h) {
+void ShardOptimizer::lamb_step(const std::vector<float*>& g, const LambHyper& h) {
+  const Partition& part = z_.part;
+  const int U = part.units(), W = part.world_size();
   int64_t tensors = 0;
-  std::vector<int64_t> first(static_cast<size_t>(U), 0);
+  std::vector<int64_t> first(size_t(U), 0);
   for (int u = 0; u < U; ++u) {
-    first[u] = tensors;
-    tensors += int64_t(map->unit(u).tensors.size());
+    first[size_t(u)] = tensors;
+    tensors += int64_t(part.map().unit(u).tensors.size());
   }
-  const bool full = opt.stage == 0;
-  // The ranks whose shards this process updates: all of them in stage 0, its own otherwise.
+  const bool full = part.all_reduces_grads();  // stage 0: this process holds every rank's state
   std::vector<const ShardMap*> views;
-  if (full)
-    for (auto& m : rank_maps) views.push_back(m.get());
-  else
-    views.push_back(map.get());
+  for (int q : part.norm_ranks()) views.push_back(&part.map_of(q));
 
   // Phase 1, and each rank's per-tensor sums (w², u²) in piece order.
   std::vector<std::vector<double>> per_rank;
   for (const ShardMap* m : views) {
     std::vector<double> sums(size_t(2 * tensors), 0.0);
     for (int u = 0; u < U; ++u) {
-      const RankPieces rp = pieces_of(*m, u, first[u], full);
+      const RankPieces rp = pieces_of(*m, u, first[size_t(u)], full);
       std::vector<LambPartial> partials(rp.pieces.size());
-      const size_t n = size_t(shard_len(u));
-      lamb_phase1({master[u] + rp.base, n}, {g[u] + rp.base, n}, {moment1[u] + rp.base, n},
-                  {moment2[u] + rp.base, n}, rp.pieces, h, partials);
+      const size_t n = size_t(part.shard(u).shard);
+      lamb_phase1({master_[size_t(u)] + rp.base, n}, {g[size_t(u)] + rp.base, n}, {m_[size_t(u)] + rp.base, n},
+                  {v_[size_t(u)] + rp.base, n}, rp.pieces, h, partials);
       for (size_t i = 0; i < rp.pieces.size(); ++i) {
         sums[size_t(2 * rp.pieces[i].tensor)] += partials[i].w_sq;
         sums[size_t(2 * rp.pieces[i].tensor + 1)] += partials[i].u_sq;
@@ -59,12 +56,12 @@ void Engine::State::lamb_step(const std::vector<float*>& g, const LambHyper& h) 
     per_rank.push_back(std::move(sums));
   }
   if (!full) {
-    const auto all = allgather_doubles(per_rank[0]);
+    const auto all = allgather_doubles(z_, per_rank[0]);
     per_rank.assign(size_t(W), {});
     for (int q = 0; q < W; ++q)
-      per_rank[q].assign(all.begin() + q * 2 * tensors, all.begin() + (q + 1) * 2 * tensors);
+      per_rank[size_t(q)].assign(all.begin() + q * 2 * tensors, all.begin() + (q + 1) * 2 * tensors);
   }
-  std::vector<float> ratio(static_cast<size_t>(tensors), 1.0f);
+  std::vector<float> ratio(size_t(tensors), 1.0f);
   for (int64_t t = 0; t < tensors; ++t) {
     double w2 = 0, u2 = 0;
     for (const auto& r : per_rank) {
@@ -77,12 +74,12 @@ void Engine::State::lamb_step(const std::vector<float*>& g, const LambHyper& h) 
   // Phase 2.
   for (const ShardMap* m : views) {
     for (int u = 0; u < U; ++u) {
-      const RankPieces rp = pieces_of(*m, u, first[u], full);
+      const RankPieces rp = pieces_of(*m, u, first[size_t(u)], full);
       std::vector<float> piece_ratio;
       for (const auto& p : rp.pieces) piece_ratio.push_back(ratio[size_t(p.tensor)]);
-      const size_t n = size_t(shard_len(u));
-      lamb_phase2({master[u] + rp.base, n}, {moment1[u] + rp.base, n}, {moment2[u] + rp.base, n}, rp.pieces, h,
-                  piece_ratio);
+      const size_t n = size_t(part.shard(u).shard);
+      lamb_phase2({master_[size_t(u)] + rp.base, n}, {m_[size_t(u)] + rp.base, n}, {v_[size_t(u)] + rp.base, n},
+                  rp.pieces, h, piece_ratio);
     }
   }
 }

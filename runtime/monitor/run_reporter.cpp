@@ -1,0 +1,307 @@
+// RunReporter: rank 0's console lines, the metrics JSON lines, the monitors' events, the comms
+// logger's per-step lines and summary, the flops profile and the hidden-communication share.
+#include "runtime/monitor/run_reporter.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cinttypes>
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+
+#include "runtime/monitor/comm_overlap.h"
+
+namespace zt {
+
+namespace {
+
+std::string gib(uint64_t bytes) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.3f GiB", double(bytes) / double(1ull << 30));
+  return b;
+}
+
+std::string hex64(uint64_t v) {
+  char b[24];
+  std::snprintf(b, sizeof b, "0x%016" PRIx64, v);
+  return b;
+}
+
+std::string duration(double s) {
+  char b[32];
+  if (s < 60)
+    std::snprintf(b, sizeof b, "%.0fs", s);
+  else if (s < 3600)
+    std::snprintf(b, sizeof b, "%dm%02ds", int(s) / 60, int(s) % 60);
+  else
+    std::snprintf(b, sizeof b, "%dh%02dm", int(s) / 3600, (int(s) % 3600) / 60);
+  return b;
+}
+
+nlohmann::json comm_json(const StepStats& st) {
+  return {{"all_reduce", st.comm_bytes[int(CommOp::AllReduce)]},
+          {"reduce_scatter", st.comm_bytes[int(CommOp::ReduceScatter)]},
+          {"all_gather", st.comm_bytes[int(CommOp::AllGather)]}};
+}
+
+double busy_seconds(const CommStats& s) {
+  double t = 0;
+  for (const auto& o : s.op) t += o.busy_seconds;
+  return t;
+}
+
+}  // namespace
+
+RunInstruments RunInstruments::make(const Config& c, const ModelConfig& model, int micro_batch, int grad_accum,
+                                    bool recompute, int64_t steps, int rank, int world_size, Backend& backend) {
+  Diagnostics d;
+  CommsLogger::check(c.comms_logger, d);
+  FlopsProfiler::check(c.flops_profiler, steps, d);
+  RunInstruments r;
+  r.monitors = Monitors::from_config(c, rank == 0, d);
+  if (d.has_errors()) throw UserError(d);
+  if (rank == 0 && d.warning_count() > 0) std::fputs(d.format().c_str(), stderr);
+  if (c.flops_profiler.enabled.value && rank == 0) {
+    r.profiled = std::make_unique<ProfilingBackend>(backend);
+    r.profiler = std::make_unique<FlopsProfiler>(c.flops_profiler, model, micro_batch, grad_accum, recompute, world_size,
+                                                 *r.profiled);
+  }
+  return r;
+}
+
+RunReporter::RunReporter(ReportSetup setup, Engine& engine, Communicator& comm, Backend& backend,
+                         RunInstruments& instruments)
+    : s_(std::move(setup)), engine_(engine), comm_(comm), backend_(backend), inst_(instruments),
+      comms_(s_.cfg->comms_logger, comm.world_size(), comm.stats()), world_(comm.world_size()) {
+  const EngineOptions& eo = *s_.eo;
+  samples_per_step_ = int64_t(eo.micro_batch) * eo.grad_accum * world_;
+  tokens_per_step_ = double(samples_per_step_) * s_.model->seq_len;
+}
+
+void RunReporter::record(const nlohmann::json& j) {
+  if (!s_.metrics) return;
+  *s_.metrics << j.dump() << std::endl;  // flushed: a run that dies later keeps its steps
+  if (!*s_.metrics) throw std::runtime_error("writing the metrics file " + s_.metrics_path + " failed: " + std::strerror(errno));
+}
+
+std::string RunReporter::header() const {
+  const EngineOptions& eo = *s_.eo;
+  const ModelConfig& m = *s_.model;
+  char b[640];
+  std::snprintf(b, sizeof b,
+                "zerotrain: %s on %d rank(s), backend %s, stage %d, %s | model %s: %d layers, dim %d, vocab %d, seq %d, "
+                "%" PRId64 " params | micro batch %d x accum %d x world %d = %lld samples/step, %lld steps | data: %s\n",
+                s_.config_name.c_str(), world_, backend_.name().c_str(), eo.stage, dtype_name(eo.precision),
+                m.name.c_str(), m.layers, m.dim, m.vocab, m.seq_len, engine_.params(), eo.micro_batch, eo.grad_accum,
+                world_, (long long)samples_per_step_, (long long)s_.steps, s_.data_description.c_str());
+  std::string out = b;
+  std::vector<std::string> where;
+  if (!s_.metrics_path.empty()) where.push_back("metrics -> " + s_.metrics_path);
+  if (!s_.trace_path.empty()) where.push_back("trace -> " + s_.trace_path);
+  for (const auto& d : inst_.monitors.describe()) where.push_back(d);
+  if (comms_.enabled()) where.push_back(std::string("comms_logger: rank 0's collectives") +
+                                        (comms_.verbose() ? ", every step and" : ",") + " a summary at the end");
+  if (inst_.profiler)
+    where.push_back("flops profiler: step " + std::to_string(inst_.profiler->step_to_profile()) + " -> " +
+                    (inst_.profiler->output_file().empty() ? "stdout" : inst_.profiler->output_file()));
+  where.push_back("checkpoints: none (checkpointing is not built yet)");
+  out += "  outputs:";
+  for (size_t i = 0; i < where.size(); ++i) out += (i ? " | " : " ") + where[i];
+  return out + "\n";
+}
+
+nlohmann::json RunReporter::units_json() const {
+  nlohmann::json units = nlohmann::json::array();
+  const ShardMap& map = engine_.shard_map();
+  for (int u = 0; u < s_.model->units(); ++u)
+    units.push_back({{"numel", map.shard(u).numel}, {"padded", map.shard(u).padded}});
+  return units;
+}
+
+void RunReporter::start() {
+  if (s_.say) {
+    std::fputs(header().c_str(), s_.say);
+    std::fprintf(s_.say, "memory plan (per rank):\n%s", plan_to_table(*s_.plan).c_str());
+    const auto& a = engine_.ledger().current();
+    std::fprintf(s_.say, "allocated (rank 0): params %s, grads %s, master %s, optimizer %s, activations %s, buffers %s\n",
+                 gib(a[MemCategory::Params]).c_str(), gib(a[MemCategory::Grads]).c_str(),
+                 gib(a[MemCategory::Master]).c_str(), gib(a[MemCategory::Optimizer]).c_str(),
+                 gib(a[MemCategory::Activations]).c_str(), gib(a[MemCategory::CommBuffers]).c_str());
+    const auto& h = engine_.ledger().host();
+    if (h.total() > 0)
+      std::fprintf(s_.say, "host (rank 0, offload): params %s, master %s, optimizer %s, buffers %s\n",
+                   gib(h[MemCategory::Params]).c_str(), gib(h[MemCategory::Master]).c_str(),
+                   gib(h[MemCategory::Optimizer]).c_str(), gib(h[MemCategory::CommBuffers]).c_str());
+  }
+  record({{"event", "start"},
+          {"world_size", world_},
+          {"stage", s_.eo->stage},
+          {"params", engine_.params()},
+          {"precision", dtype_name(s_.eo->precision)},
+          {"samples_per_step", samples_per_step_},
+          {"tokens_per_step", tokens_per_step_},
+          {"expected_comm_bytes_per_step", engine_.expected_comm_bytes_per_step()},
+          {"units", units_json()},
+          {"plan", plan_to_json(*s_.plan)},
+          {"allocated", mem_counts_json(engine_.ledger().current())},
+          {"allocated_host", mem_counts_json(engine_.ledger().host())}});
+}
+
+void RunReporter::before_step(int64_t step) {
+  step_before_ = comm_.stats();
+  if (engine_.trace()) trace_before_ = engine_.trace()->size();
+  if (inst_.profiler) inst_.profiler->before_step(step);
+}
+
+std::string RunReporter::progress(const StepStats& st, double rate) const {
+  // ETA from the mean of the last (up to) ten steps, leaving out the first (warm-up) when possible.
+  const size_t n = step_seconds_.size();
+  const size_t from = n > 1 ? std::max<size_t>(1, n > 10 ? n - 10 : 1) : 0;
+  double sum = 0;
+  for (size_t i = from; i < n; ++i) sum += step_seconds_[i];
+  const double mean = n > from ? sum / double(n - from) : st.seconds;
+  const double eta = mean * double(s_.steps - st.step);
+  char b[384];
+  std::snprintf(b, sizeof b, "step %6lld/%lld | loss %.4f | lr %.3e | grad norm %.3f%s | %.0f tokens/s | peak %s | ETA %s",
+                (long long)st.step, (long long)s_.steps, st.loss, st.lr, st.grad_norm, st.skipped ? " (skipped)" : "",
+                rate, gib(st.mem_peak).c_str(), duration(eta).c_str());
+  std::string s = b;
+  if (s_.eo->precision == DType::F16)
+    s += " | loss scale " + std::to_string(int64_t(st.loss_scale)) + ", skipped " + std::to_string(st.skipped_total);
+  return s + "\n";
+}
+
+std::vector<MonitorEvent> RunReporter::events(const StepStats& st, double rate) const {
+  const int64_t x = st.step * samples_per_step_;
+  std::vector<MonitorEvent> e = {
+      {"Train/Samples/train_loss", st.loss, x},
+      {"Train/Samples/lr", st.lr, x},
+      {"Train/Samples/grad_norm", st.grad_norm, x},
+      {"Train/Samples/tokens_per_s", rate, x},
+      {"Train/Samples/step_time_ms", 1e3 * st.seconds, x},
+      {"Train/Samples/peak_memory_MiB", double(st.mem_peak) / double(1 << 20), x},
+      {"Train/Samples/comm_bytes_all_reduce", double(st.comm_bytes[int(CommOp::AllReduce)]), x},
+      {"Train/Samples/comm_bytes_reduce_scatter", double(st.comm_bytes[int(CommOp::ReduceScatter)]), x},
+      {"Train/Samples/comm_bytes_all_gather", double(st.comm_bytes[int(CommOp::AllGather)]), x},
+  };
+  if (s_.eo->precision == DType::F16) e.push_back({"Train/Samples/loss_scale", st.loss_scale, x});
+  if (s_.cfg->wall_clock_breakdown.value) {
+    e.push_back({"Train/Samples/elapsed_time_ms_forward", 1e3 * st.forward_s, x});
+    e.push_back({"Train/Samples/elapsed_time_ms_backward", 1e3 * st.backward_s, x});
+    e.push_back({"Train/Samples/elapsed_time_ms_step", 1e3 * st.optimizer_s, x});
+  }
+  return e;
+}
+
+double RunReporter::after_step(const StepStats& st) {
+  const CommStats now = comm_.stats();
+  const double rate = tokens_per_step_ / st.seconds;
+  step_seconds_.push_back(st.seconds);
+  const double busy = busy_seconds(now) - busy_seconds(step_before_);
+  if (st.step > 1 && engine_.trace()) {
+    comm_busy_s_ += busy;
+    trace_steps_.push_back({trace_before_, engine_.trace()->size()});
+  }
+  const int64_t every = std::max<int64_t>(1, s_.cfg->steps_per_print.value);
+  if (s_.say && (st.step == 1 || st.step % every == 0 || st.step == s_.steps)) {
+    std::fputs(progress(st, rate).c_str(), s_.say);
+    if (s_.cfg->wall_clock_breakdown.value)
+      std::fprintf(s_.say, "        time | step %.1f ms: forward %.1f, backward %.1f, reduce wait %.1f, gather wait %.1f, "
+                           "optimizer %.1f\n",
+                   1e3 * st.seconds, 1e3 * st.forward_s, 1e3 * st.backward_s, 1e3 * st.reduce_wait_s,
+                   1e3 * st.gather_wait_s, 1e3 * st.optimizer_s);
+    if (s_.cfg->memory_breakdown.value)
+      std::fprintf(s_.say, "      memory | %s\n", mem_counts_json(engine_.ledger().peak_by_category()).dump().c_str());
+  }
+  if (s_.say && comms_.verbose()) std::fputs(comms_.step_lines(st.step, step_before_, now).c_str(), s_.say);
+  record({{"event", "step"},
+          {"step", st.step},
+          {"samples", st.step * samples_per_step_},
+          {"loss", st.loss},
+          {"lr", st.lr},
+          {"grad_norm", st.grad_norm},
+          {"loss_scale", st.loss_scale},
+          {"skipped", st.skipped},
+          {"step_ms", 1e3 * st.seconds},
+          {"tokens_per_s", rate},
+          {"comm_bytes", comm_json(st)},
+          {"comm_busy_s", busy},
+          {"mem_peak", st.mem_peak}});
+  inst_.monitors.write(events(st, rate));
+  if (inst_.profiler)
+    if (auto p = inst_.profiler->after_step(st.step, st.seconds)) {
+      const std::string text = inst_.profiler->render(*p);
+      const std::string& file = inst_.profiler->output_file();
+      if (file.empty()) {
+        if (s_.say) std::fputs(text.c_str(), s_.say);
+      } else {
+        std::FILE* f = std::fopen(file.c_str(), "w");
+        if (!f || std::fputs(text.c_str(), f) < 0 || std::fclose(f) != 0)
+          throw std::runtime_error("writing the flops profile " + file + " failed: " + std::strerror(errno));
+        if (s_.say) std::fprintf(s_.say, "flops profile of step %lld written to %s\n", (long long)st.step, file.c_str());
+      }
+      nlohmann::json j = inst_.profiler->to_json(*p);
+      j["event"] = "flops_profile";
+      record(j);
+    }
+  return rate;
+}
+
+void RunReporter::validation(int64_t step, double val_loss) {
+  if (s_.say) std::fprintf(s_.say, "eval  step %6lld | val loss %.4f\n", (long long)step, val_loss);
+  inst_.monitors.write({{"Eval/Samples/val_loss", val_loss, step * samples_per_step_}});
+}
+
+void RunReporter::training_done() {
+  final_stats_ = comm_.stats();
+  resident_ = mem_counts_json(engine_.ledger().current());
+  peak_by_category_ = mem_counts_json(engine_.ledger().peak_by_category());
+}
+
+void RunReporter::finish(int64_t steps, double final_val_loss, double unigram_entropy, double median_tokens_per_s,
+                         const ParamSummary& summary) {
+  nlohmann::json end = {{"event", "end"},
+                        {"steps", steps},
+                        {"param_checksum", hex64(summary.checksum)},
+                        {"param_l2", summary.l2},
+                        {"val_loss", final_val_loss},
+                        {"tokens_per_s_median", median_tokens_per_s},
+                        {"resident", resident_},
+                        {"peak_by_category", peak_by_category_}};
+  if (const Trace* t = engine_.trace()) {
+    t->write(s_.trace_path, comm_.rank());
+    if (s_.say) std::fprintf(s_.say, "trace: %zu spans written to %s\n", t->size(), s_.trace_path.c_str());
+    if (!trace_steps_.empty() && world_ > 1) {
+      const OverlapShare o = overlap_share(*t, trace_steps_, comm_busy_s_);
+      end["comm_busy_s"] = o.comm_s;
+      end["comm_exposed_s"] = o.exposed_s;
+      end["comm_hidden_share"] = o.hidden();
+      if (s_.say)
+        std::fprintf(s_.say,
+                     "communication (rank 0, steps 2..%lld): %.1f ms busy, %.1f ms waited for by compute: %.0f%% hidden "
+                     "behind compute\n",
+                     (long long)steps, 1e3 * o.comm_s, 1e3 * o.exposed_s, 100.0 * o.hidden());
+    }
+  }
+  if (comms_.enabled()) {
+    const CommStats& now = final_stats_;
+    if (s_.say) std::fprintf(s_.say, "comms_logger summary (rank 0):\n%s", comms_.summary(now).c_str());
+    end["comms"] = comms_.summary_json(now);
+  }
+  if (inst_.profiler && inst_.profiler->peak().flops_per_s > 0 && median_tokens_per_s > 0) {
+    const double step_s = tokens_per_step_ / median_tokens_per_s;
+    const double mfu = inst_.profiler->model_flops_per_step() / step_s / inst_.profiler->peak().flops_per_s;
+    end["mfu_median_step"] = mfu;
+    if (s_.say)
+      std::fprintf(s_.say, "MFU at the median step: %.2f%% of %.1f GFLOP/s (%s)\n", 100.0 * mfu,
+                   inst_.profiler->peak().flops_per_s / 1e9, inst_.profiler->peak().source.c_str());
+  }
+  if (s_.say)
+    std::fprintf(s_.say, "done: %lld steps, final val loss %.4f (unigram entropy %.3f), median %.0f tokens/s, "
+                         "param checksum %s, param L2 %.6f\n",
+                 (long long)steps, final_val_loss, unigram_entropy, median_tokens_per_s, hex64(summary.checksum).c_str(),
+                 summary.l2);
+  record(end);
+}
+
+}  // namespace zt

@@ -1,0 +1,42 @@
+// cut_buckets and split_by_owner: bucket arithmetic, computed once per run.
+#include "runtime/zero/buckets.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+namespace zt {
+
+std::vector<Bucket> cut_buckets(const std::vector<int>& order, const std::vector<int64_t>& len, int64_t bucket_elems) {
+  if (bucket_elems < 1) throw std::invalid_argument("cut_buckets: bucket size must be >= 1, got " + std::to_string(bucket_elems));
+  std::vector<Bucket> out;
+  int64_t room = 0;  // elements left in the open bucket
+  for (int pos = 0; pos < int(order.size()); ++pos) {
+    const int u = order[size_t(pos)];
+    for (int64_t at = 0; at < len[size_t(u)];) {
+      if (room == 0) {
+        out.emplace_back();
+        room = bucket_elems;
+      }
+      const int64_t n = std::min(room, len[size_t(u)] - at);
+      out.back().pieces.push_back({u, at, n});
+      out.back().last_pos = pos;
+      at += n;
+      room -= n;
+    }
+  }
+  return out;
+}
+
+std::vector<OwnedPart> split_by_owner(const BucketPiece& piece, int64_t shard) {
+  std::vector<OwnedPart> out;
+  for (int64_t at = piece.begin, end = piece.begin + piece.n; at < end;) {
+    const int owner = int(at / shard);
+    const int64_t stop = std::min(end, int64_t(owner + 1) * shard);
+    out.push_back({owner, at, stop - at});
+    at = stop;
+  }
+  return out;
+}
+
+}  // namespace zt

@@ -1,0 +1,41 @@
+// Buckets: a flat stream of unit buffers (in the order backward produces gradients, or the order
+// updates finish) cut into buckets of a fixed number of elements — DeepSpeed's reduce_bucket_size
+// and allgather_bucket_size — and each bucket's pieces split by the rank that owns them: the
+// segments one bucketed collective takes.
+//
+// A bucket is exactly `bucket_elems` consecutive elements of the stream (the last one shorter), so
+// a bucket may span units and a unit may span buckets; padding elements are part of the stream.
+// (DeepSpeed closes a bucket before a parameter that would overflow it, so its buckets never cut a
+// tensor; ours may, which is what makes a 1-element bucket meaningful. Sums are element-wise, so
+// the cut never changes a result.)
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace zt {
+
+// Elements [begin, begin + n) of unit `unit`'s padded flat buffer.
+struct BucketPiece {
+  int unit = 0;
+  int64_t begin = 0, n = 0;
+};
+
+struct Bucket {
+  std::vector<BucketPiece> pieces;  // in stream order
+  int last_pos = 0;                 // stream position of the last unit the bucket touches
+};
+
+// order: the units in stream order; len[u]: elements unit u contributes (its padded length).
+// bucket_elems >= 1.
+std::vector<Bucket> cut_buckets(const std::vector<int>& order, const std::vector<int64_t>& len, int64_t bucket_elems);
+
+// A piece's parts by owning rank when each rank owns `shard` consecutive elements of the unit:
+// (owner, begin, n) in element order.
+struct OwnedPart {
+  int owner = 0;
+  int64_t begin = 0, n = 0;
+};
+std::vector<OwnedPart> split_by_owner(const BucketPiece& piece, int64_t shard);
+
+}  // namespace zt

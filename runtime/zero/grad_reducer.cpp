@@ -1,0 +1,171 @@
+// GradReducer: bucketed gradient reduction in backward order, with each stage's timing.
+#include "runtime/zero/grad_reducer.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <stdexcept>
+
+namespace zt {
+
+namespace {
+// Backward walk: unit u is done at position U-1-u.
+int position_of(int u, int U) { return U - 1 - u; }
+}  // namespace
+
+GradReducer::GradReducer(ZeroContext& z, UnitBufferPool& pool, int64_t bucket_elems, bool overlap)
+    : z_(z), pool_(pool), overlap_(overlap) {
+  const Partition& p = z.part;
+  const int U = p.units();
+  std::vector<int> order;
+  std::vector<int64_t> len(static_cast<size_t>(U));
+  for (int u = U - 1; u >= 0; --u) order.push_back(u);
+  for (int u = 0; u < U; ++u) {
+    len[size_t(u)] = p.shard(u).padded;
+    grads_.push_back(z.ledger.alloc(MemCategory::Grads, size_t(p.unit(u).grad_len) * z.es()));
+  }
+  buckets_ = cut_buckets(order, len, bucket_elems);
+  buckets_of_unit_.assign(size_t(U), 0);
+  for (const Bucket& b : buckets_)
+    for (const BucketPiece& piece : b.pieces) ++buckets_of_unit_[size_t(piece.unit)];
+  full_.assign(size_t(U), nullptr);
+  pending_.assign(size_t(U), 0);
+}
+
+GradReducer::~GradReducer() {
+  try {
+    while (!in_flight_.empty()) {
+      in_flight_.front().handle->wait();
+      in_flight_.pop_front();
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "zerotrain: rank %d: a gradient collective failed while shutting down: %s\n", z_.comm.rank(),
+                 e.what());
+    std::abort();  // the other ranks cannot be left waiting on a half-finished collective
+  }
+}
+
+int64_t GradReducer::calls_per_step(int micro_steps) const {
+  return int64_t(buckets_.size()) * (z_.part.reduces_each_micro_step() ? micro_steps : 1);
+}
+
+void GradReducer::start_step() {
+  for (int u = 0; u < z_.part.units(); ++u)
+    z_.backend.zero(grads_[size_t(u)], size_t(z_.part.unit(u).grad_len) * z_.es());
+}
+
+void GradReducer::start_micro_step(bool last) {
+  // The previous micro-step's last bucket may still be in flight (it overlapped this micro-step's
+  // forward); its buffers must be back before backward asks for them again.
+  drain(0);
+  reducing_now_ = z_.part.reduces_each_micro_step() || last;
+  done_pos_ = -1;
+  next_bucket_ = 0;
+  pending_ = buckets_of_unit_;
+}
+
+void* GradReducer::grad_buffer(int u) {
+  void*& f = full_[size_t(u)];
+  if (!f) f = pool_.acquire(z_.part.shard(u).padded, true);
+  return f;
+}
+
+void GradReducer::unit_done(int u) {
+  const Partition& p = z_.part;
+  const int64_t P = p.shard(u).padded;
+  void* full = grad_buffer(u);
+  z_.emulate(full, P, z_.train);  // backward writes gradients in the working type
+  if (!p.reduces_each_micro_step()) {
+    // Stages 0–1: micro-steps add up in the full gradient, reduced once at the boundary.
+    z_.backend.accumulate(grads_[size_t(u)], full, size_t(P));
+    z_.emulate(grads_[size_t(u)], P, z_.accum_precision);
+    pool_.release(P, full);
+    full_[size_t(u)] = nullptr;
+  } else {
+    z_.emulate(full, P, z_.comm_precision);  // sent in the communication type
+  }
+  if (!reducing_now_) return;
+  done_pos_ = position_of(u, p.units());
+  while (next_bucket_ < buckets_.size() && buckets_[next_bucket_].last_pos <= done_pos_) issue(next_bucket_++);
+}
+
+std::string GradReducer::bucket_name(size_t k) const {
+  // "reduce_scatter bucket 3: block1+block0" — the units it holds pieces of, in backward order.
+  std::string units;
+  for (const BucketPiece& piece : buckets_[k].pieces) units += (units.empty() ? "" : "+") + z_.part.map().unit(piece.unit).name;
+  return std::string(z_.part.all_reduces_grads() ? "all_reduce" : "reduce_scatter") + " bucket " + std::to_string(k) +
+         ": " + units;
+}
+
+void GradReducer::issue(size_t k) {
+  const Partition& p = z_.part;
+  const bool each = p.reduces_each_micro_step();
+  std::vector<Segment> segs;
+  for (const BucketPiece& piece : buckets_[k].pieces) {
+    void* buf = each ? full_[size_t(piece.unit)] : grads_[size_t(piece.unit)];
+    if (!buf) throw std::logic_error("GradReducer: bucket " + std::to_string(k) + " issued before unit " +
+                                     std::to_string(piece.unit) + "'s gradient exists");
+    if (!each) z_.emulate(z_.at(buf, piece.begin), piece.n, z_.comm_precision);  // sent in the communication type
+    if (p.all_reduces_grads()) {
+      segs.push_back({z_.at(buf, piece.begin), size_t(piece.n), 0});
+      continue;
+    }
+    for (const OwnedPart& part : split_by_owner(piece, p.shard(piece.unit).shard))
+      segs.push_back({z_.at(buf, part.begin), size_t(part.n), part.owner});
+  }
+  CommHandlePtr h = p.all_reduces_grads() ? z_.comm.all_reduce_segments_async(segs, z_.act(), ReduceOp::Sum)
+                                          : z_.comm.reduce_scatter_segments_async(segs, z_.act(), ReduceOp::Sum);
+  in_flight_.push_back({k, std::move(h), Clock::now()});
+  if (!overlap_) drain(0);
+  else if (each) drain(1);  // one bucket in flight beside backward: full buffers go back to the pool
+}
+
+void GradReducer::drain(size_t keep) {
+  while (in_flight_.size() > keep) complete_front();
+}
+
+void GradReducer::complete_front() {
+  InFlight f = std::move(in_flight_.front());
+  in_flight_.pop_front();
+  const auto t0 = Clock::now();
+  f.handle->wait();
+  z_.times.reduce_wait_s += seconds_since(t0);
+  const std::string name = bucket_name(f.bucket);
+  z_.traced("wait " + name, TraceTrack::Wait, t0);
+  z_.traced(name, TraceTrack::Comm, f.issued);
+  const Partition& p = z_.part;
+  const int me = p.rank();
+  for (const BucketPiece& piece : buckets_[f.bucket].pieces) {
+    const int u = piece.unit;
+    const UnitShard& sh = p.shard(u);
+    if (p.all_reduces_grads()) {
+      z_.emulate(z_.at(grads_[size_t(u)], piece.begin), piece.n, z_.comm_precision);  // the sum as sent
+      continue;
+    }
+    for (const OwnedPart& part : split_by_owner(piece, sh.shard)) {
+      if (part.owner != me) continue;
+      if (!p.reduces_each_micro_step()) {  // stage 1: the sum landed in place in the full gradient
+        z_.emulate(z_.at(grads_[size_t(u)], part.begin), part.n, z_.comm_precision);
+        continue;
+      }
+      // Stages 2–3: this rank's part of the micro-step's sum joins its accumulated shard.
+      void* sum = z_.at(full_[size_t(u)], part.begin);
+      void* acc = z_.at(grads_[size_t(u)], part.begin - sh.rank_begin);
+      z_.emulate(sum, part.n, z_.comm_precision);
+      z_.backend.accumulate(acc, sum, size_t(part.n));
+      z_.emulate(acc, part.n, z_.accum_precision);
+    }
+    if (p.reduces_each_micro_step() && --pending_[size_t(u)] == 0) {
+      pool_.release(sh.padded, full_[size_t(u)]);
+      full_[size_t(u)] = nullptr;
+    }
+  }
+}
+
+void GradReducer::finish() {
+  if (reducing_now_ && next_bucket_ < buckets_.size())
+    throw std::logic_error("GradReducer::finish: " + std::to_string(buckets_.size() - next_bucket_) +
+                           " bucket(s) were never issued (a unit's backward did not report done)");
+  drain(0);
+}
+
+}  // namespace zt

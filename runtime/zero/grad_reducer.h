@@ -1,0 +1,70 @@
+// GradReducer: the gradient side of ZeRO. Backward fills one full-unit buffer per unit in backward
+// order; that flat stream is cut into buckets of reduce_bucket_size elements (runtime/zero/buckets.h),
+// and each bucket is reduced with ONE collective as soon as every unit it touches is done:
+//   stage 0: all-reduced at the accumulation boundary (micro-steps are added first);
+//   stage 1: reduce-scattered at the accumulation boundary into this rank's part of the full grads;
+//   stages 2–3: reduce-scattered every micro-step, this rank's part added into its gradient shard,
+//     and the full buffer released once every bucket holding a piece of it is done.
+// With overlap_comm the collectives run while backward continues (stages 2–3 keep one bucket in
+// flight, stages 0–1 all of them until the boundary); without it each is waited where it is issued.
+// Reductions are element-wise sums in rank order, so no bucket size ever changes a result.
+#pragma once
+
+#include <deque>
+#include <vector>
+
+#include "runtime/zero/buckets.h"
+#include "runtime/zero/unit_buffers.h"
+#include "runtime/zero/zero_context.h"
+
+namespace zt {
+
+class GradReducer {
+ public:
+  GradReducer(ZeroContext& z, UnitBufferPool& pool, int64_t bucket_elems, bool overlap);
+  ~GradReducer();  // waits for collectives still in flight (their buffers go with this object)
+  GradReducer(const GradReducer&) = delete;
+  GradReducer& operator=(const GradReducer&) = delete;
+
+  // --- one step ---------------------------------------------------------------------------------
+  void start_step();                      // zeroes the accumulated gradients
+  void start_micro_step(bool last);       // `last`: the accumulation boundary (stages 0–1 reduce then)
+  void* grad_buffer(int u);               // the zeroed full buffer backward adds unit u's gradient into
+  void unit_done(int u);                  // every write into unit u's buffer this micro-step is done
+  void finish();                          // every bucket reduced and waited: the gradients are final
+
+  // --- results (after finish) -----------------------------------------------------------------------
+  void* grads(int u) const { return grads_[size_t(u)]; }  // grad_len elements (full or this rank's shard)
+  // This rank's reduced sum, state element 0 onward (state_len elements; the rest is not reduced).
+  void* reduced(int u) const { return z_.at(grads_[size_t(u)], z_.part.unit(u).state_in_grad); }
+
+  const std::vector<Bucket>& buckets() const { return buckets_; }
+  // Collective calls one step issues: buckets per reduction × reductions per step.
+  int64_t calls_per_step(int micro_steps) const;
+
+ private:
+  struct InFlight {
+    size_t bucket;
+    CommHandlePtr handle;
+    Clock::time_point issued;
+  };
+  void issue(size_t k);
+  void complete_front();
+  void drain(size_t keep);
+  std::string bucket_name(size_t k) const;
+
+  ZeroContext& z_;
+  UnitBufferPool& pool_;
+  bool overlap_;
+  std::vector<void*> grads_;         // accumulated gradients (ledger: Grads)
+  std::vector<void*> full_;          // unit -> this micro-step's full buffer, while in use
+  std::vector<Bucket> buckets_;
+  std::vector<int> buckets_of_unit_; // how many buckets hold a piece of unit u
+  std::vector<int> pending_;         // of those, still to complete this micro-step
+  std::deque<InFlight> in_flight_;
+  bool reducing_now_ = false;        // this micro-step issues reductions
+  int done_pos_ = -1;                // last backward position whose unit is done
+  size_t next_bucket_ = 0;
+};
+
+}  // namespace zt

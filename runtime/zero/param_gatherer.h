@@ -1,0 +1,80 @@
+// ParamGatherer: the parameter side of ZeRO.
+//   Stage 3, around compute: a unit's shards are all-gathered before its forward and its backward
+//   (fetch), the next units prefetched up to stage3_prefetch_bucket_size elements with at most
+//   stage3_max_live_parameters gathered at once, and a gathered unit released after use unless it
+//   is persistent (stage3_param_persistence_threshold) or used again within
+//   stage3_max_reuse_distance elements of compute.
+//   Stages 1–2, after the update: the updated shards are all-gathered into every rank's full
+//   parameters in buckets of allgather_bucket_size elements (runtime/zero/buckets.h), each bucket
+//   issued as soon as every unit it touches is updated, overlapping the remaining updates.
+// Walk positions: forward of unit u is position u; backward of unit u is position 2U-1-u.
+#pragma once
+
+#include <vector>
+
+#include "runtime/zero/buckets.h"
+#include "runtime/zero/param_store.h"
+#include "runtime/zero/unit_buffers.h"
+#include "runtime/zero/zero_context.h"
+
+namespace zt {
+
+struct GatherOptions {
+  bool overlap = false;                          // overlap_comm: prefetch, and gathers beside the update
+  bool tied_head = false;                        // the head (last unit) reads the embedding unit too
+  int64_t prefetch_bucket_size = 50000000;       // elements
+  int64_t persistence_threshold = 100000;        // units with at most this many parameters stay gathered
+  int64_t max_live_parameters = 1000000000;
+  int64_t max_reuse_distance = 1000000000;
+  int64_t allgather_bucket_size = 500000000;     // stages 1–2
+};
+
+class ParamGatherer {
+ public:
+  ParamGatherer(ZeroContext& z, UnitBufferPool& pool, ParamStore& store, const GatherOptions& o);
+  ~ParamGatherer();  // waits for gathers still in flight
+  ParamGatherer(const ParamGatherer&) = delete;
+  ParamGatherer& operator=(const ParamGatherer&) = delete;
+
+  // --- around compute -----------------------------------------------------------------------------
+  // Before unit u computes at walk position pos: its gather issued first (collectives complete in
+  // issue order), then prefetch of what comes next (stage 3; nothing otherwise).
+  void before_compute(int u, int pos);
+  // The parameters unit u computes with: the gathered full unit (waited) or the resident buffer.
+  const void* params(int u);
+  // After unit u computed at pos: release what is not kept (the embedding too after a tied head).
+  void after_compute(int u, int pos);
+  void release_all();  // every gathered copy goes (stale after the update, or after evaluation)
+
+  // --- after the update (stages 1–2) ----------------------------------------------------------------
+  void start_param_sync(int u);  // units 0..u are updated: issue the buckets they complete
+  void finish_param_sync();      // every bucket issued and waited
+  const std::vector<Bucket>& sync_buckets() const { return sync_buckets_; }
+
+ private:
+  struct Gathered {
+    void* full = nullptr;
+    CommHandlePtr pending;  // the all-gather filling `full`, until waited
+    Clock::time_point issued;
+  };
+  void gather(int u, bool wait);
+  void release(int u);
+  void maybe_release(int u, int pos);
+  bool uses_unit(int pos, int u) const;
+  int unit_at(int pos) const { return pos < U_ ? pos : 2 * U_ - 1 - pos; }
+
+  ZeroContext& z_;
+  UnitBufferPool& pool_;
+  ParamStore& store_;
+  GatherOptions o_;
+  int U_ = 0;
+  std::vector<Gathered> gathered_;
+  int64_t live_elements_ = 0;
+  // stages 1–2
+  std::vector<Bucket> sync_buckets_;
+  size_t next_sync_ = 0;
+  int updated_through_ = -1;
+  std::vector<CommHandlePtr> syncing_;
+};
+
+}  // namespace zt

@@ -1,0 +1,146 @@
+// Partition: the per-unit decisions of a stage and an offload choice, computed once.
+#include "runtime/zero/partition.h"
+
+#include <stdexcept>
+#include <string>
+
+namespace zt {
+
+const char* state_home_name(StateHome h) {
+  switch (h) {
+    case StateHome::Backend: return "backend";
+    case StateHome::Host: return "host";
+    case StateHome::Nvme: return "nvme";
+  }
+  return "?";
+}
+
+namespace {
+
+// offload_optimizer's units: all of them, or with ratio < 1 whole units in walk order until the
+// offloaded share of this rank's optimizer state reaches the ratio.
+std::vector<char> offloaded_units(const PartitionConfig& c, const std::vector<int64_t>& state_len) {
+  std::vector<char> out(state_len.size(), 0);
+  if (c.offload_optimizer == OffloadDevice::None) return out;
+  int64_t total = 0, taken = 0;
+  for (int64_t n : state_len) total += n;
+  for (size_t u = 0; u < out.size(); ++u) {
+    out[u] = c.offload_ratio >= 1.0 || double(taken) < c.offload_ratio * double(total);
+    if (out[u]) taken += state_len[u];
+  }
+  return out;
+}
+
+}  // namespace
+
+Partition::Partition(std::vector<UnitSpec> units, const PartitionConfig& c) : cfg_(c) {
+  if (c.stage < 0 || c.stage > 3) throw std::invalid_argument("Partition: stage must be 0..3, got " + std::to_string(c.stage));
+  for (int q = 0; q < c.world_size; ++q) maps_.emplace_back(units, c.world_size, q, c.alignment);
+  const ShardMap& m = map();
+  const int s = c.stage;
+  std::vector<int64_t> state_lens;
+  for (int u = 0; u < m.units(); ++u) {
+    const UnitShard& sh = m.shard(u);
+    UnitPart p;
+    p.param_len = s == 3 ? sh.shard : sh.padded;
+    p.grad_len = s >= 2 ? sh.shard : sh.padded;
+    p.state_len = s == 0 ? sh.padded : sh.shard;
+    p.state_valid = s == 0 ? sh.numel : sh.valid;
+    p.state_begin = s == 0 ? 0 : sh.rank_begin;
+    p.state_in_grad = s == 1 ? sh.rank_begin : 0;
+    p.state_in_param = (s == 1 || s == 2) ? sh.rank_begin : 0;
+    if (s == 3 && c.offload_param == OffloadDevice::CPU) p.param = ParamHome::Host;
+    if (s == 3 && c.offload_param == OffloadDevice::NVMe) p.param = ParamHome::Nvme;
+    state_lens.push_back(p.state_len);
+    parts_.push_back(p);
+  }
+  const std::vector<char> offloaded = offloaded_units(c, state_lens);
+  const bool adam = is_adam(c.optimizer);
+  for (size_t u = 0; u < parts_.size(); ++u) {
+    UnitPart& p = parts_[u];
+    if (offloaded[u])
+      p.state = c.offload_optimizer == OffloadDevice::NVMe ? StateHome::Nvme : StateHome::Host;
+    else if (!c.backend_is_host && !adam)
+      p.state = StateHome::Host;  // a GPU backend runs only Adam/AdamW itself: SGD and Lamb step on the host
+    p.device_update = !c.backend_is_host && p.state == StateHome::Backend;
+    any_staged_ = any_staged_ || p.staged();
+    any_device_ = any_device_ || p.device_update;
+    if (p.param != ParamHome::Backend && p.device_update)
+      throw std::invalid_argument("Partition: offload_param on a GPU backend needs every unit's optimizer step on the "
+                                  "host (it writes the new shard there)");
+  }
+  aliases_ = c.backend_is_host && c.precision == DType::F32 && c.offload_param == OffloadDevice::None && !any_staged_;
+}
+
+std::vector<int> Partition::norm_ranks() const {
+  std::vector<int> r;
+  if (all_reduces_grads())
+    for (int q = 0; q < world_size(); ++q) r.push_back(q);
+  else
+    r.push_back(rank());
+  return r;
+}
+
+std::vector<UnitRange> Partition::norm_ranges(int q) const {
+  std::vector<UnitRange> out;
+  const ShardMap& mq = map_of(q);
+  for (int u = 0; u < units(); ++u) {
+    const UnitShard& sh = mq.shard(u);
+    // Stage 0's state arrays hold the whole unit: rank q's part starts at its shard. Otherwise the
+    // arrays are this rank's shard (q == rank).
+    out.push_back({u, all_reduces_grads() ? sh.rank_begin : 0, sh.valid});
+  }
+  return out;
+}
+
+std::vector<UnitRange> Partition::owned_ranges() const {
+  std::vector<UnitRange> out;
+  for (int u = 0; u < units(); ++u) out.push_back({u, shard(u).rank_begin, shard(u).valid});
+  return out;
+}
+
+std::vector<UnitRange> Partition::needed_ranges() const {
+  if (!all_reduces_grads()) return owned_ranges();
+  std::vector<UnitRange> out;
+  for (int u = 0; u < units(); ++u) out.push_back({u, 0, shard(u).numel});
+  return out;
+}
+
+Footprint Partition::footprint(size_t wb) const {
+  Footprint f;
+  const int arrays = optimizer_state_arrays(cfg_.optimizer, cfg_.sgd_momentum);
+  for (const UnitPart& p : parts_) {
+    const uint64_t pb = uint64_t(p.param_len) * wb;
+    if (p.param == ParamHome::Backend) f.params += pb;
+    else if (p.param == ParamHome::Host) f.host_params += pb;
+    else f.nvme += pb;
+    f.grads += uint64_t(p.grad_len) * wb;
+    const uint64_t master = aliases_ ? 0 : uint64_t(p.state_len) * 4;
+    const uint64_t moments = uint64_t(p.state_len) * 4 * uint64_t(arrays);
+    switch (p.state) {
+      case StateHome::Backend:
+        f.master += master;
+        f.optimizer += moments;
+        break;
+      case StateHome::Host:
+        f.host_master += master;
+        f.host_optimizer += moments;
+        break;
+      case StateHome::Nvme:
+        f.nvme += uint64_t(p.state_valid) * 4 * uint64_t(arrays + 1);
+        break;
+    }
+  }
+  return f;
+}
+
+uint64_t Partition::expected_comm_bytes_per_step(size_t es) const {
+  const uint64_t full = uint64_t(map().total_padded()) * es;
+  switch (cfg_.stage) {
+    case 0: return full;      // all-reduce: algorithm bytes = buffer bytes (bus traffic 2(n-1)/n of it)
+    case 3: return 3 * full;  // all-gather forward + all-gather backward + reduce-scatter
+    default: return 2 * full; // reduce-scatter + all-gather
+  }
+}
+
+}  // namespace zt

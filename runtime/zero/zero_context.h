@@ -1,0 +1,58 @@
+// ZeroContext: what every ZeRO object of one engine shares — the backend, the communicator, the
+// ledger, the partition, the precisions and the timeline — with the small helpers they all use.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "collectives/communicator.h"
+#include "kernels/backend.h"
+#include "runtime/zero/memory_ledger.h"
+#include "runtime/zero/partition.h"
+#include "runtime/zero/precision_emulation.h"
+#include "runtime/zero/trace.h"
+
+namespace zt {
+
+using Clock = std::chrono::steady_clock;
+inline double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// Where one step's time went (wall_clock_breakdown): compute, and waits for communication.
+struct StepTimes {
+  double forward_s = 0, backward_s = 0, reduce_wait_s = 0, gather_wait_s = 0, optimizer_s = 0;
+};
+
+struct ZeroContext {
+  Backend& backend;
+  Communicator& comm;
+  MemoryLedger& ledger;
+  const Partition& part;
+  DType train;             // training precision
+  DType comm_precision;    // communication_data_type (default: the training precision)
+  DType accum_precision;   // data_types.grad_accum_dtype (default: the training precision)
+  Trace* trace = nullptr;  // rank 0's timeline when --trace is on
+  StepTimes times;         // of the step in progress
+
+  DType act() const { return backend.act_dtype(); }
+  size_t es() const { return dtype_size(backend.act_dtype()); }
+  // The CPU backend stores fp32; bf16/fp16 training is emulated by rounding where a GPU would store
+  // the 16-bit type.
+  bool emulates() const { return backend.act_dtype() == DType::F32 && part.config().backend_is_host; }
+  void* at(void* base, int64_t elements) const { return static_cast<char*>(base) + elements * int64_t(es()); }
+  // Rounds n fp32 backend values to `p` (no-op on a real 16-bit backend and for fp32).
+  void emulate(void* x, int64_t n, DType p) const {
+    if (emulates()) round_to_precision(static_cast<float*>(x), size_t(n), p);
+  }
+  void traced(const std::string& name, TraceTrack track, Clock::time_point begin) const {
+    if (trace) trace->span(name, track, begin, Clock::now());
+  }
+};
+
+// Every rank's `local` doubles, in rank order. Doubles travel as their bit patterns (int64), so sums
+// made from them are exact and identical on every rank; through backend memory (NCCL needs device
+// buffers). Collective.
+std::vector<double> allgather_doubles(ZeroContext& z, const std::vector<double>& local);
+
+}  // namespace zt

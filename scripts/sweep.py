@@ -1,0 +1,394 @@
+#!/usr/bin/python3
+"""The stage sweep: trains the same model on the same data once per ZeRO stage (and per offload
+device and per value of any swept key) under mpirun, then writes DIR/sweep.csv, DIR/sweep.md and
+PNG plots that put what each run measured beside what the ZeRO paper predicts at that N:
+
+  resident bytes per rank, by category (params, grads, fp32 master, optimizer moments, activations,
+  buffers), beside the paper's (w+w+K)Psi, (w+w+K/N)Psi, (w+(w+K)/N)Psi, (w+w+K)Psi/N — with the
+  run's byte widths: w = 2 and K = 12 for mixed-precision Adam as in the paper; fp32 has w = 4, K = 8;
+  bytes per step by collective beside the paper's 2Psi / 2Psi / 2Psi / 3Psi (stage 0's all-reduce
+  moves 2Psi on the wire: a reduce-scatter and an all-gather);
+  step time, tokens/s, peak memory, and the share of communication hidden behind compute (from the
+  trace: 1 - time compute waited for collectives / time the communicator was busy).
+
+Usage: python3 scripts/sweep.py --config configs/stage2.json --model small --world-size 4 --out out/sweep
+       [--stages 0,1,2,3] [--offload none,cpu] [--vary zero_optimization.stage3_prefetch_bucket_size=0,1e6]
+       [--set zero_optimization.overlap_comm=false] [--steps 20] [--check] [-- zerotrain flags...]
+Without zerotrain flags after "--", the README's flags for the shipped configs are used.
+"""
+import argparse
+import copy
+import csv
+import itertools
+import json
+import math
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+README_FLAGS = ["--micro-batch", "4", "--grad-accum", "1", "--lr", "3e-3", "--weight-decay", "0.1",
+                "--adam-beta1", "0.9", "--adam-beta2", "0.95", "--adam-eps", "1e-8", "--max-grad-norm", "1.0",
+                "--warmup-steps", "10"]
+CATEGORIES = ["params", "grads", "master", "optimizer", "activations", "buffers"]
+LEDGER_KEYS = {"params": "params", "grads": "grads", "master": "master_weights", "optimizer": "optimizer_states",
+               "activations": "activations", "buffers": "comm_buffers"}
+# Stage 3 as the paper counts it (every unit gathered for its forward and again for its backward),
+# unless the config or --set/--vary say otherwise; sweep these to see what reuse and persistence save.
+PAPER_STAGE3 = {"zero_optimization.stage3_max_reuse_distance": 0, "zero_optimization.stage3_param_persistence_threshold": 0}
+COLLECTIVES = ["all_reduce", "reduce_scatter", "all_gather"]
+GiB = float(1 << 30)
+MiB = float(1 << 20)
+
+
+def parse_value(text):
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+def set_key(cfg, dotted, value):
+    node = cfg
+    parts = dotted.split(".")
+    for p in parts[:-1]:
+        node = node.setdefault(p, {})
+    node[parts[-1]] = value
+
+
+def find_binary(name, given):
+    if given:
+        return given
+    for cand in (os.path.join(ROOT, "build", "runtime", "cli", name), shutil.which(name)):
+        if cand and os.path.exists(cand):
+            return cand
+    sys.exit(f"sweep: cannot find {name}; build first (bash scripts/build.sh) or pass --zerotrain")
+
+
+def machine_name(zerotrain):
+    try:
+        env = json.loads(subprocess.run([zerotrain, "env", "--json"], capture_output=True, text=True, check=True).stdout)
+        gpus = env.get("gpus") or []
+        if gpus:
+            return gpus[0].get("name", "GPU")
+        cpu = env.get("cpu", {})
+        return f"{cpu.get('model', 'CPU')}, {cpu.get('logical_cpus', '?')} CPUs"
+    except Exception:  # the title only
+        return "this machine"
+
+
+def read_metrics(path):
+    start, steps, end = None, [], None
+    with open(path) as f:
+        for line in f:
+            r = json.loads(line)
+            if r["event"] == "start":
+                start = r
+            elif r["event"] == "step":
+                steps.append(r)
+            elif r["event"] == "end":
+                end = r
+    return start, steps, end
+
+
+def paper_formula(stage, psi, n, w, k):
+    """The ZeRO paper's model-state bytes per rank (params, grads, optimizer) with these widths."""
+    params = w * psi / (n if stage == 3 else 1)
+    grads = w * psi / (n if stage >= 2 else 1)
+    optim = k * psi / (n if stage >= 1 else 1)
+    return params, grads, optim
+
+
+def summarize(run, start, steps, end, n):
+    plan = start["plan"]
+    psi = start["params"]
+    w = plan["working_bytes"]
+    k = plan["optimizer_k"]
+    stage = start["stage"]
+    resident = end["resident"]  # the ledger when training ended (buffers are made during steps)
+    alloc = {c: resident.get(LEDGER_KEYS[c], 0) for c in CATEGORIES}
+    later = steps[1:] if len(steps) > 1 else steps
+    row = dict(run)
+    row.update({"stage": stage, "world_size": n, "params": psi, "precision": start["precision"],
+                "w_bytes": w, "K_bytes": k})
+    for c in CATEGORIES:
+        row[f"{c}_bytes"] = alloc.get(c, 0)
+    fp, fg, fo = paper_formula(stage, psi, n, w, k)
+    row["formula_params_bytes"], row["formula_grads_bytes"], row["formula_optimizer_bytes"] = fp, fg, fo
+    row["model_states_bytes"] = sum(alloc.get(c, 0) for c in ("params", "grads", "master", "optimizer"))
+    row["formula_model_states_bytes"] = fp + fg + fo
+    row["plan_buffers_bytes"] = plan["device_per_rank"]["buffers"]
+    row["plan_activations_bytes"] = plan["device_per_rank"]["activations"]
+    units = start["units"]
+    row["embedding_unit_bytes"] = units[0]["padded"] * w
+    row["padding_elements"] = sum(u["padded"] - u["numel"] for u in units)
+    # Bytes per step (this rank's algorithm bytes, a step after the first): the median step.
+    for c in COLLECTIVES:
+        row[f"{c}_bytes_per_step"] = statistics.median(s["comm_bytes"][c] for s in later)
+    wire = 2 * row["all_reduce_bytes_per_step"] + row["reduce_scatter_bytes_per_step"] + row["all_gather_bytes_per_step"]
+    row["paper_volume_measured_bytes"] = wire
+    comm_w = w  # gradients and parameters travel in the working type unless communication_data_type says otherwise
+    row["formula_volume_bytes"] = (3 if stage == 3 else 2) * psi * comm_w
+    row["padding_bytes"] = row["padding_elements"] * comm_w
+    row["step_ms"] = statistics.median(s["step_ms"] for s in later)
+    row["tokens_per_s"] = statistics.median(s["tokens_per_s"] for s in later)
+    row["peak_bytes"] = max(s["mem_peak"] for s in steps)
+    row["comm_busy_ms_per_step"] = 1e3 * statistics.median(s["comm_busy_s"] for s in later)
+    row["comm_hidden_share"] = end.get("comm_hidden_share") if end else None
+    row["final_loss"] = steps[-1]["loss"]
+    row["param_checksum"] = end.get("param_checksum") if end else None
+    return row
+
+
+def check_rows(rows, n):
+    """Measured beside formula. Model states: each category within the padding the layout adds
+    (units are padded to a multiple of N x 16 elements). Buffers: at most what the plan names.
+    Bytes per step: within the padding and the engine's small control exchanges (the loss and the
+    norm partials, 8 bytes per rank each) and, at stage 3 with a tied head, the embedding unit
+    gathered again for the head's forward and backward, which the paper's 3Psi does not count."""
+    problems = []
+    for r in rows:
+        pad = r["padding_elements"]
+        w, k = r["w_bytes"], r["K_bytes"]
+        for cat, formula, width in (("params", r["formula_params_bytes"], w), ("grads", r["formula_grads_bytes"], w),
+                                    ("optimizer", r["formula_optimizer_bytes"], k)):
+            got = r[f"{cat}_bytes"] + (r["master_bytes"] if cat == "optimizer" else 0)
+            if not (formula - 1 <= got <= formula + pad * width + 1):
+                problems.append(f"{r['name']}: {cat} {got:.0f} B vs formula {formula:.0f} B "
+                                f"(allowed padding {pad * width:.0f} B)")
+        if r["buffers_bytes"] > r["plan_buffers_bytes"] + 1:
+            problems.append(f"{r['name']}: buffers {r['buffers_bytes']:.0f} B, more than the plan names "
+                            f"({r['plan_buffers_bytes']:.0f} B)")
+        control = 16 * n
+        extra = r["paper_volume_measured_bytes"] - r["formula_volume_bytes"]
+        slack = (3 if r["stage"] == 3 else 2) * r["padding_bytes"] + control
+        if r["stage"] == 3:
+            slack += 2 * r["embedding_unit_bytes"]
+        if extra < -1 or extra > slack + 1:
+            problems.append(f"{r['name']}: {r['paper_volume_measured_bytes']:.0f} B per step vs formula "
+                            f"{r['formula_volume_bytes']:.0f} B (allowed {slack:.0f} B)")
+    return problems
+
+
+def fmt_mib(b):
+    return f"{b / MiB:.3f}"
+
+
+def write_markdown(path, rows, title, n):
+    out = [f"# ZeRO stage sweep: {title}", "",
+           f"Per rank at N = {n}. Formula: the ZeRO paper's model states with this run's widths "
+           f"(w bytes per working element, K optimizer bytes per parameter); volumes: algorithm bytes of "
+           f"one step (stage 0's all-reduce counted twice: a reduce-scatter and an all-gather on the wire).", "",
+           "## Resident bytes per rank (MiB)", "",
+           "| run | params | grads | master | moments | activations | buffers | buffers (plan) | model states | paper formula | formula |",
+           "|---|---|---|---|---|---|---|---|---|---|---|"]
+    names = {0: "(w+w+K)Ψ", 1: "(w+w+K/N)Ψ", 2: "(w+(w+K)/N)Ψ", 3: "(w+w+K)Ψ/N"}
+    for r in rows:
+        out.append(f"| {r['name']} | " + " | ".join(fmt_mib(r[f"{c}_bytes"]) for c in CATEGORIES) +
+                   f" | {fmt_mib(r['plan_buffers_bytes'])} | {fmt_mib(r['model_states_bytes'])} | {names[r['stage']]}, w={r['w_bytes']}, K={r['K_bytes']}"
+                   f" | {fmt_mib(r['formula_model_states_bytes'])} |")
+    out += ["", "## Bytes per step (MiB, this rank's algorithm bytes)", "",
+            "| run | all_reduce | reduce_scatter | all_gather | on the wire (2·AR + RS + AG) | paper | formula | padding |",
+            "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        paper = "3Ψ" if r["stage"] == 3 else "2Ψ"
+        out.append(f"| {r['name']} | " + " | ".join(fmt_mib(r[f"{c}_bytes_per_step"]) for c in COLLECTIVES) +
+                   f" | {fmt_mib(r['paper_volume_measured_bytes'])} | {paper} | {fmt_mib(r['formula_volume_bytes'])}"
+                   f" | {fmt_mib(r['padding_bytes'])} |")
+    out += ["", "## Time, throughput, memory, overlap", "",
+            "| run | step (ms) | tokens/s | peak (MiB) | comm busy (ms/step) | hidden behind compute | final loss |",
+            "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        hidden = "-" if r["comm_hidden_share"] is None else f"{100 * r['comm_hidden_share']:.0f}%"
+        out.append(f"| {r['name']} | {r['step_ms']:.1f} | {r['tokens_per_s']:.0f} | {fmt_mib(r['peak_bytes'])} | "
+                   f"{r['comm_busy_ms_per_step']:.1f} | {hidden} | {r['final_loss']:.4f} |")
+    out += ["", "Stage 3 runs with stage3_max_reuse_distance 0 and stage3_param_persistence_threshold 0 unless the "
+            "config or --set/--vary give them: the paper's case, every unit gathered for its forward and again for "
+            "its backward. A tied LM head gathers the embedding unit for its forward and backward too (the "
+            "difference to 3Ψ). Hidden behind compute: 1 − (time the compute thread waited for collectives, from "
+            "the trace) / (time the communicator was busy), rank 0, steps after the first.", "",
+            "Plots: memory.png, comm.png, speed.png. Rows: sweep.csv.", ""]
+    with open(path, "w") as f:
+        f.write("\n".join(out))
+
+
+def plot(out_dir, rows, title):
+    try:
+        import matplotlib
+    except ImportError:
+        sys.exit("sweep: matplotlib is missing: run scripts/setup.sh (Debian's python3-matplotlib, for /usr/bin/python3)")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = [r["name"] for r in rows]
+    x = list(range(len(rows)))
+    colors = {"params": "#4878d0", "grads": "#ee854a", "master": "#6acc64", "optimizer": "#d65f5f",
+              "activations": "#956cb4", "buffers": "#8c613c", "all_reduce": "#4878d0", "reduce_scatter": "#ee854a",
+              "all_gather": "#6acc64"}
+    files = []
+
+    width = max(7.5, 1.1 * len(rows) + 4)
+    rot = 15 if len(rows) > 4 else 0
+
+    def stacked(file, series, formula, formula_label, ylabel, what, peak=False):
+        """Stacked bars (label, values in MiB, color) with the paper's formula as a black tick."""
+        fig, ax = plt.subplots(figsize=(width, 4.8))
+        bottom = [0.0] * len(rows)
+        for label, values, color in series:
+            ax.bar(x, values, 0.6, bottom=bottom, label=label, color=color)
+            bottom = [b + y for b, y in zip(bottom, values)]
+        ax.scatter(x, formula, marker="_", s=900, color="black", linewidths=2.5, zorder=5, label=formula_label)
+        if peak:
+            ax.scatter(x, [r["peak_bytes"] / MiB for r in rows], marker="v", s=60, color="crimson", zorder=6,
+                       label="measured peak")
+        ax.set_xticks(x, names, rotation=rot)
+        ax.set_ylabel(ylabel)
+        ax.set_xlabel("run")
+        ax.set_title(f"{what}: {title}", fontsize=10)
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+        fig.tight_layout()
+        fig.savefig(os.path.join(out_dir, file), dpi=90)
+        plt.close(fig)
+        files.append(file)
+
+    stacked("memory.png",
+            [(c if c != "optimizer" else "optimizer moments", [r[f"{c}_bytes"] / MiB for r in rows], colors[c])
+             for c in CATEGORIES],
+            [r["formula_model_states_bytes"] / MiB for r in rows], "ZeRO paper formula: model states",
+            "resident bytes per rank (MiB)", "Memory per rank by category", peak=True)
+    stacked("comm.png",
+            [(c + (" (x2: on the wire)" if c == "all_reduce" else ""),
+              [(2 if c == "all_reduce" else 1) * r[f"{c}_bytes_per_step"] / MiB for r in rows], colors[c])
+             for c in COLLECTIVES],
+            [r["formula_volume_bytes"] / MiB for r in rows], "ZeRO paper: 2Ψ (stages 0-2),\n3Ψ (stage 3)",
+            "bytes per step per rank (MiB)", "Communication per step by collective")
+
+    fig, (a1, a2, a3) = plt.subplots(1, 3, figsize=(max(10, 2.2 * len(rows) + 4), 4.4))
+    a1.bar(x, [r["tokens_per_s"] for r in rows], 0.6, color="#4878d0")
+    a1.set_ylabel("tokens per second (all ranks, median step)")
+    a1.set_title("throughput", fontsize=10)
+    a2.bar(x, [r["step_ms"] for r in rows], 0.6, color="#ee854a", label="step")
+    a2.bar(x, [r["comm_busy_ms_per_step"] for r in rows], 0.3, color="#8c613c", label="communicator busy")
+    a2.set_ylabel("milliseconds per step (median)")
+    a2.set_title("step time", fontsize=10)
+    a2.legend(fontsize=8)
+    hidden = [(100 * r["comm_hidden_share"]) if r["comm_hidden_share"] is not None else 0.0 for r in rows]
+    a3.bar(x, hidden, 0.6, color="#6acc64")
+    a3.set_ylim(0, 100)
+    a3.set_ylabel("communication hidden behind compute (%)")
+    a3.set_title("overlap (from the trace)", fontsize=10)
+    for a in (a1, a2, a3):
+        a.set_xticks(x, names, rotation=30 if len(rows) > 2 else 0, fontsize=8)
+        a.set_xlabel("run")
+    fig.suptitle(f"Speed and overlap: {title}", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(os.path.join(out_dir, "speed.png"), dpi=90)
+    plt.close(fig)
+    files.append("speed.png")
+    return files
+
+
+def main():
+    argv = sys.argv[1:]
+    extra = []
+    if "--" in argv:
+        i = argv.index("--")
+        argv, extra = argv[:i], argv[i + 1:]
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--config", required=True)
+    p.add_argument("--model", default="small")
+    p.add_argument("--world-size", type=int, default=2)
+    p.add_argument("--stages", default="0,1,2,3")
+    p.add_argument("--offload", default="none", help="comma list of offload_optimizer devices: none,cpu,nvme")
+    p.add_argument("--vary", action="append", default=[], help="KEY=V1,V2,...: one run per value (dotted config key)")
+    p.add_argument("--set", action="append", default=[], help="KEY=VALUE for every run")
+    p.add_argument("--steps", type=int, default=10)
+    p.add_argument("--out", required=True)
+    p.add_argument("--zerotrain")
+    p.add_argument("--mpirun", default=shutil.which("mpirun") or "mpirun")
+    p.add_argument("--check", action="store_true", help="exit 1 unless measured and formula agree within the slack")
+    a = p.parse_args(argv)
+    zt = find_binary("zerotrain", a.zerotrain)
+    flags = extra or README_FLAGS
+    with open(a.config) as f:
+        base = json.load(f)
+    for kv in a.set:
+        k, v = kv.split("=", 1)
+        set_key(base, k, parse_value(v))
+    varies = []
+    for kv in a.vary:
+        k, vs = kv.split("=", 1)
+        varies.append((k, [parse_value(v) for v in vs.split(",")]))
+    os.makedirs(a.out, exist_ok=True)
+    mpi = [a.mpirun, "--oversubscribe", "--bind-to", "none"] + (["--allow-run-as-root"] if os.geteuid() == 0 else [])
+    rows = []
+    combos = list(itertools.product([int(s) for s in a.stages.split(",")], a.offload.split(","),
+                                    itertools.product(*[v for _, v in varies]) if varies else [()]))
+    for stage, off, values in combos:
+        if off != "none" and stage == 0:
+            continue  # offload needs stage >= 1
+        name = f"stage {stage}" + ("" if off == "none" else f" offload {off}") + \
+               "".join(f", {k.split('.')[-1]}={v}" for (k, _), v in zip(varies, values))
+        slug = name.replace(" ", "_").replace(",", "").replace("=", "-")
+        run_dir = os.path.join(a.out, "runs", slug)
+        os.makedirs(run_dir, exist_ok=True)
+        cfg = copy.deepcopy(base)
+        set_key(cfg, "zero_optimization.stage", stage)
+        if off != "none":
+            set_key(cfg, "zero_optimization.offload_optimizer.device", off)
+            if off == "nvme":
+                set_key(cfg, "zero_optimization.offload_optimizer.nvme_path",
+                        cfg.get("zero_optimization", {}).get("offload_optimizer", {}).get("nvme_path") or "/tmp")
+        given = {kv.split("=", 1)[0] for kv in a.set} | {k for k, _ in varies}
+        if stage == 3:
+            for k, v in PAPER_STAGE3.items():
+                zo = cfg.get("zero_optimization", {})
+                leaf = k.split(".")[-1]
+                if k not in given and leaf not in zo and leaf.replace("stage3_", "") not in zo:
+                    set_key(cfg, k, v)
+        for (k, _), v in zip(varies, values):
+            set_key(cfg, k, v)
+        cfg_path = os.path.join(run_dir, "ds_config.json")
+        with open(cfg_path, "w") as f:
+            json.dump(cfg, f, indent=2)
+        metrics, trace, log = (os.path.join(run_dir, n) for n in ("metrics.jsonl", "trace.json", "run.log"))
+        cmd = mpi + ["-np", str(a.world_size), zt, "--config", cfg_path, "--model", a.model, "--steps", str(a.steps),
+                     "--eval-every", "0", "--eval-batches", "1", "--metrics", metrics, "--trace", trace] + flags
+        print(f"sweep: {name}: {' '.join(cmd)}", flush=True)
+        with open(log, "w") as f:
+            rc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT).returncode
+        if rc != 0:
+            with open(log) as f:
+                sys.stderr.write(f.read())
+            sys.exit(f"sweep: {name} failed (exit {rc}); its log: {log}")
+        start, steps, end = read_metrics(metrics)
+        row = summarize({"name": name, "offload": off, **{k: v for (k, _), v in zip(varies, values)}},
+                        start, steps, end, a.world_size)
+        rows.append(row)
+    title = f"{a.model} ({rows[0]['params'] / 1e6:.2f} M params), N = {a.world_size}, {machine_name(zt)}"
+    keys = []
+    for r in rows:
+        keys += [k for k in r if k not in keys]
+    with open(os.path.join(a.out, "sweep.csv"), "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=keys)
+        w.writeheader()
+        w.writerows(rows)
+    write_markdown(os.path.join(a.out, "sweep.md"), rows, title, a.world_size)
+    files = plot(a.out, rows, title)
+    print(f"sweep: wrote {a.out}/sweep.csv, sweep.md, " + ", ".join(files))
+    with open(os.path.join(a.out, "sweep.md")) as f:
+        print(f.read())
+    if a.check:
+        problems = check_rows(rows, a.world_size)
+        for m in problems:
+            print("sweep: CHECK FAILED:", m)
+        if problems:
+            return 1
+        print(f"sweep: check ok: {len(rows)} runs agree with the formulas within the padding and the named buffers")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

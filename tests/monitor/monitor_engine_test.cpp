@@ -1,0 +1,174 @@
+// The comms logger and the flops profiler on real engine steps (1, 2 and 4 ranks): the logger's
+// totals are the communicator's own accounting and the steps' bytes; the FLOPs counted per op add
+// up, unit by unit, to the analytic GPT-2 formula (6Ψ_w + 2Ψ_b per token + causal attention), for
+// every stage, with accumulation and with recompute; the profiling backend changes no bit.
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+#include "runtime/data/sampler.h"
+#include "runtime/monitor/comms_logger.h"
+#include "runtime/monitor/flops_profiler.h"
+#include "tests/engine/engine_test_util.h"
+
+namespace zt::test {
+namespace {
+
+struct Stepped {
+  std::vector<StepStats> stats;
+  ParamSummary summary;
+};
+
+// Trains `steps` steps on `backend`; `around(step, phase)` runs before (0) and after (1) each step.
+template <class Around>
+Stepped train(const ModelConfig& model, const EngineOptions& o, Backend& backend, int steps, Around around) {
+  World& w = world();
+  Engine engine(model, o, backend, *w.comm);
+  BatchSampler sampler(w.data.train, model.seq_len, 7);
+  const BatchGeometry geom{w.comm->world_size(), o.micro_batch, o.grad_accum};
+  Stepped r;
+  for (int s = 0; s < steps; ++s) {
+    around(s + 1, 0, StepStats{});
+    const StepStats st = engine.train_step(
+        [&](int micro, int32_t* tok, int32_t* tgt) { sampler.fill(s, geom, w.comm->rank(), micro, tok, tgt); });
+    around(s + 1, 1, st);
+    r.stats.push_back(st);
+  }
+  r.summary = engine.param_summary();
+  return r;
+}
+
+class CommsTotals : public ::testing::TestWithParam<int> {};
+
+TEST_P(CommsTotals, LoggerTotalsAreTheCommunicatorsAccountingAndTheStepBytes) {
+  const int stage = GetParam();
+  Communicator& comm = *world().comm;
+  CommsLoggerConfig c;
+  c.enabled = true;
+  const CommStats start = comm.stats();
+  CommsLogger logger(c, comm.world_size(), start);
+  uint64_t step_bytes[kCommOpCount] = {}, step_calls[kCommOpCount] = {};
+  uint64_t verbose_rows = 0;
+  CommStats before;
+  EngineOptions o = base_options(stage, 1, DType::F32, true);
+  train(tiny_model(), o, *world().backend, 3, [&](int step, int phase, const StepStats& st) {
+    if (phase == 0) {
+      before = comm.stats();
+      return;
+    }
+    for (int i = 0; i < kCommOpCount; ++i) step_bytes[i] += st.comm_bytes[i], step_calls[i] += st.comm_calls[i];
+    for (const auto& r : logger.rows(before, comm.stats())) verbose_rows += r.calls;
+    EXPECT_FALSE(logger.step_lines(step, before, comm.stats()).empty() && comm.world_size() > 1);
+  });
+  // The summary covers everything since the logger started, param_summary's gathers included.
+  const CommStats end = comm.stats();
+  uint64_t logged_bytes[kCommOpCount] = {}, logged_calls[kCommOpCount] = {};
+  double logged_s[kCommOpCount] = {};
+  for (const auto& r : logger.totals(end)) {
+    logged_bytes[int(r.op)] += r.calls * r.message_bytes;
+    logged_calls[int(r.op)] += r.calls;
+    logged_s[int(r.op)] += r.seconds;
+  }
+  uint64_t all_steps_calls = 0;
+  for (int i = 0; i < kCommOpCount; ++i) {
+    EXPECT_EQ(logged_bytes[i], end.op[i].bytes - start.op[i].bytes) << comm_op_name(CommOp(i));
+    EXPECT_EQ(logged_calls[i], end.op[i].calls - start.op[i].calls) << comm_op_name(CommOp(i));
+    EXPECT_NEAR(logged_s[i], end.op[i].busy_seconds - start.op[i].busy_seconds, 1e-9);
+    all_steps_calls += step_calls[i];
+  }
+  // The steps' own bytes: all-reduce and reduce-scatter only happen in steps; the all-gathers of
+  // the checksum come after them.
+  EXPECT_EQ(logged_bytes[int(CommOp::AllReduce)], step_bytes[int(CommOp::AllReduce)]);
+  EXPECT_EQ(logged_bytes[int(CommOp::ReduceScatter)], step_bytes[int(CommOp::ReduceScatter)]);
+  EXPECT_GE(logged_bytes[int(CommOp::AllGather)], step_bytes[int(CommOp::AllGather)]);
+  EXPECT_EQ(verbose_rows, all_steps_calls);
+  EXPECT_GT(all_steps_calls, 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Monitor, CommsTotals, ::testing::Values(0, 1, 2, 3),
+                         [](const auto& info) { return "stage" + std::to_string(info.param); });
+
+struct FlopsCase {
+  int stage, grad_accum;
+  bool recompute, tied;
+};
+
+class FlopsCount : public ::testing::TestWithParam<FlopsCase> {};
+
+TEST_P(FlopsCount, PerUnitFlopsAreTheAnalyticGpt2Formula) {
+  const FlopsCase fc = GetParam();
+  const ModelConfig model = tiny_model(fc.tied);
+  EngineOptions o = base_options(fc.stage, fc.grad_accum, DType::F32, true);
+  o.checkpoint_activations = fc.recompute;
+  FlopsProfilerConfig c;
+  c.enabled = true;
+  c.profile_step = 1;
+  ProfilingBackend pb(*world().backend);
+  FlopsProfiler profiler(c, model, o.micro_batch, o.grad_accum, fc.recompute, world().comm->world_size(), pb);
+  std::optional<FlopsProfile> profile;
+  const Stepped with = train(model, o, pb, 3, [&](int step, int phase, const StepStats& st) {
+    if (phase == 0) profiler.before_step(step);
+    else if (auto p = profiler.after_step(step, st.seconds)) profile = p;
+  });
+  ASSERT_TRUE(profile.has_value());
+  const FlopsProfile& p = *profile;
+  EXPECT_EQ(p.step, 2);
+  ASSERT_TRUE(p.attributed) << p.note;
+  ASSERT_EQ(p.units.size(), size_t(model.units()));
+
+  const int64_t L = model.layers, C = model.dim, V = model.vocab, T = model.seq_len;
+  const int64_t seqs = int64_t(o.micro_batch) * o.grad_accum;
+  const double tokens = double(seqs * T);
+  const Gpt2Flops f = gpt2_training_flops(L, C, V, T, seqs, fc.recompute);
+  EXPECT_DOUBLE_EQ(p.gemm_attention_flops, f.model());
+  EXPECT_DOUBLE_EQ(p.analytic_flops, f.model());
+  EXPECT_DOUBLE_EQ(p.recompute_flops > 0 ? p.recompute_flops : 0.0,
+                   fc.recompute ? f.recompute + L * (2 * 5.0 * C + 4.0 * C + 2.0 * C) * tokens : 0.0)
+      << "recompute re-runs each block's forward: GEMMs, attention, two layernorms, GELU and two residuals";
+  // Unit by unit: a block is 24C²+18C per token forward... written out from the layer shapes.
+  const double block_fwd_gemm = (2.0 * 12 * C * C + 9.0 * C) * tokens + attention_forward_flops(seqs, T, C);
+  const double block_fwd_other = (2 * 5.0 * C + 4.0 * C + 2.0 * C) * tokens;  // 2 layernorms, GELU on 4C, 2 residuals
+  const double block_bwd = (4.0 * 12 * C * C + 9.0 * C) * tokens + attention_backward_flops(seqs, T, C) +
+                           (2 * 10.0 * C + 2 * 4.0 * C) * tokens;  // 2 layernorm backwards, GELU backward on 4C
+  for (int u = 1; u <= L; ++u) {
+    const UnitProfile& b = p.units[size_t(u)];
+    EXPECT_EQ(b.params, model.block_params());
+    EXPECT_DOUBLE_EQ(b.forward_flops, block_fwd_gemm + block_fwd_other) << b.name;
+    EXPECT_DOUBLE_EQ(b.backward_flops, block_bwd) << b.name;
+  }
+  const UnitProfile& emb = p.units.front();
+  EXPECT_DOUBLE_EQ(emb.forward_flops, double(C) * tokens);
+  EXPECT_DOUBLE_EQ(emb.backward_flops, 2.0 * C * tokens);
+  const UnitProfile& head = p.units.back();
+  EXPECT_DOUBLE_EQ(head.forward_flops, (5.0 * C + 2.0 * V * C + 2.0 * V) * tokens);  // lnf, LM head, CE
+  EXPECT_DOUBLE_EQ(head.backward_flops, (4.0 * V * C + 10.0 * C) * tokens);
+  // Outside the units only the engine's own ops: gradient accumulation (stages 0–1 add every
+  // micro-step's gradient in place; stages 2–3 add the reduced shard), the norm partials, scaling
+  // and the optimizer — never a model op.
+  for (const auto& op : p.outside) {
+    const bool engine_op = op.kind == OpKind::Accumulate || op.kind == OpKind::SumSquares || op.kind == OpKind::Scale ||
+                           op.kind == OpKind::AdamW || op.kind == OpKind::AdamWMultiTensor || !op_computes(op.kind);
+    EXPECT_TRUE(engine_op) << op_kind_name(op.kind);
+  }
+  EXPECT_GT(p.forward_s, 0.0);
+  EXPECT_GT(p.peak.flops_per_s, 0.0);
+  EXPECT_FALSE(profiler.render(p).empty());
+
+  // The decorator forwards every call unchanged: the same run on the plain backend is bitwise equal.
+  const Stepped plain = train(model, o, *world().backend, 3, [](int, int, const StepStats&) {});
+  EXPECT_EQ(with.summary.checksum, plain.summary.checksum);
+  for (size_t i = 0; i < plain.stats.size(); ++i) EXPECT_EQ(with.stats[i].loss, plain.stats[i].loss);
+}
+
+INSTANTIATE_TEST_SUITE_P(Monitor, FlopsCount,
+                         ::testing::Values(FlopsCase{0, 1, false, true}, FlopsCase{2, 1, false, true},
+                                           FlopsCase{3, 1, false, false}, FlopsCase{3, 3, false, true},
+                                           FlopsCase{1, 3, true, true}),
+                         [](const auto& info) {
+                           const FlopsCase& c = info.param;
+                           return "stage" + std::to_string(c.stage) + "_accum" + std::to_string(c.grad_accum) +
+                                  (c.recompute ? "_recompute" : "") + (c.tied ? "_tied" : "_untied");
+                         });
+
+}  // namespace
+}  // namespace zt::test
