@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include "runtime/engine/trace.h"
+#include "runtime/zero/trace.h"
 
 namespace zt {
 
