@@ -36,8 +36,8 @@ const char* loss_scale_event_name(LossScaleEvent e) {
 LossScaler::LossScaler(const LossScalerConfig& cfg) : cfg_(cfg), dynamic_(cfg.loss_scale == 0.0) {
   if (!(cfg.loss_scale >= 0.0) || !std::isfinite(cfg.loss_scale))
     bad("loss_scale", num(cfg.loss_scale), "must be 0 (dynamic) or a positive static scale");
-  if (cfg.initial_scale_power < 0 || cfg.initial_scale_power > 126)
-    bad("initial_scale_power", std::to_string(cfg.initial_scale_power), "must be in [0, 126]");
+  if (cfg.initial_scale_power < -1022 || cfg.initial_scale_power > 1023)
+    bad("initial_scale_power", std::to_string(cfg.initial_scale_power), "must be in [-1022, 1023] (2^power a finite double)");
   if (cfg.loss_scale_window < 1)
     bad("loss_scale_window", std::to_string(cfg.loss_scale_window), "must be >= 1");
   if (cfg.hysteresis < 1) bad("hysteresis", std::to_string(cfg.hysteresis), "must be >= 1");
@@ -53,7 +53,12 @@ LossScaleEvent LossScaler::update(bool overflow) {
     return overflow ? LossScaleEvent::SkippedStatic : LossScaleEvent::Applied;
   }
   LossScaleEvent ev = LossScaleEvent::Applied;
-  if (overflow) {
+  const bool zero = cfg_.kind == LossScalerKind::ZeroOptimizer;
+  if (overflow && !zero) {
+    scale_ = std::max(scale_ / 2.0, cfg_.min_loss_scale);
+    ev = LossScaleEvent::SkippedLowered;
+    last_overflow_iter_ = cur_iter_;
+  } else if (overflow) {
     if (cfg_.hysteresis == 1 || cur_hysteresis_ == 1) {
       if (scale_ == cfg_.min_loss_scale) {
         failed_ = true;
@@ -68,9 +73,10 @@ LossScaleEvent LossScaler::update(bool overflow) {
     }
     last_overflow_iter_ = cur_iter_;
   } else {
-    if (cfg_.consecutive_hysteresis) cur_hysteresis_ = cfg_.hysteresis;
-    if ((cur_iter_ - last_overflow_iter_) % cfg_.loss_scale_window == 0) {
-      if (!cfg_.consecutive_hysteresis) cur_hysteresis_ = cfg_.hysteresis;
+    if (zero && cfg_.consecutive_hysteresis) cur_hysteresis_ = cfg_.hysteresis;
+    const int64_t stable = cur_iter_ - last_overflow_iter_ - 1;
+    if (stable > 0 && stable % cfg_.loss_scale_window == 0) {
+      if (zero && !cfg_.consecutive_hysteresis) cur_hysteresis_ = cfg_.hysteresis;
       scale_ *= 2.0;
       ev = LossScaleEvent::AppliedAndGrew;
     }

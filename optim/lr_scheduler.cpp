@@ -27,9 +27,27 @@ WarmupType read_warmup_type(ParamReader& r) {
 
 int64_t read_warmup_steps(ParamReader& r) {
   const int64_t w = r.integer("warmup_num_steps", 1000);
-  if (w < 0) r.fail("warmup_num_steps", std::to_string(w), "must be >= 0");
+  if (w < 1) r.fail("warmup_num_steps", std::to_string(w), "must be a positive integer (DeepSpeed raises ValueError)");
   return w;
 }
+
+// DeepSpeed's last_batch_iteration L != -1 (a resumed schedule): the constructor leaves the
+// optimizer's lr alone, so the first applied step uses the optimizer's lr, and each later step()
+// continues from L: lr(it) = inner.lr(it + L + 1) for it >= 0.
+class ResumedSchedule : public LrScheduler {
+ public:
+  ResumedSchedule(std::unique_ptr<LrScheduler> inner, int64_t last, double optimizer_lr)
+      : inner_(std::move(inner)), shift_(last + 1), base_lr_(optimizer_lr) {}
+  std::string name() const override { return inner_->name(); }
+  double lr(int64_t it) const override { return it < 0 ? base_lr_ : inner_->lr(it + shift_); }
+  std::optional<double> beta1(int64_t it) const override { return it < 0 ? std::nullopt : inner_->beta1(it + shift_); }
+  std::optional<double> beta2(int64_t it) const override { return it < 0 ? std::nullopt : inner_->beta2(it + shift_); }
+
+ private:
+  std::unique_ptr<LrScheduler> inner_;
+  int64_t shift_;
+  double base_lr_;
+};
 
 std::unique_ptr<LrScheduler> build(const std::string& type, ParamReader& r, double optimizer_lr) {
   if (type == "WarmupLR") {
@@ -71,8 +89,8 @@ std::unique_ptr<LrScheduler> build(const std::string& type, ParamReader& r, doub
     p.decay_mom_rate = r.number("decay_mom_rate", p.decay_mom_rate);
     if (p.cycle_first_step_size <= 0)
       r.fail("cycle_first_step_size", std::to_string(p.cycle_first_step_size), "must be positive");
-    if (r.has("cycle_second_step_size") && p.cycle_second_step_size <= 0)
-      r.fail("cycle_second_step_size", std::to_string(p.cycle_second_step_size), "must be positive");
+    if (r.has("cycle_second_step_size") && p.cycle_second_step_size < 0)
+      r.fail("cycle_second_step_size", std::to_string(p.cycle_second_step_size), "must be >= 0");
     if (p.decay_step_size < 0) r.fail("decay_step_size", std::to_string(p.decay_step_size), "must be >= 0");
     return std::make_unique<OneCycleLr>(p);
   }
@@ -90,12 +108,12 @@ std::unique_ptr<LrScheduler> make_constant_lr(double lr) { return std::make_uniq
 std::unique_ptr<LrScheduler> make_lr_scheduler(const std::string& type, const SchedulerParams& params,
                                                double optimizer_lr) {
   ParamReader r("scheduler " + type, params.numbers, params.strings);
-  // DeepSpeed accepts last_batch_iteration (resume point) in every scheduler's params. These
-  // schedulers are stateless, so it is only validated here; the engine owns the iteration.
-  if (r.integer("last_batch_iteration", -1) < -1)
-    r.fail("last_batch_iteration", std::to_string(params.numbers.at("last_batch_iteration")), "must be >= -1");
+  // DeepSpeed accepts last_batch_iteration (a resume point) in every scheduler's params.
+  const int64_t last = r.integer("last_batch_iteration", -1);
+  if (last < -1) r.fail("last_batch_iteration", std::to_string(last), "must be >= -1");
   auto s = build(type, r, optimizer_lr);
   r.reject_unknown();
+  if (last != -1) return std::make_unique<ResumedSchedule>(std::move(s), last, optimizer_lr);
   return s;
 }
 

@@ -53,8 +53,9 @@ struct SchedulerParams {
 // optimizer's `params.lr` (WarmupCosineLR multiplies it by its ratios; WarmupLR uses it when
 // warmup_max_lr is absent). Throws std::invalid_argument whose message names the offending param:
 // an unknown type, a missing required param (e.g. "total_num_steps"), an unknown param, a wrongly
-// typed value, or an out-of-range value. `last_batch_iteration` is accepted (DeepSpeed's resume
-// point) but not stored: the engine keeps the iteration and passes it to lr().
+// typed value, or an out-of-range value. `last_batch_iteration` L (DeepSpeed's resume point) shifts
+// the schedule: the first applied step uses optimizer_lr (DeepSpeed leaves the lr alone when L != -1)
+// and later ones continue from L, as DeepSpeed's step() does.
 std::unique_ptr<LrScheduler> make_lr_scheduler(const std::string& type, const SchedulerParams& params,
                                                double optimizer_lr);
 

@@ -26,8 +26,15 @@ double OneCycleLr::scale_factor(int64_t it) const {
   const double b = static_cast<double>(it + 1);
   const double cycle = std::floor(1.0 + b / total_size_);
   const double x = 1.0 + b / total_size_ - cycle;
-  if (x <= step_ratio_) return x / step_ratio_;
-  return (x - 1.0) / (step_ratio_ - 1.0);
+  const bool rising = x <= step_ratio_;
+  const double scale = rising ? x / step_ratio_ : (x - 1.0) / (step_ratio_ - 1.0);
+  const int64_t stairs = rising ? p_.cycle_first_stair_count : p_.cycle_second_stair_count;
+  if (stairs <= 0) return scale;
+  const double c = std::fmod(b, total_size_);
+  const double first = static_cast<double>(p_.cycle_first_step_size);
+  const double second = static_cast<double>(p_.cycle_second_step_size);
+  const double position = c <= first ? c * double(stairs) / first : (total_size_ - c) * double(stairs) / second;
+  return std::floor(position) / double(stairs);
 }
 
 double OneCycleLr::lr(int64_t it) const {

@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <cmath>
 #include <numbers>
-#include <stdexcept>
 
 namespace zt {
 
@@ -43,21 +42,19 @@ WarmupCosineLr::WarmupCosineLr(double optimizer_lr, int64_t total_num_steps, dou
       warmup_min_ratio_(warmup_min_ratio),
       warmup_(clamp_warmup(warmup_num_steps)),
       cos_min_ratio_(cos_min_ratio),
-      type_(type) {
-  if (total_ <= warmup_)
-    throw std::invalid_argument("scheduler WarmupCosineLR: params.total_num_steps = " + std::to_string(total_) +
-                                ": must be greater than warmup_num_steps (" + std::to_string(warmup_) +
-                                " after the minimum of 2)");
-}
+      type_(type) {}
 
 double WarmupCosineLr::ratio(int64_t it) const {
   if (it < warmup_) {
     const double gamma = warmup_gamma(type_, it, warmup_);
     return warmup_min_ratio_ + gamma * (1.0 - warmup_min_ratio_);
   }
+  // DeepSpeed 0.19.5 clamps the progress at 1: past total_num_steps (and for every step after warmup
+  // when total_num_steps <= warmup_num_steps) the ratio stays at cos_min_ratio.
   const double s = static_cast<double>(it - warmup_ + 1);
-  const double span = static_cast<double>(total_ - warmup_);
-  const double cosine = (1.0 + std::cos(std::numbers::pi * s / span)) / 2.0;
+  const double span = static_cast<double>(std::max<int64_t>(1, total_ - warmup_));
+  const double progress = std::min(1.0, s / span);
+  const double cosine = (1.0 + std::cos(std::numbers::pi * progress)) / 2.0;
   return std::max(0.0, cos_min_ratio_ + (1.0 - cos_min_ratio_) * cosine);
 }
 

@@ -43,8 +43,9 @@ class WarmupDecayLr : public WarmupLr {
 };
 
 // lr(it) = optimizer_lr * ratio(it). Warmup: ratio = min_ratio + (1 - min_ratio) * gamma(it).
-// After: s = it - W + 1, S = T - W, ratio = max(0, cos_min + (1 - cos_min) * (1 + cos(pi s / S)) / 2).
-// lr(-1) = 0 (DeepSpeed sets 0 until the first step()). Requires T > W (DeepSpeed divides by T - W).
+// After: s = it - W + 1, S = max(1, T - W), p = min(1, s / S),
+// ratio = max(0, cos_min + (1 - cos_min) * (1 + cos(pi p)) / 2): the floor cos_min from T on, and
+// right after warmup when T <= W (DeepSpeed 0.19.5). lr(-1) = 0 (DeepSpeed sets 0 until the first step()).
 class WarmupCosineLr : public LrScheduler {
  public:
   WarmupCosineLr(double optimizer_lr, int64_t total_num_steps, double warmup_min_ratio, int64_t warmup_num_steps,

@@ -9,6 +9,7 @@
 #include "build_info.h"
 #include "runtime/cli/commands.h"
 #include "runtime/common/diagnostics.h"
+#include "runtime/config/report.h"
 
 namespace {
 
@@ -42,9 +43,7 @@ int main(int argc, char** argv) {
     return rc == 0 ? 0 : zt::kUserErrorExit;
   } catch (const zt::UserError& e) {
     const std::string who = rank_prefix();
-    std::string report;
-    for (const auto& d : e.diagnostics().all()) report += who + zt::format_diagnostic(d) + "\n";
-    std::fputs(report.c_str(), stderr);
+    zt::write_all(stderr, zt::format_report(e.diagnostics(), who));
     std::fprintf(stderr, "%szerotrain: %zu error(s); stopped before training.\n", who.c_str(),
                  e.diagnostics().error_count());
     return zt::kUserErrorExit;

@@ -22,7 +22,11 @@ void add_auto_flags(CLI::App& app, AutoFlags& f) {
   opt(app, "--adam-eps", f.adam_eps, "Adam epsilon (resolves optimizer.params.eps)");
   opt(app, "--max-grad-norm", f.max_grad_norm, "gradient clipping norm (resolves gradient_clipping)");
   opt(app, "--warmup-steps", f.warmup_steps, "warmup steps (resolves scheduler.params.warmup_num_steps)");
+  opt(app, "--warmup-ratio", f.warmup_ratio,
+      "warmup as a share of --steps: ceil(ratio * steps), used when --warmup-steps is not given (the HF rule)");
   opt(app, "--steps", f.steps, "total training steps (resolves scheduler.params.total_num_steps)");
+  app.add_flag("--fp16", f.fp16, "fp16 mixed precision (resolves \"fp16\": {\"enabled\": \"auto\"}; off when not given)");
+  app.add_flag("--bf16", f.bf16, "bf16 mixed precision (resolves \"bf16\": {\"enabled\": \"auto\"}; off when not given)");
 }
 
 }  // namespace zt

@@ -1,22 +1,29 @@
-// `zerotrain check`: validate a ds_config without launching; print the resolved config with each
-// value's source and the memory plan compared with this machine (or one JSON object with --json).
+// `zerotrain check`: validates a ds_config without launching (the verdict does not depend on the
+// machine it runs on: exit 0 valid, 2 not), then, in its own section, whether the memory plan fits
+// this machine or the target the flags describe (exit 3 when a valid config does not fit).
 #include <CLI/CLI.hpp>
+#include <cctype>
 #include <cstdio>
 #include <memory>
 
 #include <nlohmann/json.hpp>
 
+#include "kernels/backend.h"
 #include "runtime/cli/commands.h"
 #include "runtime/config/auto_flags.h"
 #include "runtime/config/config_echo.h"
 #include "runtime/config/config_load.h"
 #include "runtime/config/config_plan.h"
+#include "runtime/config/report.h"
 #include "runtime/model/model_config.h"
+#include "runtime/plan/gpu_memory.h"
 #include "runtime/plan/machine_probe.h"
 #include "runtime/plan/memory_plan.h"
 
 namespace zt {
 namespace {
+
+constexpr int kDoesNotFitExit = 3;
 
 struct CheckArgs {
   std::string config;
@@ -24,22 +31,93 @@ struct CheckArgs {
   bool world_size_given = false;
   std::string params;
   std::string model;
+  std::optional<int64_t> hidden_size;
+  std::string backend = "auto";
   int ranks_per_node = 0;  // 0: min(world size, 8)
+  std::string gpu_memory, host_ram;  // the target machine ("" = this machine)
   AutoFlags flags;
   bool allow_unknown_keys = false;
   bool json = false;
 };
 
-nlohmann::json diag_list(const Diagnostics& d, Severity sev) {
-  nlohmann::json a = nlohmann::json::array();
-  for (const auto& x : d.all()) {
-    if (x.severity != sev) continue;
-    std::string msg = x.message;
-    if (!x.value.empty()) msg = "value " + x.value + ": " + msg;
-    if (!x.fix.empty()) msg += ". Fix: " + x.fix;
-    a.push_back({{"path", x.path}, {"message", msg}, {"value", x.value}, {"problem", x.message}, {"fix", x.fix}});
+// "80GB", "80GiB", "24G", "512M", "1.5T", "1073741824" -> bytes (K/M/G/T are powers of 1024).
+bool parse_bytes(const std::string& text, uint64_t& out) {
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (end == text.c_str() || !(v > 0)) return false;
+  std::string unit(end);
+  for (auto& ch : unit) ch = char(std::toupper(static_cast<unsigned char>(ch)));
+  if (!unit.empty() && unit.back() == 'B') unit.pop_back();  // 80GB, 80GiB
+  if (!unit.empty() && unit.back() == 'I') unit.pop_back();
+  double mult = 1;
+  if (unit == "K") mult = 1024.0;
+  else if (unit == "M") mult = 1024.0 * 1024;
+  else if (unit == "G") mult = 1024.0 * 1024 * 1024;
+  else if (unit == "T") mult = 1024.0 * 1024 * 1024 * 1024;
+  else if (!unit.empty()) return false;
+  const double b = v * mult;
+  if (b >= 1.8e19) return false;
+  out = uint64_t(b);
+  return true;
+}
+
+ComputeBackend backend_of(const std::string& asked, std::string& why) {
+  if (asked == "cuda") return ComputeBackend::Cuda;
+  if (asked == "cpu") return ComputeBackend::Cpu;
+  const bool gpu = cuda_backend_compiled() && query_gpu_memory().has_value();
+  why = gpu ? "auto: a GPU is visible here" : "auto: no usable GPU here; pass --backend cuda to check for GPU ranks";
+  return gpu ? ComputeBackend::Cuda : ComputeBackend::Cpu;
+}
+
+struct FitReport {
+  bool assessed = false;
+  std::string target;  // "this machine" or the flags
+  Diagnostics diagnostics;
+  nlohmann::json memory = nullptr;
+  std::string plan_text;
+};
+
+// The memory plan against this machine or the flags' target; nvme_path probes only here.
+FitReport check_fit(const CheckArgs& a, const Config& c, int64_t params, const ModelConfig* model,
+                    ComputeBackend backend, Diagnostics& d) {
+  FitReport f;
+  if (params <= 0) {
+    f.plan_text = "fits: not assessed (pass --params N or --model NAME to size the plan)\n";
+    return f;
   }
-  return a;
+  f.assessed = true;
+  const bool here = a.gpu_memory.empty() && a.host_ram.empty();
+  MachineFacts facts = probe_machine();
+  if (backend == ComputeBackend::Cpu) facts.gpu_free.reset(), facts.gpu_total.reset();
+  f.target = here ? "this machine" : "the target";
+  if (!a.host_ram.empty()) {
+    uint64_t b = 0;
+    if (parse_bytes(a.host_ram, b)) facts.host_mem_available = facts.host_mem_total = b;
+    else d.error("--host-ram", a.host_ram, "not a size", "write it like 512G, 2T or 549755813888");
+    f.target += ", host RAM " + a.host_ram;
+  }
+  if (!a.gpu_memory.empty()) {
+    uint64_t b = 0;
+    if (backend == ComputeBackend::Cpu)
+      d.warning("--gpu-memory", a.gpu_memory, "has no effect with the cpu backend", "pass --backend cuda");
+    else if (parse_bytes(a.gpu_memory, b)) facts.gpu_free = facts.gpu_total = b;
+    else d.error("--gpu-memory", a.gpu_memory, "not a size", "write it like 80G or 24GiB");
+    f.target += ", GPU memory " + a.gpu_memory;
+  }
+  if (backend == ComputeBackend::Cuda && !facts.gpu_free)
+    f.diagnostics.warning("--gpu-memory", "", "the plan is for GPU ranks and there is no GPU here, so GPU memory was not checked",
+                          "pass --gpu-memory (e.g. 80G) to check against the target's GPUs");
+  const int rpn = a.ranks_per_node > 0 ? a.ranks_per_node : std::min(a.world_size, 8);
+  const MemoryPlan plan = make_memory_plan(plan_input(c, params, model, rpn));
+  const auto& z = c.zero_optimization;
+  std::string nvme;
+  if (z.offload_optimizer.device.value == "nvme") nvme = z.offload_optimizer.nvme_path.value;
+  else if (z.offload_param.device.value == "nvme") nvme = z.offload_param.nvme_path.value;
+  if (here) check_nvme_paths_here(c, f.diagnostics);
+  f.diagnostics.append(preflight(plan, facts, nvme, here));
+  f.memory = plan_to_json(plan);
+  f.plan_text = plan_to_table(plan);
+  return f;
 }
 
 int run_check(const CheckArgs& a) {
@@ -49,6 +127,9 @@ int run_check(const CheckArgs& a) {
   opts.world_source = a.world_size_given ? WorldSizeSource::Flag : WorldSizeSource::Default;
   opts.flags = a.flags;
   opts.allow_unknown_keys = a.allow_unknown_keys;
+  opts.probe_paths = false;  // validity never depends on this machine; the paths are checked under "fits"
+  std::string backend_why = "--backend " + a.backend;
+  opts.backend = backend_of(a.backend, backend_why);
 
   std::optional<ModelConfig> model;
   int64_t params = 0;
@@ -61,62 +142,70 @@ int run_check(const CheckArgs& a) {
     } else {
       params = model->total_params();
       opts.model_hidden = model->dim;
+      opts.model = model;
     }
   } else if (!a.params.empty() && !parse_param_count(a.params, params)) {
     d.error("--params", a.params, "not a parameter count", "write it like 7e9, 7B, 1.5B, 124M or 350K");
   }
+  if (a.hidden_size) {
+    if (*a.hidden_size < 1) d.error("--hidden-size", std::to_string(*a.hidden_size), "must be at least 1", "pass the model's hidden size");
+    else if (model && model->dim != *a.hidden_size)
+      d.error("--hidden-size", std::to_string(*a.hidden_size), "differs from --model " + a.model + "'s hidden size " +
+                                                                   std::to_string(model->dim),
+              "drop --hidden-size (the preset gives it)");
+    else opts.model_hidden = *a.hidden_size;
+  }
+  opts.size_without_shape = !a.params.empty() && !opts.model_hidden;
 
   LoadResult r = load_config(a.config, opts);
   d.append(r.diagnostics);
-  const bool config_ok = r.valid();
-
-  nlohmann::json memory = nullptr;
-  std::string plan_text;
-  if (config_ok && params > 0) {
-    const int rpn = a.ranks_per_node > 0 ? a.ranks_per_node : std::min(a.world_size, 8);
-    const MemoryPlan plan = make_memory_plan(plan_input(r.config, params, model ? &*model : nullptr, rpn));
-    const MachineFacts facts = probe_machine();
-    std::string nvme;
-    const auto& z = r.config.zero_optimization;
-    if (z.offload_optimizer.device.value == "nvme") nvme = z.offload_optimizer.nvme_path.value;
-    else if (z.offload_param.device.value == "nvme") nvme = z.offload_param.nvme_path.value;
-    d.append(preflight(plan, facts, nvme));
-    memory = plan_to_json(plan);
-    plan_text = plan_to_table(plan);
-  } else if (params == 0 && d.error_count() == 0) {
-    plan_text = "memory plan: skipped (pass --params N or --model NAME to size it)\n";
-  }
-
   const bool valid = !d.has_errors();
+  FitReport fit;
+  if (valid) fit = check_fit(a, r.config, params, model ? &*model : nullptr, opts.backend, d);
+  const bool fits = valid && !fit.diagnostics.has_errors() && !d.has_errors();
+  const int rc = !valid || d.has_errors() ? kUserErrorExit : fits ? 0 : kDoesNotFitExit;
+
   if (a.json) {
     nlohmann::json out;
     out["valid"] = valid;
-    out["errors"] = diag_list(d, Severity::Error);
-    out["warnings"] = diag_list(d, Severity::Warning);
-    out["resolved"] = config_ok ? config_to_json(r.config) : nlohmann::json(nullptr);
-    out["sources"] = config_ok ? config_sources_json(r.config) : nlohmann::json(nullptr);
-    out["memory"] = memory;
-    std::printf("%s\n", out.dump(2).c_str());
-  } else {
-    if (config_ok) std::printf("%s\n", config_to_text(r.config).c_str());
-    if (!plan_text.empty()) std::printf("%s\n", plan_text.c_str());
-    std::fflush(stdout);  // keep the echo and the diagnostics in order on a terminal
-    if (!d.all().empty()) std::fputs(d.format().c_str(), stderr);
-    if (valid) {
-      std::printf("%s: valid (%zu warning(s))\n", a.config.c_str(), d.warning_count());
-    } else {
-      std::fprintf(stderr, "%s: %zu error(s), %zu warning(s); nothing was started.\n", a.config.c_str(), d.error_count(),
-                   d.warning_count());
-    }
+    out["fits"] = valid && fit.assessed ? nlohmann::json(fits) : nlohmann::json(nullptr);
+    out["backend"] = compute_backend_name(opts.backend);
+    out["errors"] = diagnostics_json(d, Severity::Error);
+    out["warnings"] = diagnostics_json(d, Severity::Warning);
+    out["fit_target"] = fit.assessed ? nlohmann::json(fit.target) : nlohmann::json(nullptr);
+    out["fit_errors"] = diagnostics_json(fit.diagnostics, Severity::Error);
+    out["fit_warnings"] = diagnostics_json(fit.diagnostics, Severity::Warning);
+    out["resolved"] = valid ? config_to_json(r.config) : nlohmann::json(nullptr);
+    out["sources"] = valid ? config_sources_json(r.config) : nlohmann::json(nullptr);
+    out["memory"] = fit.memory;
+    std::printf("%s\n", out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+    return rc;
   }
-  return valid ? 0 : kUserErrorExit;
+  if (valid) std::printf("%s  backend = %s  (%s)\n\n", config_to_text(r.config).c_str(), compute_backend_name(opts.backend),
+                         backend_why.c_str());
+  std::fflush(stdout);  // keep the echo and the diagnostics in order on a terminal
+  write_all(stderr, format_report(d));
+  if (!valid) {
+    std::fprintf(stderr, "%s: %zu error(s), %zu warning(s); nothing was started.\n", a.config.c_str(), d.error_count(),
+                 d.warning_count());
+    return rc;
+  }
+  std::printf("%s: valid (%zu warning(s))\n\n", a.config.c_str(), d.warning_count());
+  std::printf("== fits %s?\n%s", fit.assessed ? fit.target.c_str() : "", fit.plan_text.c_str());
+  std::fflush(stdout);
+  write_all(stderr, format_report(fit.diagnostics));
+  if (fit.assessed)
+    std::printf("%s: %s %s\n", a.config.c_str(), fits ? "fits" : "valid, but does not fit", fit.target.c_str());
+  return rc;
 }
 
 }  // namespace
 
 void register_check_command(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<CheckArgs>();
-  CLI::App* cmd = app.add_subcommand("check", "validate a ds_config without launching: resolved config and memory plan");
+  CLI::App* cmd = app.add_subcommand(
+      "check", "validate a ds_config without launching (exit 0 valid, 2 invalid), then whether its memory plan fits "
+               "this machine or the target given by --ranks-per-node/--gpu-memory/--host-ram (exit 3 when it does not)");
   cmd->add_option("--config", args->config, "the ds_config.json to check")->required();
   cmd->add_option_function<int>(
       "--world-size",
@@ -128,7 +217,15 @@ void register_check_command(CLI::App& app, int& exit_code) {
   auto* params = cmd->add_option("--params", args->params, "model size for the memory plan: 7e9, 7B, 1.5B, 124M");
   auto* model = cmd->add_option("--model", args->model, "model preset for the memory plan (tiny, small, gpt2-124m, ...)");
   params->excludes(model);
+  cmd->add_option_function<int64_t>(
+      "--hidden-size", [args](const int64_t& h) { args->hidden_size = h; },
+      "the model's hidden size: resolves the stage-3 bucket \"auto\"s (given by --model)");
+  cmd->add_option("--backend", args->backend, "the backend the run will use: auto (as the run picks it here), cpu, cuda")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
+      ->capture_default_str();
   cmd->add_option("--ranks-per-node", args->ranks_per_node, "ranks sharing one host's RAM (default: min(world size, 8))");
+  cmd->add_option("--gpu-memory", args->gpu_memory, "check the plan against GPUs of this size (e.g. 80G) instead of this machine's");
+  cmd->add_option("--host-ram", args->host_ram, "check the plan against this much host RAM per node (e.g. 512G) instead of this machine's");
   add_auto_flags(*cmd, args->flags);
   cmd->add_flag("--allow-unknown-keys", args->allow_unknown_keys, "report unknown keys as warnings, not errors");
   cmd->add_flag("--json", args->json, "print one JSON object on stdout instead of text");

@@ -86,7 +86,7 @@ struct Fp16Config {
   Field<int64_t> loss_scale_window = 1000;
   Field<int64_t> hysteresis = 2;
   Field<bool> consecutive_hysteresis = false;
-  Field<double> min_loss_scale = 1.0;
+  Field<int64_t> min_loss_scale = 1;  // an integer in DeepSpeed's config model
   Field<bool> fp16_master_weights_and_grads = false;
 };
 
@@ -95,6 +95,7 @@ struct Bf16Config {
   std::string spelling = "bf16";  // "bf16" or its alias "bfloat16"
   Field<bool> enabled = false;
   Field<bool> immediate_grad_update = false;
+  Field<bool> check_grad_overflow = true;  // skip a step whose gradients are not finite
 };
 
 struct OffloadConfig {
@@ -147,7 +148,7 @@ struct AioConfig {
   bool present = false;
   Field<int64_t> block_size = 1048576;
   Field<int64_t> queue_depth = 8;
-  Field<int64_t> thread_count = 1;
+  Field<int64_t> intra_op_parallelism = 1;  // "thread_count" before DeepSpeed 0.16.4
   Field<bool> single_submit = false;
   Field<bool> overlap_events = true;
   Field<bool> use_gds = false;
@@ -176,7 +177,7 @@ struct FlopsProfilerConfig {
   Field<int64_t> module_depth = -1;
   Field<int64_t> top_modules = 1;
   Field<bool> detailed = true;
-  Field<std::string> output_file = std::string("");
+  Field<std::string> output_file = std::string("");  // "" (or null): standard output
 };
 
 struct CommsLoggerConfig {
@@ -218,8 +219,8 @@ struct Config {
   ZeroConfig zero_optimization;
   AioConfig aio;
   ActivationCheckpointingConfig activation_checkpointing;
-  Field<double> gradient_clipping = 0.0;
-  Field<int64_t> steps_per_print = 10;
+  Field<double> gradient_clipping = 1.0;  // DeepSpeed's default since it changed from 0
+  Field<std::optional<int64_t>> steps_per_print = std::optional<int64_t>(10);  // null: no periodic report
   Field<bool> wall_clock_breakdown = false;
   Field<bool> memory_breakdown = false;
   Field<bool> prescale_gradients = false;

@@ -1,6 +1,8 @@
 // Config -> PlanInput, and parsing of --params values.
 #include "runtime/config/config_plan.h"
 
+#include "runtime/config/zero_sizes.h"
+
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
@@ -27,11 +29,12 @@ PlanInput plan_input(const Config& c, int64_t params, const ModelConfig* model, 
   in.offload_optimizer_ratio = z.offload_optimizer.ratio.value;
   in.offload_param = dev(z.offload_param.device.value);
   in.ranks_per_node = ranks_per_node < 1 ? 1 : ranks_per_node;
-  in.reduce_bucket_size = z.reduce_bucket_size.value;
-  in.allgather_bucket_size = z.allgather_bucket_size.value;
+  const ZeroSizes sizes = zero_sizes(z, c.world_size.value, model);
+  in.reduce_bucket_size = sizes.reduce_bucket;
+  in.allgather_bucket_size = sizes.allgather_bucket;
   in.stage3_prefetch_bucket_size = z.prefetch_bucket_size.value;
   in.stage3_max_live_parameters = z.max_live_parameters.value;
-  in.sub_group_size = z.sub_group_size.value;
+  in.sub_group_size = sizes.sub_group;
   in.optimizer_buffer_count = static_cast<int>(z.offload_optimizer.buffer_count.value);
   in.param_buffer_count = static_cast<int>(z.offload_param.buffer_count.value);
   in.param_buffer_size = z.offload_param.buffer_size.value;

@@ -32,6 +32,24 @@ KeyBinding s3(KeyBinding b) {
   b.stage3_only = true;
   return b;
 }
+KeyBinding exact_int(KeyBinding b) {
+  b.exact_int = true;
+  return b;
+}
+KeyBinding nullable(KeyBinding b) {
+  b.nullable = true;
+  return b;
+}
+KeyBinding ignore_case(KeyBinding b) {
+  b.choices_ignore_case = true;
+  return b;
+}
+// DeepSpeed's DtypeEnum spellings of the three dtypes.
+KeyBinding dtype_aliases(KeyBinding b) {
+  b.choice_aliases = {{"float32", "fp32"}, {"float", "fp32"},  {"torch.float32", "fp32"}, {"float16", "fp16"},
+                      {"half", "fp16"},    {"torch.float16", "fp16"}, {"bfloat16", "bf16"}, {"torch.bfloat16", "bf16"}};
+  return b;
+}
 KeyBinding hidden(KeyBinding b) {
   b.hidden = true;
   b.deprecated = true;
@@ -101,8 +119,10 @@ void scheduler_params(SchedulerConfig& sc, BlockSchema& s) {
               key("last_batch_iteration", Kind::Int, &sc.last_batch_iteration)};
     return;
   }
-  s.keys = {with_auto(key("warmup_num_steps", Kind::Int, &sc.warmup_num_steps), "--warmup-steps"),
-            choices(key("warmup_type", Kind::String, &sc.warmup_type), {"log", "linear"}),
+  KeyBinding type = choices(key("warmup_type", Kind::String, &sc.warmup_type), {"log", "linear"});
+  type.choice_fallback = "log";  // DeepSpeed warns and uses log for any other value
+  s.keys = {exact_int(with_auto(key("warmup_num_steps", Kind::Int, &sc.warmup_num_steps), "--warmup-steps or --warmup-ratio")),
+            type,
             key("last_batch_iteration", Kind::Int, &sc.last_batch_iteration)};
   if (t == "WarmupCosineLR") {
     s.keys.push_back(with_auto(key("total_num_steps", Kind::Int, &sc.total_num_steps), "--steps"));
@@ -178,12 +198,12 @@ bool block_schema(Config& c, const std::string& path, BlockSchema& s) {
         with_auto(key("train_micro_batch_size_per_gpu", Kind::Int, &c.train_micro_batch_size_per_gpu), "--micro-batch"),
         with_auto(key("gradient_accumulation_steps", Kind::Int, &c.gradient_accumulation_steps), "--grad-accum"),
         with_auto(key("gradient_clipping", Kind::Number, &c.gradient_clipping), "--max-grad-norm"),
-        key("steps_per_print", Kind::Int, &c.steps_per_print),
+        key("steps_per_print", Kind::NullableInt, &c.steps_per_print),
         key("wall_clock_breakdown", Kind::Bool, &c.wall_clock_breakdown),
         key("memory_breakdown", Kind::Bool, &c.memory_breakdown),
         key("prescale_gradients", Kind::Bool, &c.prescale_gradients),
         key("gradient_predivide_factor", Kind::Number, &c.gradient_predivide_factor),
-        choices(key("communication_data_type", Kind::String, &c.communication_data_type), {"fp32", "fp16", "bf16"}),
+        ignore_case(choices(key("communication_data_type", Kind::String, &c.communication_data_type), {"fp32", "fp16", "bf16"})),
         key("zero_allow_untested_optimizer", Kind::Bool, &c.zero_allow_untested_optimizer),
     };
     s.sub_blocks = {"optimizer", "scheduler", "fp16", "bf16", "bfloat16", "zero_optimization", "aio",
@@ -195,6 +215,7 @@ bool block_schema(Config& c, const std::string& path, BlockSchema& s) {
     s.sub_blocks = {"params"};
   } else if (path == "optimizer.params") {
     s.present = &c.optimizer.present;
+    s.ds = DsBlock::Kwargs;
     optimizer_params(c.optimizer, s);
   } else if (path == "scheduler") {
     s.present = &c.scheduler.present;
@@ -202,26 +223,31 @@ bool block_schema(Config& c, const std::string& path, BlockSchema& s) {
     s.sub_blocks = {"params"};
   } else if (path == "scheduler.params") {
     s.present = &c.scheduler.present;
+    s.ds = DsBlock::Kwargs;
     scheduler_params(c.scheduler, s);
   } else if (path == "fp16") {
     auto& f = c.fp16;
     s.present = &f.present;
-    s.keys = {key("enabled", Kind::Bool, &f.enabled),
+    s.ds = DsBlock::Model;
+    s.keys = {with_auto(key("enabled", Kind::Bool, &f.enabled), "--fp16"),
               key("auto_cast", Kind::Bool, &f.auto_cast),
               key("loss_scale", Kind::Number, &f.loss_scale),
               key("initial_scale_power", Kind::Int, &f.initial_scale_power),
               key("loss_scale_window", Kind::Int, &f.loss_scale_window),
               key("hysteresis", Kind::Int, &f.hysteresis),
               key("consecutive_hysteresis", Kind::Bool, &f.consecutive_hysteresis),
-              key("min_loss_scale", Kind::Number, &f.min_loss_scale),
+              key("min_loss_scale", Kind::Int, &f.min_loss_scale),
               key("fp16_master_weights_and_grads", Kind::Bool, &f.fp16_master_weights_and_grads)};
   } else if (path == "bf16") {
     s.present = &c.bf16.present;
-    s.keys = {key("enabled", Kind::Bool, &c.bf16.enabled),
-              key("immediate_grad_update", Kind::Bool, &c.bf16.immediate_grad_update)};
+    s.ds = DsBlock::Model;
+    s.keys = {with_auto(key("enabled", Kind::Bool, &c.bf16.enabled), "--bf16"),
+              key("immediate_grad_update", Kind::Bool, &c.bf16.immediate_grad_update),
+              key("check_grad_overflow", Kind::Bool, &c.bf16.check_grad_overflow)};
   } else if (path == "zero_optimization") {
     auto& z = c.zero_optimization;
     s.present = &z.present;
+    s.ds = DsBlock::Model;
     s.keys = {
         key("stage", Kind::Int, &z.stage),
         key("contiguous_gradients", Kind::Bool, &z.contiguous_gradients),
@@ -263,15 +289,19 @@ bool block_schema(Config& c, const std::string& path, BlockSchema& s) {
     s.sub_blocks = {"offload_optimizer", "offload_param"};
   } else if (path == "zero_optimization.offload_optimizer") {
     s.present = &c.zero_optimization.offload_optimizer.present;
+    s.ds = DsBlock::Model;
     offload_keys(c.zero_optimization.offload_optimizer, false, s);
   } else if (path == "zero_optimization.offload_param") {
     s.present = &c.zero_optimization.offload_param.present;
+    s.ds = DsBlock::Model;
     offload_keys(c.zero_optimization.offload_param, true, s);
   } else if (path == "aio") {
     auto& a = c.aio;
     s.present = &a.present;
     s.keys = {key("block_size", Kind::Count, &a.block_size),   key("queue_depth", Kind::Int, &a.queue_depth),
-              key("thread_count", Kind::Int, &a.thread_count), key("single_submit", Kind::Bool, &a.single_submit),
+              key("intra_op_parallelism", Kind::Int, &a.intra_op_parallelism),
+              alias(key("thread_count", Kind::Int, &a.intra_op_parallelism), "intra_op_parallelism", true),
+              key("single_submit", Kind::Bool, &a.single_submit),
               key("overlap_events", Kind::Bool, &a.overlap_events), key("use_gds", Kind::Bool, &a.use_gds)};
   } else if (path == "activation_checkpointing") {
     auto& a = c.activation_checkpointing;
@@ -284,30 +314,33 @@ bool block_schema(Config& c, const std::string& path, BlockSchema& s) {
               key("profile", Kind::Bool, &a.profile)};
   } else if (path == "data_types") {
     s.present = &c.data_types.present;
-    s.keys = {choices(key("grad_accum_dtype", Kind::String, &c.data_types.grad_accum_dtype), {"fp32", "fp16", "bf16"})};
+    s.keys = {dtype_aliases(choices(key("grad_accum_dtype", Kind::String, &c.data_types.grad_accum_dtype), {"fp32", "fp16", "bf16"}))};
   } else if (path == "flops_profiler") {
     auto& f = c.flops_profiler;
     s.present = &f.present;
     s.keys = {key("enabled", Kind::Bool, &f.enabled),         key("recompute_fwd_factor", Kind::Number, &f.recompute_fwd_factor),
               key("profile_step", Kind::Int, &f.profile_step), key("module_depth", Kind::Int, &f.module_depth),
               key("top_modules", Kind::Int, &f.top_modules),   key("detailed", Kind::Bool, &f.detailed),
-              key("output_file", Kind::String, &f.output_file)};
+              nullable(key("output_file", Kind::String, &f.output_file))};
   } else if (path == "comms_logger") {
     auto& l = c.comms_logger;
     s.present = &l.present;
+    s.ds = DsBlock::Model;
     s.keys = {key("enabled", Kind::Bool, &l.enabled), key("verbose", Kind::Bool, &l.verbose),
               key("prof_all", Kind::Bool, &l.prof_all), key("debug", Kind::Bool, &l.debug),
               key("prof_ops", Kind::StringList, &l.prof_ops)};
   } else if (path == "tensorboard") {
     s.present = &c.tensorboard.present;
+    s.ds = DsBlock::Model;
     monitor_keys(c.tensorboard, s);
   } else if (path == "csv_monitor") {
     s.present = &c.csv_monitor.present;
+    s.ds = DsBlock::Model;
     monitor_keys(c.csv_monitor, s);
   } else if (path == "checkpoint") {
     auto& k = c.checkpoint;
     s.present = &k.present;
-    s.keys = {choices(key("tag_validation", Kind::String, &k.tag_validation), {"Ignore", "Warn", "Fail"}),
+    s.keys = {ignore_case(choices(key("tag_validation", Kind::String, &k.tag_validation), {"Ignore", "Warn", "Fail"})),
               key("load_universal", Kind::Bool, &k.load_universal),
               key("use_node_local_storage", Kind::Bool, &k.use_node_local_storage)};
     s.sub_blocks = {"parallel_write"};

@@ -10,9 +10,19 @@
 
 namespace zt {
 
-// How a key's JSON value is read. Int rejects 32.0, true and "32"; Count also takes an integral
-// number written with an exponent or a fraction of zero (5e8), as DeepSpeed configs usually do.
+// How a key's JSON value is read. Int and Count take an integer, or an integral number written with
+// an exponent or a fraction of zero (5e8, 32.0; the echo notes it); they refuse 1.5, true and "32".
+// Count is the name for sizes, whose messages suggest 5e8-style values.
 enum class Kind { Int, Count, Number, Bool, String, Betas, NullableInt, StringList };
+
+// How DeepSpeed itself reads a block, which decides what an unknown key or an unfilled "auto" means:
+//   Dict:   read key by key with defaults; unknown keys are silently ignored, and "auto" reaches the
+//           code as the string "auto" (a type error there) unless the HF Trainer filled it;
+//   Model:  a pydantic config model with extra="forbid": unknown keys are refused, and an "auto" no
+//           one filled is dropped, so the field keeps its default;
+//   Kwargs: passed as keyword arguments to the optimizer's or scheduler's constructor: unknown keys
+//           are refused (TypeError).
+enum class DsBlock { Dict, Model, Kwargs };
 
 using FieldPtr = std::variant<Field<int64_t>*, Field<double>*, Field<bool>*, Field<std::string>*,
                               Field<std::vector<double>>*, Field<std::optional<int64_t>>*,
@@ -29,6 +39,11 @@ struct KeyBinding {
   bool deprecated = false;           // an old spelling: warn and map onto `canonical`
   bool hidden = false;               // not echoed (deprecated flags mapped elsewhere)
   bool stage3_only = false;          // only meaningful with zero_optimization.stage 3
+  bool exact_int = false;            // DeepSpeed checks isinstance(v, int): 1000.0 is refused there too
+  bool nullable = false;             // null is accepted and means the default
+  bool choices_ignore_case = false;  // DeepSpeed lower- or upper-cases the value before comparing
+  std::vector<std::pair<std::string, std::string>> choice_aliases;  // other spellings DeepSpeed takes -> ours
+  std::string choice_fallback;       // DeepSpeed warns and uses this for a value outside `choices`
 };
 
 struct BlockSchema {
@@ -36,6 +51,7 @@ struct BlockSchema {
   bool* present = nullptr;              // set when the block appears in the file
   std::vector<KeyBinding> keys;
   std::vector<std::string> sub_blocks;  // keys whose value is a nested block
+  DsBlock ds = DsBlock::Dict;
 };
 
 // The schema of one block, bound to `c`. Blocks that depend on a type (optimizer.params,

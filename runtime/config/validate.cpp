@@ -4,19 +4,16 @@
 #include <sstream>
 
 #include "runtime/config/config_load.h"
+#include "runtime/config/config_walk.h"
 #include "runtime/plan/machine_probe.h"
 
 namespace zt {
 namespace {
 
-std::string num(double v) {
-  std::ostringstream o;
-  o << v;
-  return o.str();
-}
+std::string num(double v) { return number_text(v); }
 std::string q(const std::string& v) { return "\"" + v + "\""; }
 
-void check_nvme_path(const OffloadConfig& o, const std::string& block, const LoadOptions& opts, Diagnostics& d) {
+void check_nvme_path(const OffloadConfig& o, const std::string& block, bool probe, Diagnostics& d) {
   if (o.device.value != "nvme" || o.device.invalid) return;
   const std::string path = "zero_optimization." + block + ".nvme_path";
   if (o.nvme_path.value.empty()) {
@@ -24,7 +21,7 @@ void check_nvme_path(const OffloadConfig& o, const std::string& block, const Loa
             "add \"nvme_path\": \"/local_nvme\" (a folder on a local NVMe drive) to zero_optimization." + block);
     return;
   }
-  if (!opts.probe_paths) return;
+  if (!probe) return;
   const PathInfo p = probe_path(o.nvme_path.value);
   const std::string v = q(o.nvme_path.value);
   if (!p.exists) {
@@ -52,7 +49,70 @@ void check_range(const Field<double>& f, const std::string& path, Diagnostics& d
   if (!ok) d.error(path, num(v), "out of range: must be " + what, "use a value " + what);
 }
 
+// The scheduler's params with DeepSpeed's own limits (runtime/lr_schedules.py of 0.19.5).
+void validate_scheduler(Config& c, Diagnostics& d) {
+  auto& s = c.scheduler;
+  if (!s.present || s.type.value.empty()) return;
+  const std::string& t = s.type.value;
+  if (t == "OneCycle") {
+    for (const auto& [f, name] : {std::pair{&s.cycle_min_lr, "cycle_min_lr"}, std::pair{&s.cycle_max_lr, "cycle_max_lr"}})
+      if (!f->present)
+        d.error(std::string("scheduler.params.") + name, "", std::string("OneCycle needs ") + name,
+                "add \"cycle_min_lr\" and \"cycle_max_lr\" to scheduler.params (the lr range of the cycle)");
+    check_positive(s.cycle_first_step_size, "scheduler.params.cycle_first_step_size", d);
+    if (s.cycle_second_step_size.present) check_positive(s.cycle_second_step_size, "scheduler.params.cycle_second_step_size", d, 0);
+    if (!s.decay_step_size.invalid && s.decay_step_size.value < 0)
+      d.error("scheduler.params.decay_step_size", std::to_string(s.decay_step_size.value),
+              "negative: DeepSpeed accepts it, but the decayed lr min_lr / (1 + rate * steps / size) then goes "
+              "negative or infinite",
+              "use 0 (no decay after the cycle) or a positive step count");
+    if (c.optimizer.type.value == "SGD" && s.cycle_momentum.value)
+      d.warning("scheduler.params.cycle_momentum", "true",
+                "has no effect with SGD: DeepSpeed turns momentum cycling off for optimizers without betas, and so "
+                "does zerotrain",
+                "set cycle_momentum false");
+    return;
+  }
+  if (t == "WarmupDecayLR" || t == "WarmupCosineLR") {
+    if (!s.total_num_steps.present && s.total_num_steps.source.kind == SourceKind::Default)
+      d.error("scheduler.params.total_num_steps", "", t + " needs total_num_steps (the step the decay ends at)",
+              "add \"total_num_steps\" to scheduler.params (or \"auto\" with --steps N)");
+    else if (!s.total_num_steps.invalid && s.total_num_steps.value < 0)
+      d.error("scheduler.params.total_num_steps", std::to_string(s.total_num_steps.value),
+              "negative: the decay would end before training starts", "use the number of optimizer steps of the run");
+  }
+  auto& w = s.warmup_num_steps;
+  if (!w.invalid && w.value < 1) {
+    const bool from_trainer = w.source.kind == SourceKind::Auto && w.source.detail.find("HF Trainer") != std::string::npos;
+    d.error("scheduler.params.warmup_num_steps", std::to_string(w.value),
+            t + " needs at least one warmup step (DeepSpeed raises ValueError: warmup_num_steps must be a positive "
+                "integer)" + (from_trainer ? "; 0 is the HF Trainer's default, taken because --warmup-steps and "
+                                             "--warmup-ratio were not given" : ""),
+            from_trainer ? "pass --warmup-steps N or --warmup-ratio R" : "use 1 or more (DeepSpeed clamps it to at least 2)");
+  }
+  if (t != "WarmupCosineLR") {
+    check_range(s.warmup_min_lr, "scheduler.params.warmup_min_lr", d, 0, false, INFINITY, true, ">= 0 and finite");
+    check_range(s.warmup_max_lr, "scheduler.params.warmup_max_lr", d, 0, false, INFINITY, true, ">= 0 and finite");
+    if (!s.warmup_min_lr.invalid && !s.warmup_max_lr.invalid && s.warmup_min_lr.value > s.warmup_max_lr.value)
+      d.error("scheduler.params.warmup_min_lr", num(s.warmup_min_lr.value),
+              "greater than warmup_max_lr " + num(s.warmup_max_lr.value), "make warmup_min_lr <= warmup_max_lr");
+  }
+  if (t != "WarmupLR" && !s.total_num_steps.invalid && !w.invalid && w.value > s.total_num_steps.value && w.value >= 1)
+    d.warning("scheduler.params.warmup_num_steps", std::to_string(w.value),
+              "longer than total_num_steps " + std::to_string(s.total_num_steps.value) +
+                  ": DeepSpeed only warns, and the lr falls to its floor as soon as warmup ends",
+              "make warmup_num_steps <= total_num_steps");
+}
+
 }  // namespace
+
+void check_nvme_paths_here(const Config& c, Diagnostics& d) {
+  const auto& z = c.zero_optimization;
+  if (z.offload_optimizer.device.value == "nvme" && !z.offload_optimizer.nvme_path.value.empty())
+    check_nvme_path(z.offload_optimizer, "offload_optimizer", true, d);
+  if (z.offload_param.device.value == "nvme" && !z.offload_param.nvme_path.value.empty())
+    check_nvme_path(z.offload_param, "offload_param", true, d);
+}
 
 void validate_config(Config& c, const LoadOptions& opts, Diagnostics& d) {
   auto& z = c.zero_optimization;
@@ -69,14 +129,24 @@ void validate_config(Config& c, const LoadOptions& opts, Diagnostics& d) {
             "set \"enabled\": false in one of them (bf16 on Ampere or newer, fp16 on older GPUs)");
   auto& f = c.fp16;
   check_range(f.loss_scale, "fp16.loss_scale", d, 0, false, inf, true, ">= 0 and finite (0 = dynamic scaling)");
-  const bool dynamic = f.loss_scale.value == 0;
+  // DeepSpeed validates the window and the floor only when fp16 is on with dynamic scaling.
+  const bool dynamic = f.loss_scale.value == 0 && f.enabled.value;
   if (dynamic) {
-    check_positive(f.loss_scale_window, "fp16.loss_scale_window", d);
-    check_range(f.min_loss_scale, "fp16.min_loss_scale", d, 0, true, inf, true, "> 0 and finite with dynamic loss scaling");
-    check_positive(f.hysteresis, "fp16.hysteresis", d);
-    if (!f.initial_scale_power.invalid && (f.initial_scale_power.value < 0 || f.initial_scale_power.value > 127))
+    if (!f.loss_scale_window.invalid && f.loss_scale_window.value < 1)
+      d.error("fp16.loss_scale_window", std::to_string(f.loss_scale_window.value),
+              "must be at least 1 with dynamic loss scaling (DeepSpeed refuses it too: the window divides)", "use 1000 (usual)");
+    if (!f.min_loss_scale.invalid && f.min_loss_scale.value < 1)
+      d.error("fp16.min_loss_scale", std::to_string(f.min_loss_scale.value),
+              "out of range: must be > 0 with dynamic loss scaling (DeepSpeed refuses it too; it is an integer there)",
+              "use 1 (usual)");
+    if (!f.hysteresis.invalid && f.hysteresis.value < 1)
+      d.error("fp16.hysteresis", std::to_string(f.hysteresis.value),
+              "must be at least 1: DeepSpeed accepts it but then never lowers the scale (every overflow only "
+              "decrements the hysteresis further), so training skips every step after the first overflow",
+              "use 2 (DeepSpeed's default) or 1 (halve at the first overflow)");
+    if (!f.initial_scale_power.invalid && (f.initial_scale_power.value < -1022 || f.initial_scale_power.value > 1023))
       d.error("fp16.initial_scale_power", std::to_string(f.initial_scale_power.value),
-              "out of range: the starting scale 2^power must be a finite fp32 number", "use 0..127 (16 is usual)");
+              "out of range: the starting scale 2^power must be a finite number", "use 16 (usual); -1022..1023 are accepted");
   }
 
   // ZeRO and offload.
@@ -91,9 +161,9 @@ void validate_config(Config& c, const LoadOptions& opts, Diagnostics& d) {
     d.error("zero_optimization.offload_optimizer.device", q(oo.device.value),
             "optimizer offload needs ZeRO stage 1, 2 or 3, and stage is 0", "set zero_optimization.stage to 1, 2 or 3, or remove offload_optimizer");
   if (!oo.ratio.invalid) {
-    if (!(oo.ratio.value > 0 && oo.ratio.value <= 1))
-      d.error("zero_optimization.offload_optimizer.ratio", num(oo.ratio.value), "out of range: the offloaded fraction must be in (0, 1]",
-              "use a value in (0, 1] (1 offloads all optimizer state)");
+    if (!(oo.ratio.value >= 0 && oo.ratio.value <= 1))
+      d.error("zero_optimization.offload_optimizer.ratio", num(oo.ratio.value), "out of range: the offloaded fraction must be in [0, 1]",
+              "use a value in [0, 1] (1 offloads all optimizer state, 0 none of it)");
     else if (oo.ratio.value < 1 && stage_ok && stage != 3)
       d.error("zero_optimization.offload_optimizer.ratio", num(oo.ratio.value),
               "partial optimizer offload (ratio < 1) works only with ZeRO stage 3, and stage is " + std::to_string(stage),
@@ -106,17 +176,30 @@ void validate_config(Config& c, const LoadOptions& opts, Diagnostics& d) {
     d.error("zero_optimization.offload_optimizer.ratio", num(oo.ratio.value),
             "partial optimizer offload (ratio < 1) works with offload_optimizer.device \"cpu\" only, and device is \"nvme\"",
             "set device to \"cpu\", or remove ratio (page all optimizer state to NVMe)");
-  check_nvme_path(oo, "offload_optimizer", opts, d);
-  check_nvme_path(op, "offload_param", opts, d);
+  check_nvme_path(oo, "offload_optimizer", opts.probe_paths, d);
+  check_nvme_path(op, "offload_param", opts.probe_paths, d);
+  // DeepSpeed's config models accept 0 for every size and count (ge=0); configs/README.md says what
+  // each 0 means. NVMe swapping needs at least one buffer of at least one element.
   for (auto [fld, name] : {std::pair{&oo.buffer_count, "offload_optimizer.buffer_count"}, std::pair{&op.buffer_count, "offload_param.buffer_count"},
-                           std::pair{&op.buffer_size, "offload_param.buffer_size"}})
-    check_positive(*fld, std::string("zero_optimization.") + name, d);
-  for (auto [fld, name] : {std::pair{&z.reduce_bucket_size, "reduce_bucket_size"}, std::pair{&z.allgather_bucket_size, "allgather_bucket_size"},
+                           std::pair{&op.buffer_size, "offload_param.buffer_size"}, std::pair{&op.max_in_cpu, "offload_param.max_in_cpu"},
+                           std::pair{&z.reduce_bucket_size, "reduce_bucket_size"}, std::pair{&z.allgather_bucket_size, "allgather_bucket_size"},
                            std::pair{&z.sub_group_size, "sub_group_size"}, std::pair{&z.prefetch_bucket_size, "stage3_prefetch_bucket_size"},
-                           std::pair{&z.max_live_parameters, "stage3_max_live_parameters"}})
-    check_positive(*fld, std::string("zero_optimization.") + name, d);
-  check_positive(z.param_persistence_threshold, "zero_optimization.stage3_param_persistence_threshold", d, 0);
-  check_positive(z.max_reuse_distance, "zero_optimization.stage3_max_reuse_distance", d, 0);
+                           std::pair{&z.max_live_parameters, "stage3_max_live_parameters"},
+                           std::pair{&z.param_persistence_threshold, "stage3_param_persistence_threshold"},
+                           std::pair{&z.model_persistence_threshold, "stage3_model_persistence_threshold"},
+                           std::pair{&z.max_reuse_distance, "stage3_max_reuse_distance"}})
+    check_positive(*fld, std::string("zero_optimization.") + name, d, 0);
+  for (auto [blk, name] : {std::pair{&oo, "offload_optimizer"}, std::pair{&op, "offload_param"}}) {
+    if (blk->device.value != "nvme" || blk->buffer_count.invalid || blk->buffer_count.value != 0) continue;
+    d.error(std::string("zero_optimization.") + name + ".buffer_count", "0",
+            "NVMe offload swaps through these buffers and cannot run with none (DeepSpeed's swapper allocates its "
+            "buffers from this pool too)",
+            std::string("use ") + (blk == &oo ? "4" : "5") + " (DeepSpeed's default)");
+  }
+  if (op.device.value == "nvme" && !op.buffer_size.invalid && op.buffer_size.value == 0)
+    d.error("zero_optimization.offload_param.buffer_size", "0",
+            "NVMe parameter offload reads each shard through a buffer of this many elements, and none fits in 0",
+            "use 1e8 (DeepSpeed's default) or at least the largest unit's shard");
 
   // Stage-3-only keys with stage < 3: warnings (they have no effect).
   if (stage_ok && stage < 3) {
@@ -138,57 +221,43 @@ void validate_config(Config& c, const LoadOptions& opts, Diagnostics& d) {
   // aio.
   check_positive(c.aio.block_size, "aio.block_size", d);
   check_positive(c.aio.queue_depth, "aio.queue_depth", d);
-  check_positive(c.aio.thread_count, "aio.thread_count", d);
+  check_positive(c.aio.intra_op_parallelism, "aio.intra_op_parallelism", d);
 
   // Optimizer.
   auto& o = c.optimizer;
   check_range(o.lr, "optimizer.params.lr", d, 0, false, inf, true, ">= 0 and finite");
   check_range(o.weight_decay, "optimizer.params.weight_decay", d, 0, false, inf, true, ">= 0 and finite");
   if (o.type.value != "SGD") {
-    check_range(o.eps, "optimizer.params.eps", d, 0, true, inf, true, "> 0 and finite");
+    check_range(o.eps, "optimizer.params.eps", d, 0, false, inf, true, ">= 0 and finite");
     if (!o.betas.invalid && !o.betas.is_auto && o.betas.value.size() == 2)
       for (int i = 0; i < 2; ++i)
         if (!(o.betas.value[i] >= 0 && o.betas.value[i] < 1))
           d.error("optimizer.params.betas[" + std::to_string(i) + "]", num(o.betas.value[i]), "out of range: must be in [0, 1)",
                   i == 0 ? "0.9 is usual" : "0.999 (or 0.95 for large language models) is usual");
   } else {
-    check_range(o.momentum, "optimizer.params.momentum", d, 0, false, 1, true, "in [0, 1)");
+    check_range(o.momentum, "optimizer.params.momentum", d, 0, false, inf, true, ">= 0 and finite");
+    if (o.nesterov.value && !o.momentum.invalid && !o.dampening.invalid && (o.momentum.value <= 0 || o.dampening.value != 0))
+      d.error("optimizer.params.nesterov", "true",
+              "Nesterov momentum needs momentum > 0 and dampening 0 (torch.optim.SGD refuses it too), and momentum is " +
+                  num(o.momentum.value) + ", dampening " + num(o.dampening.value),
+              "set momentum (e.g. 0.9) and dampening 0, or nesterov false");
   }
 
-  // Scheduler.
-  auto& s = c.scheduler;
-  if (s.present && (s.type.value == "WarmupDecayLR" || s.type.value == "WarmupCosineLR")) {
-    if (!s.total_num_steps.present && s.total_num_steps.source.kind == SourceKind::Default)
-      d.error("scheduler.params.total_num_steps", "", s.type.value + " needs total_num_steps (the step the decay ends at)",
-              "add \"total_num_steps\" to scheduler.params (or \"auto\" with --steps N)");
-    else
-      check_positive(s.total_num_steps, "scheduler.params.total_num_steps", d);
-  }
-  if (s.present && s.type.value == "OneCycle") {
-    for (const auto& [f, name] : {std::pair{&s.cycle_min_lr, "cycle_min_lr"}, std::pair{&s.cycle_max_lr, "cycle_max_lr"}})
-      if (!f->present)
-        d.error(std::string("scheduler.params.") + name, "", std::string("OneCycle needs ") + name,
-                "add \"cycle_min_lr\" and \"cycle_max_lr\" to scheduler.params (the lr range of the cycle)");
-    check_positive(s.cycle_first_step_size, "scheduler.params.cycle_first_step_size", d);
-  } else if (s.present && !s.type.value.empty()) {
-    check_positive(s.warmup_num_steps, "scheduler.params.warmup_num_steps", d, 0);
-    if (s.type.value != "WarmupCosineLR") {
-      check_range(s.warmup_min_lr, "scheduler.params.warmup_min_lr", d, 0, false, inf, true, ">= 0 and finite");
-      check_range(s.warmup_max_lr, "scheduler.params.warmup_max_lr", d, 0, false, inf, true, ">= 0 and finite");
-      if (!s.warmup_min_lr.invalid && !s.warmup_max_lr.invalid && s.warmup_min_lr.value > s.warmup_max_lr.value)
-        d.error("scheduler.params.warmup_min_lr", num(s.warmup_min_lr.value),
-                "greater than warmup_max_lr " + num(s.warmup_max_lr.value), "make warmup_min_lr <= warmup_max_lr");
-    }
-    if (s.type.value != "WarmupLR" && s.total_num_steps.value > 0 && s.warmup_num_steps.value > s.total_num_steps.value &&
-        !s.total_num_steps.invalid && !s.warmup_num_steps.invalid)
-      d.error("scheduler.params.warmup_num_steps", std::to_string(s.warmup_num_steps.value),
-              "longer than total_num_steps " + std::to_string(s.total_num_steps.value), "make warmup_num_steps <= total_num_steps");
-  }
+  validate_scheduler(c, d);
 
   // Other top-level values.
-  check_range(c.gradient_clipping, "gradient_clipping", d, 0, false, inf, true, ">= 0 and finite (0 = no clipping)");
+  if (!c.gradient_clipping.invalid && !std::isfinite(c.gradient_clipping.value))
+    d.error("gradient_clipping", num(c.gradient_clipping.value), "out of range: must be finite (0 = no clipping)",
+            "use 1.0 (DeepSpeed's default) or 0 to turn clipping off");
+  else if (!c.gradient_clipping.invalid && c.gradient_clipping.value < 0)
+    d.warning("gradient_clipping", num(c.gradient_clipping.value),
+              "negative: DeepSpeed clips only when it is > 0, so this turns clipping off (and so it does here)",
+              "write 0 to turn clipping off");
   check_range(c.gradient_predivide_factor, "gradient_predivide_factor", d, 0, true, inf, true, "> 0 and finite");
-  check_positive(c.steps_per_print, "steps_per_print", d);
+  if (!c.steps_per_print.invalid && c.steps_per_print.value && *c.steps_per_print.value < 1)
+    d.error("steps_per_print", std::to_string(*c.steps_per_print.value),
+            "must be at least 1 (DeepSpeed fails on it too: it divides the step count by it)",
+            "use a positive number, or null for no periodic report");
 
   // activation_checkpointing that changes nothing.
   auto& a = c.activation_checkpointing;

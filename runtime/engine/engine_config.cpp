@@ -1,6 +1,9 @@
 // engine_options_from_config: the mapping from DeepSpeed's keys to the engine's options.
 #include "runtime/engine/engine_config.h"
 
+#include "runtime/config/zero_sizes.h"
+
+#include <algorithm>
 #include <stdexcept>
 
 namespace zt {
@@ -19,7 +22,7 @@ OptimizerOptions optimizer_options(const OptimizerConfig& o) {
   else if (type == "Adam") r.type = o.adam_w_mode.value ? OptimizerType::AdamW : OptimizerType::AdamL2;
   else if (type == "SGD") r.type = OptimizerType::SGD;
   else if (type == "Lamb") r.type = OptimizerType::Lamb;
-  else throw std::invalid_argument("optimizer.type = \"" + type + "\" is not supported by the engine");
+  else throw std::logic_error("engine_options_from_config: optimizer.type \"" + type + "\" passed validation");
   r.lr = o.lr.value;
   if (o.betas.value.size() == 2) {
     r.beta1 = o.betas.value[0];
@@ -75,19 +78,10 @@ SchedulerParams scheduler_params(const SchedulerConfig& s) {
 
 }  // namespace
 
-EngineOptions engine_options_from_config(const Config& c, uint64_t seed, bool recompute) {
+EngineOptions engine_options_from_config(const Config& c, uint64_t seed, bool recompute, const ModelConfig* model) {
   EngineOptions e;
   const auto& z = c.zero_optimization;
-  // Keys the config module accepts whose behaviour the engine does not have: refuse rather than
-  // ignore them silently.
-  if (c.optimizer.amsgrad.value)
-    throw std::invalid_argument("optimizer.params.amsgrad = true is not implemented; remove it or set it to false");
-  if (c.fp16.fp16_master_weights_and_grads.value)
-    throw std::invalid_argument(
-        "fp16.fp16_master_weights_and_grads = true is not implemented (master weights are fp32); remove it");
-  if (!z.reduce_scatter.value)
-    throw std::invalid_argument(
-        "zero_optimization.reduce_scatter = false is not implemented: stages 1-3 always reduce-scatter; remove it");
+  const ZeroSizes sizes = zero_sizes(z, c.world_size.value, model);
   e.stage = int(z.stage.value);
   e.micro_batch = int(c.train_micro_batch_size_per_gpu.value);
   e.grad_accum = int(c.gradient_accumulation_steps.value);
@@ -99,17 +93,17 @@ EngineOptions engine_options_from_config(const Config& c, uint64_t seed, bool re
   if (!c.data_types.grad_accum_dtype.value.empty())
     e.grad_accum_precision = precision_of(c.data_types.grad_accum_dtype.value);
   e.overlap_comm = z.overlap_comm.value;
-  e.reduce_bucket_size = z.reduce_bucket_size.value;
-  e.allgather_bucket_size = z.allgather_bucket_size.value;
+  e.reduce_bucket_size = sizes.reduce_bucket;
+  e.allgather_bucket_size = sizes.allgather_bucket;
   e.param_persistence_threshold = z.param_persistence_threshold.value;
   e.prefetch_bucket_size = z.prefetch_bucket_size.value;
   e.max_live_parameters = z.max_live_parameters.value;
   e.max_reuse_distance = z.max_reuse_distance.value;
-  e.sub_group_size = z.sub_group_size.value;
+  e.sub_group_size = sizes.sub_group;
   e.optimizer = optimizer_options(c.optimizer);
   if (!c.scheduler.type.value.empty())
     e.scheduler = make_lr_scheduler(c.scheduler.type.value, scheduler_params(c.scheduler), e.optimizer.lr);
-  e.gradient_clipping = c.gradient_clipping.value;
+  e.gradient_clipping = std::max(0.0, c.gradient_clipping.value);  // DeepSpeed clips only when > 0
   e.prescale_gradients = c.prescale_gradients.value;
   e.gradient_predivide_factor = c.gradient_predivide_factor.value;
   const auto& f = c.fp16;
@@ -118,13 +112,19 @@ EngineOptions engine_options_from_config(const Config& c, uint64_t seed, bool re
   e.loss_scaler.loss_scale_window = f.loss_scale_window.value;
   e.loss_scaler.hysteresis = int(f.hysteresis.value);
   e.loss_scaler.consecutive_hysteresis = f.consecutive_hysteresis.value;
-  e.loss_scaler.min_loss_scale = f.min_loss_scale.value;
+  e.loss_scaler.min_loss_scale = double(f.min_loss_scale.value);
+  // DeepSpeed's stage 0 runs FP16_Optimizer (no hysteresis); its ZeRO optimizers DynamicLossScaler.
+  e.loss_scaler.kind = e.stage == 0 ? LossScalerKind::Fp16Optimizer : LossScalerKind::ZeroOptimizer;
   const auto& oo = z.offload_optimizer;
   e.offload.optimizer = oo.device.value == "nvme"  ? OffloadDevice::NVMe
                         : oo.device.value == "cpu" ? OffloadDevice::CPU
                                                    : OffloadDevice::None;
   e.offload.nvme_path = oo.nvme_path.value;
   if (oo.device.value == "cpu") e.offload.ratio = oo.ratio.value;  // the check warns that it is unused otherwise
+  if (e.offload.optimizer == OffloadDevice::CPU && oo.ratio.value == 0.0) {  // DeepSpeed: nothing offloaded
+    e.offload.optimizer = OffloadDevice::None;
+    e.offload.ratio = 1.0;
+  }
   const auto& op = z.offload_param;
   e.offload.param = op.device.value == "nvme"  ? OffloadDevice::NVMe
                     : op.device.value == "cpu" ? OffloadDevice::CPU
@@ -136,7 +136,7 @@ EngineOptions engine_options_from_config(const Config& c, uint64_t seed, bool re
   e.offload.pin_memory = oo.pin_memory.value;
   e.offload.aio.block_size = size_t(c.aio.block_size.value);
   e.offload.aio.queue_depth = int(c.aio.queue_depth.value);
-  e.offload.aio.intra_op_parallelism = int(c.aio.thread_count.value);
+  e.offload.aio.intra_op_parallelism = int(c.aio.intra_op_parallelism.value);
   e.offload.aio.single_submit = c.aio.single_submit.value;
   e.offload.aio.overlap_events = c.aio.overlap_events.value;
   e.checkpoint_activations = recompute;

@@ -6,11 +6,15 @@
 
 #include "runtime/config/config.h"
 #include "runtime/engine/engine_options.h"
+#include "runtime/model/model_config.h"
 
 namespace zt {
 
-// Throws std::invalid_argument (with the config key in the message) for what the config module
-// accepts but the engine cannot run yet.
-EngineOptions engine_options_from_config(const Config& c, uint64_t seed, bool recompute);
+// `c` must have passed load_config (validation is where every user error is reported; this mapping
+// refuses nothing). DeepSpeed's zero sizes become the sizes with the same meaning for `model`
+// (runtime/config/zero_sizes.h); offload_optimizer.ratio 0 becomes no optimizer offload; stage 0
+// scales fp16 losses like DeepSpeed's FP16_Optimizer, stages 1-3 like its ZeRO optimizers.
+EngineOptions engine_options_from_config(const Config& c, uint64_t seed, bool recompute,
+                                         const ModelConfig* model = nullptr);
 
 }  // namespace zt

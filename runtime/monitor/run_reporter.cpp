@@ -202,7 +202,7 @@ double RunReporter::after_step(const StepStats& st) {
     comm_busy_s_ += busy;
     trace_steps_.push_back({trace_before_, engine_.trace()->size()});
   }
-  const int64_t every = std::max<int64_t>(1, s_.cfg->steps_per_print.value);
+  const int64_t every = std::max<int64_t>(1, s_.cfg->steps_per_print.value.value_or(INT64_MAX));  // null: first and last
   if (s_.say && (st.step == 1 || st.step % every == 0 || st.step == s_.steps)) {
     std::fputs(progress(st, rate).c_str(), s_.say);
     if (s_.cfg->wall_clock_breakdown.value)

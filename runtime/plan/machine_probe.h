@@ -32,7 +32,9 @@ void parse_meminfo(const std::string& text, MachineFacts& facts);
 
 // Compares the plan with the machine; each shortfall is an error with the numbers, e.g.
 // "offload_optimizer=cpu needs 84.1 GiB of host RAM for 7.0B params at world size 8; this host has
-// 31.2 GiB available". nvme_path may be empty when nothing goes to NVMe.
-Diagnostics preflight(const MemoryPlan& plan, const MachineFacts& facts, const std::string& nvme_path);
+// 31.2 GiB available". nvme_path may be empty when nothing goes to NVMe; nvme_here false skips the
+// NVMe space check (the target is another machine, whose drives cannot be probed from here).
+Diagnostics preflight(const MemoryPlan& plan, const MachineFacts& facts, const std::string& nvme_path,
+                      bool nvme_here = true);
 
 }  // namespace zt

@@ -126,7 +126,7 @@ void check_nvme(const MemoryPlan& p, const std::string& nvme_path, Diagnostics& 
 
 }  // namespace
 
-Diagnostics preflight(const MemoryPlan& plan, const MachineFacts& facts, const std::string& nvme_path) {
+Diagnostics preflight(const MemoryPlan& plan, const MachineFacts& facts, const std::string& nvme_path, bool nvme_here) {
   Diagnostics d;
   const bool gpu = facts.gpu_total.has_value() && facts.gpu_free.has_value();
   const bool ram_known = facts.host_mem_available > 0;
@@ -139,7 +139,7 @@ Diagnostics preflight(const MemoryPlan& plan, const MachineFacts& facts, const s
   // On the CPU backend the "device" is host RAM too; skip when offload alone already does not fit.
   if (ram_known && !gpu && !host_short) check_cpu_backend(plan, facts, d);
   if (gpu) check_gpu(plan, facts, d);
-  if (plan.nvme_bytes_per_node > 0) check_nvme(plan, nvme_path, d);
+  if (plan.nvme_bytes_per_node > 0 && nvme_here) check_nvme(plan, nvme_path, d);
   return d;
 }
 

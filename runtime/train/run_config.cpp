@@ -16,6 +16,8 @@ constexpr const char* kBuiltinConfig = R"({
   "gradient_accumulation_steps": "auto",
   "gradient_clipping": "auto",
   "steps_per_print": 10,
+  "fp16": {"enabled": "auto"},
+  "bf16": {"enabled": "auto"},
   "optimizer": {"type": "AdamW",
                 "params": {"lr": "auto", "betas": "auto", "eps": "auto", "weight_decay": "auto"}},
   "scheduler": {"type": "WarmupCosineLR",
@@ -33,26 +35,27 @@ AutoFlags with_defaults(AutoFlags f, int64_t steps) {
   if (!f.adam_eps) f.adam_eps = 1e-8;
   if (!f.max_grad_norm) f.max_grad_norm = 1.0;
   if (!f.steps) f.steps = steps;
-  if (!f.warmup_steps) f.warmup_steps = std::clamp<int64_t>(steps / 10, 1, 100);
+  if (!f.warmup_steps && !f.warmup_ratio) f.warmup_steps = std::clamp<int64_t>(steps / 10, 1, 100);
   return f;
 }
 
 }  // namespace
 
-int64_t run_steps(const RunOptions& o) { return o.flags.steps ? *o.flags.steps : 200; }
+int64_t run_steps(const RunOptions& o) { return o.flags.steps ? *o.flags.steps : kDefaultRunSteps; }
 
-Config load_run_config(const RunOptions& o, int world_size, std::FILE* warnings_to) {
+LoadResult load_run_config(const RunOptions& o, int world_size, ComputeBackend backend) {
   LoadOptions lo;
   lo.world_size = world_size;
   lo.world_source = WorldSizeSource::Launch;
   lo.allow_unknown_keys = o.allow_unknown_keys;
   lo.model_hidden = o.model.dim;
+  lo.model = o.model;
+  lo.backend = backend;
   const bool builtin = o.config_path.empty();
   lo.flags = builtin ? with_defaults(o.flags, run_steps(o)) : o.flags;
-  LoadResult r = builtin ? load_config_text(kBuiltinConfig, "<built-in config>", lo) : load_config(o.config_path, lo);
-  if (r.diagnostics.has_errors()) throw UserError(r.diagnostics);
-  if (warnings_to && !r.diagnostics.all().empty()) std::fputs(r.diagnostics.format().c_str(), warnings_to);
-  return r.config;
+  // The built-in config trains in the backend's precision unless a flag chooses: bf16 on CUDA, fp32 on CPU.
+  if (builtin && backend == ComputeBackend::Cuda && !lo.flags.fp16) lo.flags.bf16 = true;
+  return builtin ? load_config_text(kBuiltinConfig, "<built-in config>", lo) : load_config(o.config_path, lo);
 }
 
 }  // namespace zt

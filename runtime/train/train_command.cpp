@@ -9,6 +9,8 @@
 #include "kernels/cpu/cpu_threads.h"
 #include "runtime/cli/commands.h"
 #include "runtime/common/diagnostics.h"
+#include "runtime/data/synthetic.h"
+#include "runtime/plan/gpu_memory.h"
 #include "runtime/train/training_run.h"
 
 namespace zt {
@@ -20,7 +22,7 @@ struct TrainFlags {
   std::string model = "small";
   std::optional<int> layers, heads, dim, vocab, seq_len;
   bool untied = false;
-  std::string backend = "cpu";
+  std::string backend = "auto";
   int threads = 0;
 };
 
@@ -44,11 +46,39 @@ ModelConfig resolve_model(const TrainFlags& f) {
   return m;
 }
 
+// --backend auto: CUDA when this build has it and a GPU is visible, else the CPU; says which and why.
+std::string resolve_backend(const std::string& asked, std::string& why) {
+  if (asked != "auto") return asked;
+  if (!cuda_backend_compiled()) {
+    why = "this zerotrain was built without CUDA";
+    return "cpu";
+  }
+  if (!query_gpu_memory()) {
+    why = "no GPU is visible to this process";
+    return "cpu";
+  }
+  why = "a GPU is visible and this build has CUDA";
+  return "cuda";
+}
+
 void run(TrainFlags& f) {
-  if (f.backend != "cpu" && f.backend != "cuda")
-    throw UserError("--backend", f.backend, "unknown backend", "use --backend cpu or --backend cuda");
+  if (f.backend != "cpu" && f.backend != "cuda" && f.backend != "auto")
+    throw UserError("--backend", f.backend, "unknown backend", "use --backend auto, cpu or cuda");
   f.run.model = resolve_model(f);
   Bootstrap boot;  // MPI when launched by mpirun; otherwise a world of one
+  // A preset's vocabulary below the built-in data's (tiny's 61 < 256) grows to it unless --vocab
+  // chose one: every preset runs on the built-in data as it is.
+  const int data_vocab = make_synthetic_dataset(f.run.seed, 1, 1).vocab;
+  if (f.run.data_dir.empty() && !f.vocab && f.run.model.vocab < data_vocab) {
+    if (boot.rank() == 0)
+      std::printf("zerotrain: --model %s: vocab %d raised to the built-in data's %d (pass --vocab to choose)\n",
+                  f.model.c_str(), f.run.model.vocab, data_vocab);
+    f.run.model.vocab = data_vocab;
+  }
+  std::string why;
+  const std::string asked = f.backend;
+  f.backend = resolve_backend(asked, why);
+  if (asked == "auto" && boot.rank() == 0) std::printf("zerotrain: --backend auto: %s (%s)\n", f.backend.c_str(), why.c_str());
   f.run.local_ranks = boot.local_size();
   // With N ranks on a host of C cores each rank uses C/N threads unless told otherwise.
   set_cpu_threads(f.threads > 0 ? f.threads : std::max(1, cpu_threads() / boot.local_size()));
@@ -86,7 +116,9 @@ void register_train(CLI::App& app, int& exit_code) {
   app.add_option("--metrics", f->run.metrics_path, "Write JSON lines (start, one per step, end) here (rank 0)");
   app.add_option("--trace", f->run.trace_path,
                  "Write rank 0's timeline (compute per unit, collectives) as Chrome trace events here");
-  app.add_option("--backend", f->backend, "cpu (fp32/bf16/fp16, MPI) or cuda (bf16, NCCL, one GPU per rank)")
+  app.add_option("--backend", f->backend,
+                 "auto (cuda when a GPU is visible and the build has CUDA, else cpu), cpu (fp32/bf16/fp16, MPI) or cuda "
+                 "(bf16, NCCL, one GPU per rank)")
       ->capture_default_str();
   app.add_option("--threads", f->threads, "CPU threads per rank (default: cores / ranks on this host)");
   app.callback([&app, f, &exit_code] {

@@ -12,6 +12,7 @@
 
 #include "runtime/common/diagnostics.h"
 #include "runtime/config/config_plan.h"
+#include "runtime/config/report.h"
 #include "runtime/data/sampler.h"
 #include "runtime/data/synthetic.h"
 #include "runtime/engine/engine_config.h"
@@ -22,29 +23,21 @@ namespace zt {
 
 namespace {
 
-void check_inputs(const RunOptions& o, const Config& c, const TokenDataset& data, const Backend& backend) {
-  Diagnostics d;
+// The command line's own checks (the config's, the backend's and the engine's are in validation):
+// appended to `d`, so that every problem of the start is reported at once.
+void check_inputs(const RunOptions& o, const TokenDataset* data, Diagnostics& d) {
   const auto& m = o.model;
-  if (run_steps(o) < 1) d.error("--steps", std::to_string(run_steps(o)), "must be at least 1");
-  if (o.eval_batches < 1) d.error("--eval-batches", std::to_string(o.eval_batches), "must be at least 1");
+  if (run_steps(o) < 1) d.error("--steps", std::to_string(run_steps(o)), "must be at least 1", "pass --steps 1 or more");
+  if (o.eval_batches < 1)
+    d.error("--eval-batches", std::to_string(o.eval_batches), "must be at least 1", "pass --eval-batches 1 or more");
   if (m.layers < 1 || m.heads < 1 || m.dim < 1 || m.vocab < 2 || m.seq_len < 1)
-    d.error("--model", m.name, "layers, heads, dim, seq-len must be >= 1 and vocab >= 2");
+    d.error("--model", m.name, "layers, heads, dim, seq-len must be >= 1 and vocab >= 2", "fix the model flags");
   else if (m.dim % m.heads != 0)
     d.error("--dim", std::to_string(m.dim), "must be divisible by --heads " + std::to_string(m.heads),
             "pick a width that is a multiple of the head count");
-  if (m.vocab < data.vocab)
-    d.error("--vocab", std::to_string(m.vocab), "smaller than the data's vocabulary (" + std::to_string(data.vocab) + ")",
-            "use --vocab " + std::to_string(data.vocab) + " or a larger preset");
-  const auto& z = c.zero_optimization;
-  if (z.offload_param.device.value != "none" && backend.act_dtype() != DType::F32)
-    d.error("zero_optimization.offload_param.device", "\"" + z.offload_param.device.value + "\"",
-            "parameter offload is not wired into the CUDA path yet (on the cpu backend it works)",
-            "use \"none\" with --backend cuda");
-  if (backend.act_dtype() != DType::F32 && !c.bf16_enabled())
-    d.error("bf16.enabled", c.fp16_enabled() ? "false (fp16 enabled)" : "false",
-            std::string("the ") + backend.name() + " backend computes in bf16",
-            "set \"bf16\": {\"enabled\": true}, or run fp32/fp16 on --backend cpu");
-  if (d.has_errors()) throw UserError(d);
+  if (data && m.vocab < data->vocab)
+    d.error("--vocab", std::to_string(m.vocab), "smaller than the data's vocabulary (" + std::to_string(data->vocab) + ")",
+            "use --vocab " + std::to_string(data->vocab) + " or a larger preset");
 }
 
 // Start-up checks run on every rank (data, this machine's memory, the swap file); a rank that
@@ -86,23 +79,31 @@ void on_every_rank(Communicator& comm, Backend& backend, Step step) {
   }
 }
 
-// Phase 1: everything that can be checked before allocating (config, data, pre-flight).
+// Phase 1: everything that can be checked before allocating: the config validated for this backend
+// and model, the data, the command line — all reported together — then the pre-flight plan.
 void check_start(Started& st, const RunOptions& o, Communicator& comm, Backend& backend) {
   const int W = comm.world_size(), rank = comm.rank();
-  st.cfg = load_run_config(o, W, rank == 0 ? stderr : nullptr);
-  st.data = o.data_dir.empty() ? make_synthetic_dataset(o.seed) : load_token_dataset(o.data_dir);
-  check_inputs(o, st.cfg, st.data, backend);
+  const ComputeBackend target = backend.name() == "cuda" ? ComputeBackend::Cuda : ComputeBackend::Cpu;
+  Diagnostics d;
+  LoadResult loaded = load_run_config(o, W, target);
+  d.append(loaded.diagnostics);
+  st.cfg = std::move(loaded.config);
+  bool data_ok = true;
+  try {
+    st.data = o.data_dir.empty() ? make_synthetic_dataset(o.seed) : load_token_dataset(o.data_dir);
+  } catch (const UserError& e) {
+    d.append(e.diagnostics());
+    data_ok = false;
+  }
+  check_inputs(o, data_ok ? &st.data : nullptr, d);
+  if (d.has_errors()) throw UserError(d);
+  if (rank == 0 && !d.all().empty()) write_all(stderr, format_report(d));
   // Pre-flight: the plan against this machine, before the engine allocates anything.
   st.plan = make_memory_plan(plan_input(st.cfg, o.model.total_params(), &o.model, o.local_ranks));
   const Diagnostics pre = preflight(st.plan, probe_machine(), st.cfg.zero_optimization.offload_optimizer.nvme_path.value);
   if (pre.has_errors()) throw UserError(pre);
-  try {
-    st.eo = engine_options_from_config(st.cfg, o.seed, o.recompute);
-    st.eo.trace = !o.trace_path.empty() && comm.rank() == 0;
-  } catch (const std::invalid_argument& e) {
-    throw UserError(o.config_path.empty() ? "<built-in config>" : o.config_path, "", e.what(),
-                    "see configs/README.md for what the engine supports");
-  }
+  st.eo = engine_options_from_config(st.cfg, o.seed, o.recompute, &o.model);
+  st.eo.trace = !o.trace_path.empty() && comm.rank() == 0;
 }
 
 // Phase 2: the allocations (engine buffers, the NVMe swap file) and the metrics file.
@@ -113,8 +114,11 @@ void allocate_start(Started& st, const RunOptions& o, Communicator& comm, Backen
   } catch (const UserError&) {
     throw;
   } catch (const std::invalid_argument& e) {
-    throw UserError(source, "", e.what(), "see configs/README.md for what the engine supports");
+    // Validation refuses every option the engine cannot run; reaching this is a bug to report.
+    throw std::logic_error("internal error: the engine refused options that validation accepted (" + source +
+                           "): " + e.what());
   } catch (const std::runtime_error& e) {
+    // Not an option problem: I/O at allocation time (the NVMe swap file: fallocate, O_DIRECT, ...).
     // An NVMe swap file: the message names the path, the errno and the fix.
     const auto& off = st.eo.offload;
     if (off.optimizer == OffloadDevice::NVMe)

@@ -13,6 +13,7 @@
 #include "kernels/backend.h"
 #include "runtime/config/auto_flags.h"
 #include "runtime/config/config.h"
+#include "runtime/config/config_load.h"
 #include "runtime/engine/engine.h"
 #include "runtime/model/model_config.h"
 
@@ -44,11 +45,12 @@ struct RunReport {
   ParamSummary summary;
 };
 
-// The step count a run takes: --steps, else 200.
+// The step count a run takes: --steps, else kDefaultRunSteps (200).
 int64_t run_steps(const RunOptions& o);
 
-// Loads and checks the config for this world size; throws zt::UserError with every problem.
-Config load_run_config(const RunOptions& o, int world_size, std::FILE* warnings_to);
+// Loads and validates the config for this world size, backend and o.model; every problem is in the
+// result's diagnostics (nothing is thrown for bad input).
+LoadResult load_run_config(const RunOptions& o, int world_size, ComputeBackend backend);
 
 // Collective: every rank calls it with its communicator and backend. Throws zt::UserError for bad
 // input (config, data, plan that cannot fit) before anything large is allocated.

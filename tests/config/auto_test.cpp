@@ -63,34 +63,114 @@ TEST(Auto, EveryKeyResolvedFromItsFlag) {
   EXPECT_EQ(c.zero_optimization.param_persistence_threshold.value, 1280);
 }
 
-TEST(Auto, UnresolvedNamesTheFlag) {
+// Without flags each "auto" takes the HF Trainer's default for that argument (the TrainingArguments
+// defaults of transformers), with a warning naming the flag and the echo saying so. A warmup of 0
+// (the Trainer's default) is then refused with DeepSpeed's reason, and the hidden-size "auto"s need
+// a model.
+TEST(Auto, TrainerDefaultsWhenFlagsAreMissing) {
   LoadOptions o;  // no flags, no model
   const auto r = load(kAllAuto, o);
-  EXPECT_FALSE(r.valid());
-  const std::pair<const char*, const char*> want[] = {
+  const Config& c = r.config;
+  const std::pair<const char*, const char*> defaulted[] = {
       {"train_micro_batch_size_per_gpu", "--micro-batch"}, {"gradient_accumulation_steps", "--grad-accum"},
       {"gradient_clipping", "--max-grad-norm"},            {"optimizer.params.lr", "--lr"},
       {"optimizer.params.weight_decay", "--weight-decay"}, {"optimizer.params.betas", "--adam-beta1 and --adam-beta2"},
-      {"optimizer.params.eps", "--adam-eps"},              {"scheduler.params.warmup_num_steps", "--warmup-steps"},
-      {"scheduler.params.warmup_max_lr", "--lr"},          {"scheduler.params.total_num_steps", "--steps"},
-      {"zero_optimization.reduce_bucket_size", "--model"}, {"zero_optimization.stage3_prefetch_bucket_size", "--model"},
-      {"zero_optimization.stage3_param_persistence_threshold", "--model"}};
-  for (auto [path, flag] : want) {
-    const Diagnostic* d = find(r, path, flag);
+      {"optimizer.params.eps", "--adam-eps"},              {"scheduler.params.warmup_max_lr", "--lr"}};
+  for (auto [path, flag] : defaulted) {
+    const Diagnostic* d = find(r, path, flag, Severity::Warning);
     ASSERT_NE(d, nullptr) << path << "\n" << test::dump(r);
-    EXPECT_EQ(d->value, "\"auto\"");
+    EXPECT_NE(d->message.find("HF Trainer's default"), std::string::npos) << d->message;
   }
-  // Unresolved batch keys do not also produce a batch-equation error.
-  EXPECT_EQ(find(r, "train_batch_size", "Either"), nullptr) << test::dump(r);
-  EXPECT_EQ(r.diagnostics.error_count(), std::size(want)) << test::dump(r);
+  EXPECT_EQ(c.train_micro_batch_size_per_gpu.value, 8);
+  EXPECT_EQ(c.gradient_accumulation_steps.value, 1);
+  EXPECT_DOUBLE_EQ(c.gradient_clipping.value, 1.0);
+  EXPECT_DOUBLE_EQ(c.optimizer.lr.value, 5e-5);
+  EXPECT_DOUBLE_EQ(c.optimizer.weight_decay.value, 0.0);
+  EXPECT_EQ(c.optimizer.betas.value, (std::vector<double>{0.9, 0.999}));
+  EXPECT_DOUBLE_EQ(c.optimizer.eps.value, 1e-8);
+  EXPECT_EQ(c.optimizer.lr.source.describe(), "auto <- the HF Trainer's default (--lr not given)");
+  EXPECT_EQ(c.scheduler.total_num_steps.value, kDefaultRunSteps);
+  EXPECT_NE(c.scheduler.total_num_steps.source.describe().find("--steps not given"), std::string::npos);
+  // The errors: warmup 0 and the three hidden-size keys, nothing else.
+  const Diagnostic* w = find(r, "scheduler.params.warmup_num_steps", "needs at least one warmup step");
+  ASSERT_NE(w, nullptr) << test::dump(r);
+  EXPECT_NE(w->message.find("HF Trainer's default"), std::string::npos);
+  EXPECT_NE(w->fix.find("--warmup-ratio"), std::string::npos);
+  for (const char* path : {"zero_optimization.reduce_bucket_size", "zero_optimization.stage3_prefetch_bucket_size",
+                           "zero_optimization.stage3_param_persistence_threshold"})
+    EXPECT_NE(find(r, path, "--model NAME or --hidden-size"), nullptr) << path << "\n" << test::dump(r);
+  EXPECT_EQ(r.diagnostics.error_count(), 4u) << test::dump(r);
+}
+
+TEST(Auto, ParamsWithoutHiddenSizeSaysSo) {
+  LoadOptions o;
+  o.size_without_shape = true;
+  const auto r = load(R"({"train_micro_batch_size_per_gpu": 1, "zero_optimization": {"stage": 3, "reduce_bucket_size": "auto"}})", o);
+  const Diagnostic* d = find(r, "zero_optimization.reduce_bucket_size", "--params gives the parameter count");
+  ASSERT_NE(d, nullptr) << test::dump(r);
+  EXPECT_EQ(d->message.find("no model was named"), std::string::npos);
+  EXPECT_NE(d->fix.find("--hidden-size"), std::string::npos);
 }
 
 TEST(Auto, OneBetaMissing) {
   LoadOptions o;
   o.flags.adam_beta1 = 0.8;
   const auto r = load(R"({"train_micro_batch_size_per_gpu": 1, "optimizer": {"type": "Adam", "params": {"betas": "auto"}}})", o);
-  const Diagnostic* d = find(r, "optimizer.params.betas", "--adam-beta2 was not given");
-  EXPECT_NE(d, nullptr) << test::dump(r);
+  ASSERT_TRUE(r.valid()) << test::dump(r);
+  EXPECT_EQ(r.config.optimizer.betas.value, (std::vector<double>{0.8, 0.999}));
+  EXPECT_NE(find(r, "optimizer.params.betas", "--adam-beta2 was not given", Severity::Warning), nullptr) << test::dump(r);
+}
+
+// The HF Trainer's --fp16 / --bf16: "auto" follows the flag, false without it (source says so).
+TEST(Auto, PrecisionFlags) {
+  const char* cfg = R"({"train_micro_batch_size_per_gpu": 1, "fp16": {"enabled": "auto"}, "bf16": {"enabled": "auto"},
+                        "zero_optimization": {"stage": 3, "stage3_gather_16bit_weights_on_model_save": "auto"}})";
+  LoadOptions o;
+  auto r = load(cfg, o);
+  ASSERT_TRUE(r.valid()) << test::dump(r);
+  EXPECT_FALSE(r.config.fp16.enabled.value);
+  EXPECT_FALSE(r.config.bf16.enabled.value);
+  EXPECT_EQ(r.config.bf16.enabled.source.describe(), "auto <- false: --bf16 not given (the HF Trainer's default)");
+  EXPECT_FALSE(r.config.zero_optimization.gather_16bit_weights_on_model_save.value);
+  EXPECT_NE(find(r, "zero_optimization.stage3_gather_16bit_weights_on_model_save", "zero3_save_16bit_model", Severity::Warning),
+            nullptr) << test::dump(r);
+  o.flags.bf16 = true;
+  r = load(cfg, o);
+  ASSERT_TRUE(r.valid()) << test::dump(r);
+  EXPECT_TRUE(r.config.bf16.enabled.value);
+  EXPECT_FALSE(r.config.fp16.enabled.value);
+  EXPECT_EQ(r.config.bf16.enabled.source.describe(), "auto <- --bf16");
+  o.flags.fp16 = true;
+  r = load(cfg, o);
+  EXPECT_NE(find(r, "fp16.enabled", "mutually exclusive"), nullptr) << test::dump(r);
+  LoadOptions p;
+  p.flags.fp16 = true;
+  r = load(R"({"train_micro_batch_size_per_gpu": 1, "fp16": {"enabled": false}})", p);
+  EXPECT_NE(find(r, "fp16.enabled", "set twice"), nullptr) << test::dump(r);
+}
+
+// An "auto" the HF Trainer does not fill: in DeepSpeed's pydantic blocks it is dropped (the default
+// applies, with a warning); in blocks DeepSpeed reads key by key it would stay the string "auto".
+TEST(Auto, UnfilledAutoFollowsHowDeepSpeedReadsTheBlock) {
+  const auto r = load(R"({"train_micro_batch_size_per_gpu": 1, "zero_optimization": {"stage": 3, "sub_group_size": "auto",
+                          "overlap_comm": "auto"}, "steps_per_print": "auto"})");
+  EXPECT_EQ(r.config.zero_optimization.sub_group_size.value, 1000000000);
+  EXPECT_NE(find(r, "zero_optimization.sub_group_size", "DeepSpeed's default 1000000000 applies", Severity::Warning), nullptr)
+      << test::dump(r);
+  EXPECT_TRUE(r.config.zero_optimization.overlap_comm.value);  // dropped, then derived: stage 3
+  EXPECT_NE(find(r, "steps_per_print", "is not filled"), nullptr) << test::dump(r);
+  EXPECT_EQ(r.diagnostics.error_count(), 1u) << test::dump(r);
+}
+
+TEST(Auto, WarmupRatioAsTheTrainerComputesIt) {
+  LoadOptions o;
+  o.flags.warmup_ratio = 0.03;
+  o.flags.steps = 1000;
+  const auto r = load(R"({"train_micro_batch_size_per_gpu": 1, "scheduler": {"type": "WarmupDecayLR",
+                          "params": {"warmup_num_steps": "auto", "total_num_steps": "auto"}}})", o);
+  ASSERT_TRUE(r.valid()) << test::dump(r);
+  EXPECT_EQ(r.config.scheduler.warmup_num_steps.value, 30);  // ceil(0.03 * 1000)
+  EXPECT_EQ(r.config.scheduler.total_num_steps.value, 1000);
 }
 
 TEST(Auto, FlagVersusNumberIsAnError) {
@@ -103,6 +183,10 @@ TEST(Auto, FlagVersusNumberIsAnError) {
   ASSERT_NE(d, nullptr) << test::dump(r);
   EXPECT_NE(d->fix.find("\"auto\""), std::string::npos);
   EXPECT_NE(find(r, "gradient_clipping", "the config says 0.5 and --max-grad-norm says 1"), nullptr) << test::dump(r);
+  // The same value twice is no conflict (the HF Trainer accepts it too).
+  const auto same = load(R"({"train_micro_batch_size_per_gpu": 4, "gradient_clipping": 1.0})", o);
+  EXPECT_EQ(find(same, "train_micro_batch_size_per_gpu", "set twice"), nullptr) << test::dump(same);
+  EXPECT_EQ(find(same, "gradient_clipping", "set twice"), nullptr) << test::dump(same);
   EXPECT_NE(find(r, "optimizer.params.lr", "the config says 0.001 and --lr says 0.0003"), nullptr) << test::dump(r);
   EXPECT_NE(find(r, "optimizer.params.betas", "[0.9, 0.999] and --adam-beta1 0.9 and --adam-beta2 0.95"), nullptr) << test::dump(r);
 }
@@ -129,8 +213,8 @@ TEST(Auto, WarmupFlagWithoutSchedulerWarns) {
 
 TEST(Auto, AutoRejectedWhereNothingResolvesIt) {
   const auto r = load(R"({"train_micro_batch_size_per_gpu": 1, "steps_per_print": "auto", "aio": {"queue_depth": "auto"}})");
-  EXPECT_NE(find(r, "steps_per_print", "cannot be resolved"), nullptr) << test::dump(r);
-  EXPECT_NE(find(r, "aio.queue_depth", "cannot be resolved"), nullptr) << test::dump(r);
+  EXPECT_NE(find(r, "steps_per_print", "is not filled"), nullptr) << test::dump(r);
+  EXPECT_NE(find(r, "aio.queue_depth", "DeepSpeed would use the string"), nullptr) << test::dump(r);
 }
 
 }  // namespace

@@ -89,10 +89,10 @@ const BatchCase kCases[] = {
     {"G_zero", R"("train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": 0)", 2, 0, 0, 0, "gradient_accumulation_steps", "greater than 0"},
     {"T_negative", R"("train_batch_size": -32)", 4, 0, 0, 0, "train_batch_size", "greater than 0"},
     // Types DeepSpeed quietly accepts
-    {"T_float", R"("train_batch_size": 32.0, "train_micro_batch_size_per_gpu": 4)", 1, 0, 0, 0, "train_batch_size", "must be an integer"},
+    {"T_float", R"("train_batch_size": 32.0, "train_micro_batch_size_per_gpu": 4)", 1, 32, 4, 8, "", ""},  // integral: read as 32
     {"T_string", R"("train_batch_size": "32", "train_micro_batch_size_per_gpu": 4)", 1, 0, 0, 0, "train_batch_size", "must be an integer"},
     {"M_bool", R"("train_micro_batch_size_per_gpu": true)", 1, 0, 0, 0, "train_micro_batch_size_per_gpu", "must be an integer"},
-    {"G_fraction", R"("train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": 2.5)", 1, 0, 0, 0, "gradient_accumulation_steps", "must be an integer"},
+    {"G_fraction", R"("train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": 2.5)", 1, 0, 0, 0, "gradient_accumulation_steps", "not a whole number"},
     {"M_null", R"("train_micro_batch_size_per_gpu": null)", 1, 0, 0, 0, "train_micro_batch_size_per_gpu", "must be an integer"},
     // "auto" batch keys
     {"T_auto_MG", R"("train_batch_size": "auto", "train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": 3)", 4, 24, 2, 3, "", ""},

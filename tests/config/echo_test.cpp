@@ -48,7 +48,7 @@ TEST(Echo, JsonShape) {
 
 TEST(Echo, PlanInputFromConfig) {
   const auto r = test::load(R"({"train_micro_batch_size_per_gpu": 2, "bf16": {"enabled": true},
-      "optimizer": {"type": "SGD", "params": {"momentum": 0.9}},
+      "optimizer": {"type": "AdamW", "params": {"lr": 1e-3}},
       "zero_optimization": {"stage": 3, "offload_optimizer": {"device": "cpu", "ratio": 0.25}, "offload_param": {"device": "cpu"}}})");
   ASSERT_TRUE(r.valid()) << test::dump(r);
   ModelConfig m;  // the "small" preset's shape
@@ -60,14 +60,19 @@ TEST(Echo, PlanInputFromConfig) {
   const PlanInput in = plan_input(r.config, m.total_params(), &m, 1);
   EXPECT_EQ(in.stage, 3);
   EXPECT_EQ(in.precision, DType::BF16);
-  EXPECT_EQ(in.optimizer, OptimizerType::SGD);
-  EXPECT_TRUE(in.sgd_momentum);
+  EXPECT_EQ(in.optimizer, OptimizerType::AdamW);
   EXPECT_EQ(in.offload_optimizer, OffloadDevice::CPU);
   EXPECT_DOUBLE_EQ(in.offload_optimizer_ratio, 0.25);
   EXPECT_EQ(in.offload_param, OffloadDevice::CPU);
   EXPECT_EQ(in.micro_batch, 2);
   EXPECT_EQ(in.hidden, m.dim);
   EXPECT_EQ(in.params, m.total_params());
+  const auto sgd = test::load(R"({"train_micro_batch_size_per_gpu": 2, "optimizer": {"type": "SGD", "params": {"momentum": 0.9}},
+                                  "zero_optimization": {"stage": 2, "offload_optimizer": {"device": "cpu"}}})");
+  ASSERT_TRUE(sgd.valid()) << test::dump(sgd);
+  const PlanInput sin = plan_input(sgd.config, m.total_params(), &m, 1);
+  EXPECT_EQ(sin.optimizer, OptimizerType::SGD);
+  EXPECT_TRUE(sin.sgd_momentum);
 }
 
 TEST(Echo, ParamCounts) {

@@ -37,7 +37,7 @@ const ComboCase kCombos[] = {
     {"ratio_with_nvme", R"("zero_optimization": {"stage": 3, "offload_optimizer": {"device": "nvme", "nvme_path": "/tmp", "ratio": 0.5}})",
      "zero_optimization.offload_optimizer.ratio", "0.5", "works with offload_optimizer.device \"cpu\" only", false},
     {"ratio_out_of_range", R"("zero_optimization": {"stage": 3, "offload_optimizer": {"device": "cpu", "ratio": 1.5}})",
-     "zero_optimization.offload_optimizer.ratio", "1.5", "must be in (0, 1]", false},
+     "zero_optimization.offload_optimizer.ratio", "1.5", "must be in [0, 1]", false},
     {"nvme_without_path", R"("zero_optimization": {"stage": 3, "offload_optimizer": {"device": "nvme"}})",
      "zero_optimization.offload_optimizer.nvme_path", "", "needs nvme_path", false},
     {"nvme_path_missing", R"("zero_optimization": {"stage": 3, "offload_param": {"device": "nvme", "nvme_path": "/nonexistent/zt_nvme"}})",
@@ -56,19 +56,36 @@ const ComboCase kCombos[] = {
     {"loss_scale_window_zero", R"("fp16": {"enabled": true, "loss_scale_window": 0})", "fp16.loss_scale_window", "0", "at least 1", false},
     {"min_loss_scale_zero", R"("fp16": {"enabled": true, "min_loss_scale": 0})", "fp16.min_loss_scale", "0", "> 0", false},
     {"hysteresis_zero", R"("fp16": {"enabled": true, "hysteresis": 0})", "fp16.hysteresis", "0", "at least 1", false},
-    {"scale_power_huge", R"("fp16": {"enabled": true, "initial_scale_power": 200})", "fp16.initial_scale_power", "200", "out of range", false},
+    {"scale_power_huge", R"("fp16": {"enabled": true, "initial_scale_power": 2000})", "fp16.initial_scale_power", "2000", "out of range", false},
     {"unsupported_optimizer", R"("optimizer": {"type": "Adagrad"})", "optimizer.type", "\"Adagrad\"", "unsupported optimizer type", false},
     {"unsupported_scheduler", R"("scheduler": {"type": "LRRangeTest"})", "scheduler.type", "\"LRRangeTest\"", "unsupported scheduler type", false},
     {"betas_out_of_range", R"("optimizer": {"type": "Adam", "params": {"betas": [0.9, 1.0]}})", "optimizer.params.betas[1]", "1", "[0, 1)", false},
-    {"eps_zero", R"("optimizer": {"type": "Adam", "params": {"eps": 0}})", "optimizer.params.eps", "0", "> 0", false},
+    {"eps_negative", R"("optimizer": {"type": "Adam", "params": {"eps": -1e-8}})", "optimizer.params.eps", "-1e-08", ">= 0", false},
     {"lr_negative", R"("optimizer": {"type": "Adam", "params": {"lr": -0.1}})", "optimizer.params.lr", "-0.1", ">= 0", false},
     {"warmup_longer_than_total", R"("scheduler": {"type": "WarmupDecayLR", "params": {"warmup_num_steps": 200, "total_num_steps": 100}})",
-     "scheduler.params.warmup_num_steps", "200", "longer than total_num_steps", false},
+     "scheduler.params.warmup_num_steps", "200", "longer than total_num_steps", true},
     {"warmup_min_above_max", R"("scheduler": {"type": "WarmupLR", "params": {"warmup_min_lr": 0.1, "warmup_max_lr": 0.01}})",
      "scheduler.params.warmup_min_lr", "0.1", "greater than warmup_max_lr", false},
-    {"bucket_zero", R"("zero_optimization": {"stage": 2, "reduce_bucket_size": 0})", "zero_optimization.reduce_bucket_size", "0", "at least 1", false},
+    {"bucket_negative", R"("zero_optimization": {"stage": 2, "reduce_bucket_size": -1})", "zero_optimization.reduce_bucket_size", "-1", "at least 0", false},
+    {"nvme_buffer_count_zero", R"("zero_optimization": {"stage": 3, "offload_optimizer": {"device": "nvme", "nvme_path": "/tmp", "buffer_count": 0}})",
+     "zero_optimization.offload_optimizer.buffer_count", "0", "cannot run with none", false},
+    {"nvme_param_buffer_size_zero", R"("zero_optimization": {"stage": 3, "offload_param": {"device": "nvme", "nvme_path": "/tmp", "buffer_size": 0}})",
+     "zero_optimization.offload_param.buffer_size", "0", "none fits in 0", false},
+    {"warmup_zero", R"("scheduler": {"type": "WarmupLR", "params": {"warmup_num_steps": 0}})", "scheduler.params.warmup_num_steps", "0",
+     "needs at least one warmup step", false},
+    {"warmup_float", R"("scheduler": {"type": "WarmupLR", "params": {"warmup_num_steps": 1000.0}})", "scheduler.params.warmup_num_steps",
+     "1000.0", "raises ValueError", false},
+    {"hysteresis_zero_dynamic", R"("fp16": {"enabled": true, "hysteresis": 0})", "fp16.hysteresis", "0", "never lowers the scale", false},
+    {"min_loss_scale_fraction", R"("fp16": {"enabled": true, "min_loss_scale": 0.5})", "fp16.min_loss_scale", "0.5", "not a whole number", false},
+    {"steps_per_print_zero", R"("steps_per_print": 0)", "steps_per_print", "0", "divides the step count", false},
+    {"decay_step_negative", R"("scheduler": {"type": "OneCycle", "params": {"cycle_min_lr": 0.001, "cycle_max_lr": 0.01, "decay_step_size": -5}})",
+     "scheduler.params.decay_step_size", "-5", "negative", false},
+    {"nesterov_without_momentum", R"("optimizer": {"type": "SGD", "params": {"nesterov": true}})", "optimizer.params.nesterov", "true",
+     "needs momentum > 0", false},
+    {"bf16_extra_fp16_keys", R"("bf16": {"enabled": true, "loss_scale": 0})", "bf16.loss_scale", "0", "DeepSpeed refuses it too", false},
+    {"comm_dtype_unknown", R"("communication_data_type": "bfp16")", "communication_data_type", "\"bfp16\"", "not one of the accepted values", false},
     {"aio_queue_zero", R"("aio": {"queue_depth": 0})", "aio.queue_depth", "0", "at least 1", false},
-    {"clipping_negative", R"("gradient_clipping": -1)", "gradient_clipping", "-1", ">= 0", false},
+    {"clipping_negative", R"("gradient_clipping": -1)", "gradient_clipping", "-1", "turns clipping off", true},
     // Warnings.
     {"stage3_key_at_stage2", R"("zero_optimization": {"stage": 2, "stage3_max_live_parameters": 1e9})",
      "zero_optimization.stage3_max_live_parameters", "", "no effect at stage 2", true},
@@ -163,10 +180,11 @@ TEST(Validate, DeepSpeedDefaults) {
   EXPECT_EQ(c.fp16.initial_scale_power.value, 16);
   EXPECT_EQ(c.fp16.loss_scale_window.value, 1000);
   EXPECT_EQ(c.fp16.hysteresis.value, 2);
-  EXPECT_DOUBLE_EQ(c.fp16.min_loss_scale.value, 1.0);
+  EXPECT_EQ(c.fp16.min_loss_scale.value, 1);
   EXPECT_EQ(c.aio.block_size.value, 1048576);
   EXPECT_EQ(c.aio.queue_depth.value, 8);
-  EXPECT_EQ(c.steps_per_print.value, 10);
+  EXPECT_EQ(c.steps_per_print.value, std::optional<int64_t>(10));
+  EXPECT_DOUBLE_EQ(c.gradient_clipping.value, 1.0);  // DeepSpeed 0.19.5's GRADIENT_CLIPPING_DEFAULT
   EXPECT_EQ(z.stage.source.kind, SourceKind::Default);
 }
 

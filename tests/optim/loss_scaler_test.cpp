@@ -28,6 +28,11 @@ void run(LossScaler& s, const std::vector<Expect>& seq) {
   }
 }
 
+// The expected sequences below are DeepSpeed v0.19.5's: DynamicLossScaler.update_scale
+// (runtime/fp16/loss_scaler.py, used by the ZeRO optimizers) and FP16_Optimizer._update_scale
+// (runtime/fp16/fused_optimizer.py, stage 0), evaluated by hand-transcribing their arithmetic:
+// growth when stable = it - last_overflow - 1 is > 0 and a multiple of the window.
+
 TEST(LossScaler, GrowthHysteresisHalvingAndStopAtMinimum) {
   LossScalerConfig c;
   c.initial_scale_power = 4;  // 16
@@ -38,23 +43,25 @@ TEST(LossScaler, GrowthHysteresisHalvingAndStopAtMinimum) {
   EXPECT_TRUE(s.dynamic());
   EXPECT_EQ(s.scale(), 16.0);
   run(s, {
-             {false, E::Applied, 16},            // it 0
+             {false, E::Applied, 16},            // it 0: stable 0
              {false, E::Applied, 16},            // it 1
-             {false, E::AppliedAndGrew, 32},     // it 2: 3 good steps since "overflow at -1"
-             {true, E::SkippedHysteresis, 32},   // it 3: budget 2 -> 1
-             {true, E::SkippedLowered, 16},      // it 4: budget exhausted -> halve
-             {false, E::Applied, 16},            // it 5: budget NOT refilled (not consecutive)
-             {true, E::SkippedLowered, 8},       // it 6: halves at once
-             {false, E::Applied, 8},             // it 7
+             {false, E::Applied, 16},            // it 2: stable 2 (the window-th clean step: no growth since 0.17.1)
+             {false, E::AppliedAndGrew, 32},     // it 3: stable 3, the (window+1)-th clean step
+             {true, E::SkippedHysteresis, 32},   // it 4: budget 2 -> 1
+             {true, E::SkippedLowered, 16},      // it 5: budget exhausted -> halve
+             {false, E::Applied, 16},            // it 6: budget NOT refilled (not consecutive)
+             {true, E::SkippedLowered, 8},       // it 7: halves at once
              {false, E::Applied, 8},             // it 8
-             {false, E::AppliedAndGrew, 16},     // it 9: window since it 6; budget refilled to 2
-             {true, E::SkippedHysteresis, 16},   // it 10
-             {true, E::SkippedLowered, 8},       // it 11
-             {true, E::SkippedLowered, 4},       // it 12
-             {true, E::SkippedLowered, 2},       // it 13: reaches min_loss_scale
+             {false, E::Applied, 8},             // it 9
+             {false, E::Applied, 8},             // it 10
+             {false, E::AppliedAndGrew, 16},     // it 11: stable 3 since it 7; budget refilled to 2
+             {true, E::SkippedHysteresis, 16},   // it 12
+             {true, E::SkippedLowered, 8},       // it 13
+             {true, E::SkippedLowered, 4},       // it 14
+             {true, E::SkippedLowered, 2},       // it 15: reaches min_loss_scale
          });
   EXPECT_FALSE(s.failed());
-  EXPECT_EQ(s.update(true), E::OverflowAtMinimum);  // it 14: at the minimum and overflowed again
+  EXPECT_EQ(s.update(true), E::OverflowAtMinimum);  // it 16: DeepSpeed raises "already at minimum"
   EXPECT_EQ(s.scale(), 2.0);
   EXPECT_TRUE(s.failed());
   const std::string msg = s.failure_message();
@@ -62,6 +69,15 @@ TEST(LossScaler, GrowthHysteresisHalvingAndStopAtMinimum) {
   EXPECT_NE(msg.find("use bf16, lower the lr, or raise min_loss_scale"), std::string::npos) << msg;
   EXPECT_TRUE(is_skip(E::OverflowAtMinimum));
   EXPECT_FALSE(is_skip(E::AppliedAndGrew));
+}
+
+TEST(LossScaler, DeepSpeedDefaultsGrowOnThe1001stCleanStep) {
+  LossScaler s(LossScalerConfig{});  // 2^16, window 1000 (DeepSpeed's fp16 defaults)
+  std::vector<int> grew;
+  for (int it = 0; it < 2001; ++it)
+    if (s.update(false) == E::AppliedAndGrew) grew.push_back(it);
+  EXPECT_EQ(grew, (std::vector<int>{1000, 2000}));
+  EXPECT_EQ(s.scale(), 262144.0);
 }
 
 TEST(LossScaler, ConsecutiveHysteresisRefillsOnEveryGoodStep) {
@@ -105,15 +121,47 @@ TEST(LossScaler, GrowthWindowCountsFromTheLastOverflow) {
   c.min_loss_scale = 0.25;
   LossScaler s(c);
   run(s, {
-             {false, E::Applied, 1},
-             {false, E::AppliedAndGrew, 2},
-             {false, E::Applied, 2},
+             {false, E::Applied, 1},         // it 0
+             {false, E::Applied, 1},         // it 1
+             {false, E::AppliedAndGrew, 2},  // it 2: stable 2
              {true, E::SkippedLowered, 1},   // it 3
-             {false, E::Applied, 1},         // it 4: 1 since overflow
-             {false, E::AppliedAndGrew, 2},  // it 5: 2 since overflow
-             {false, E::Applied, 2},
-             {false, E::AppliedAndGrew, 4},  // it 7: 4 since overflow
+             {false, E::Applied, 1},         // it 4: stable 0
+             {false, E::Applied, 1},         // it 5: stable 1
+             {false, E::AppliedAndGrew, 2},  // it 6: stable 2
+             {false, E::Applied, 2},         // it 7: stable 3
+             {false, E::AppliedAndGrew, 4},  // it 8: stable 4
+             {false, E::Applied, 4},
+             {false, E::AppliedAndGrew, 8},  // it 10: stable 6
          });
+}
+
+// Stage 0 (DeepSpeed's FP16_Optimizer): no hysteresis, and an overflow at the floor keeps the floor
+// and skips the step instead of stopping the run.
+TEST(LossScaler, Fp16OptimizerHasNoHysteresisAndNoStop) {
+  LossScalerConfig c;
+  c.initial_scale_power = 4;  // 16
+  c.loss_scale_window = 3;
+  c.hysteresis = 2;  // ignored by this scaler, as in DeepSpeed
+  c.min_loss_scale = 2;
+  c.kind = LossScalerKind::Fp16Optimizer;
+  LossScaler s(c);
+  run(s, {
+             {false, E::Applied, 16},
+             {false, E::Applied, 16},
+             {false, E::Applied, 16},
+             {false, E::AppliedAndGrew, 32},  // it 3
+             {true, E::SkippedLowered, 16},   // no hysteresis: halves at the first overflow
+             {true, E::SkippedLowered, 8},
+             {true, E::SkippedLowered, 4},
+             {true, E::SkippedLowered, 2},
+             {true, E::SkippedLowered, 2},    // at the floor: skipped, the scale stays
+             {true, E::SkippedLowered, 2},
+             {false, E::Applied, 2},
+             {false, E::Applied, 2},
+             {false, E::Applied, 2},
+         });
+  EXPECT_FALSE(s.failed());
+  EXPECT_EQ(s.failure_message(), "");
 }
 
 TEST(LossScaler, StaticScaleSkipsOverflowsAndNeverMoves) {
@@ -165,8 +213,10 @@ TEST(LossScaler, InvalidConfigNamesTheKey) {
   c.loss_scale = -1;
   EXPECT_NE(error_of(c).find("fp16.loss_scale"), std::string::npos);
   c = {};
-  c.initial_scale_power = 200;
+  c.initial_scale_power = 2000;
   EXPECT_NE(error_of(c).find("fp16.initial_scale_power"), std::string::npos);
+  c.initial_scale_power = 127;  // 2^127 is a finite fp32 number (the README's range)
+  EXPECT_EQ(error_of(c), "");
   EXPECT_EQ(error_of(LossScalerConfig{}), "");
   EXPECT_EQ(LossScaler(LossScalerConfig{}).scale(), 65536.0);
 }

@@ -81,10 +81,86 @@ TEST(WarmupCosineLR, RatiosOfOptimizerLrWithCosineDecay) {
               0.007631742512670284, 0.001});
 }
 
-TEST(WarmupCosineLR, LogWarmupAndRequiresTotalAboveWarmup) {
+TEST(WarmupCosineLR, LogWarmup) {
   auto s = make_lr_scheduler("WarmupCosineLR", params({{"total_num_steps", 10}, {"warmup_num_steps", 4}}), 1.0);
   EXPECT_NEAR(s->lr(1), 0.5, 1e-15);  // ratio = 0 + ln 2 / ln 4
-  EXPECT_NE(error_of("WarmupCosineLR", params({{"total_num_steps", 4}, {"warmup_num_steps", 4}})).find("total_num_steps"),
+}
+
+// The sequences below are DeepSpeed v0.19.5's (runtime/lr_schedules.py), evaluated by transcribing
+// its arithmetic: lr after step() with last_batch_iteration = it.
+
+// Since 0.19 the cosine progress is clamped at 1: after total_num_steps the lr stays at
+// cos_min_ratio instead of turning back up.
+TEST(WarmupCosineLR, FloorAfterTotalNumSteps) {
+  auto s = make_lr_scheduler("WarmupCosineLR",
+                             params({{"total_num_steps", 10}, {"warmup_num_steps", 4}, {"warmup_min_ratio", 0.1},
+                                     {"cos_min_ratio", 0.01}},
+                                    {{"warmup_type", "linear"}}),
+                             0.1);
+  expect_seq(*s, 9, {0.001, 0.001, 0.001, 0.001, 0.001, 0.001, 0.001});  // it 9 .. 15
+  EXPECT_NEAR(s->lr(1000), 0.001, 1e-15);
+}
+
+// total_num_steps <= warmup_num_steps runs in DeepSpeed: warmup, then the floor at once.
+TEST(WarmupCosineLR, TotalNotAboveWarmupRuns) {
+  auto s = make_lr_scheduler("WarmupCosineLR",
+                             params({{"total_num_steps", 3}, {"warmup_num_steps", 4}, {"cos_min_ratio", 0.05}},
+                                    {{"warmup_type", "linear"}}),
+                             1.0);
+  expect_seq(*s, -1, {0.0, 0.0, 0.25, 0.5, 0.75, 0.05, 0.05, 0.05, 0.05});
+  auto one = make_lr_scheduler("WarmupCosineLR", params({{"total_num_steps", 1}, {"warmup_num_steps", 1}},
+                                                         {{"warmup_type", "linear"}}),
+                               1.0);
+  expect_seq(*one, -1, {0.0, 0.0, 0.5, 0.0001, 0.0001, 0.0001});  // warmup clamped to 2 steps
+}
+
+// warmup_num_steps <= 0 raises ValueError in DeepSpeed (WarmupLR, WarmupDecayLR, WarmupCosineLR).
+TEST(LrSchedulerFactory, WarmupMustBePositive) {
+  for (const char* type : {"WarmupLR", "WarmupDecayLR", "WarmupCosineLR"}) {
+    SchedulerParams p = params({{"warmup_num_steps", 0}, {"total_num_steps", 10}});
+    if (std::string(type) == "WarmupLR") p.numbers.erase("total_num_steps");
+    EXPECT_NE(error_of(type, p).find("positive integer"), std::string::npos) << type;
+  }
+}
+
+// last_batch_iteration L (a resumed schedule): the first step keeps the optimizer's lr (DeepSpeed
+// does not set the lr at construction when L != -1), and the schedule continues from L.
+TEST(LrSchedulerFactory, LastBatchIterationResumes) {
+  auto fresh = make_lr_scheduler("WarmupDecayLR", params({{"total_num_steps", 10}, {"warmup_max_lr", 1.0},
+                                                           {"warmup_num_steps", 4}}, {{"warmup_type", "linear"}}),
+                                 0.3);
+  auto resumed = make_lr_scheduler("WarmupDecayLR", params({{"total_num_steps", 10}, {"warmup_max_lr", 1.0},
+                                                             {"warmup_num_steps", 4}, {"last_batch_iteration", 5}},
+                                                            {{"warmup_type", "linear"}}),
+                                   0.3);
+  EXPECT_DOUBLE_EQ(resumed->lr_for_step(0), 0.3);
+  for (int k = 1; k < 8; ++k) EXPECT_DOUBLE_EQ(resumed->lr_for_step(k), fresh->lr(5 + k)) << k;
+  EXPECT_DOUBLE_EQ(resumed->lr_for_step(1), 4.0 / 6.0);  // lr(6) = (10 - 6) / (10 - 4)
+}
+
+// Stair counts (DeepSpeed 0.19.4): the cycle holds each of n equal stairs per half.
+TEST(OneCycle, StairCounts) {
+  auto s = make_lr_scheduler("OneCycle", params({{"cycle_min_lr", 0.0}, {"cycle_max_lr", 1.0}, {"cycle_first_step_size", 4},
+                                                 {"cycle_second_step_size", 4}, {"cycle_first_stair_count", 2}}),
+                             0.1);
+  expect_seq(*s, -1, {0.0, 0.0, 0.5, 0.5, 1.0, 0.5, 0.5, 0.0, 0.0, 0.0, 0.0});
+  const std::vector<double> mom = {0.8, 0.9, 0.85, 0.85, 0.8, 0.85, 0.85, 0.9, 0.9, 0.9, 0.9};
+  for (size_t k = 0; k < mom.size(); ++k) EXPECT_NEAR(*s->beta1(int64_t(k) - 1), mom[k], 1e-12) << k;
+  auto asym = make_lr_scheduler("OneCycle", params({{"cycle_min_lr", 0.01}, {"cycle_max_lr", 0.1}, {"cycle_first_step_size", 3},
+                                                    {"cycle_second_step_size", 6}, {"cycle_first_stair_count", 3},
+                                                    {"cycle_second_stair_count", 2}}),
+                                0.1);
+  expect_seq(*asym, -1, {0.01, 0.04, 0.07, 0.1, 0.055, 0.055, 0.055, 0.01, 0.01, 0.01, 0.01});
+}
+
+// cycle_second_step_size 0 is valid in DeepSpeed (>= 0): the cycle only rises.
+TEST(OneCycle, SecondStepSizeZero) {
+  auto s = make_lr_scheduler("OneCycle", params({{"cycle_min_lr", 0.0}, {"cycle_max_lr", 1.0}, {"cycle_first_step_size", 4},
+                                                 {"cycle_second_step_size", 0}, {"cycle_momentum", 0}}),
+                             0.1);
+  expect_seq(*s, -1, {0.0, 0.25, 0.5, 0.75, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0});
+  EXPECT_NE(error_of("OneCycle", params({{"cycle_min_lr", 0.0}, {"cycle_max_lr", 1.0}, {"cycle_second_step_size", -1}}))
+                .find("cycle_second_step_size"),
             std::string::npos);
 }
 

@@ -1,0 +1,106 @@
+// What the engine can run: the checks that depend on the backend the run computes on, the optimizer
+// and the model, made here so that every problem is reported at once with its key, before the engine
+// starts (the engine's own checks stay as a backstop and are never reached from a validated config).
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include "runtime/config/config_load.h"
+#include "runtime/config/config_walk.h"
+
+namespace zt {
+namespace {
+
+std::string num(double v) { return number_text(v); }
+std::string q(const std::string& v) { return "\"" + v + "\""; }
+
+bool is_adam(const Config& c) { return c.optimizer.type.value == "Adam" || c.optimizer.type.value == "AdamW"; }
+
+// The element count of the largest per-rank shard of any unit at stage 3 (the engine pads each unit
+// to world size × 16 elements and splits it evenly).
+int64_t largest_stage3_shard(const ModelConfig& m, int world) {
+  const int64_t quantum = int64_t(world) * 16;
+  int64_t largest = std::max({m.embedding_params(), m.block_params(), m.head_params()});
+  const int64_t padded = std::max(quantum, (largest + quantum - 1) / quantum * quantum);
+  return padded / world;
+}
+
+void cuda_checks(const Config& c, Diagnostics& d) {
+  const auto& z = c.zero_optimization;
+  if (!c.bf16_enabled()) {
+    const bool fp16 = c.fp16_enabled();
+    d.error(fp16 ? "fp16.enabled" : c.bf16.spelling + ".enabled", fp16 ? "true" : "false",
+            std::string("the cuda backend computes in bf16 and the config trains in ") + (fp16 ? "fp16" : "fp32"),
+            "set \"" + c.bf16.spelling + "\": {\"enabled\": true} (or \"auto\" with --bf16)" +
+                (fp16 ? " and turn fp16 off" : "") + ", or train fp32/fp16 with --backend cpu");
+  }
+  for (auto [value, path] : {std::pair{&c.communication_data_type.value, "communication_data_type"},
+                             std::pair{&c.data_types.grad_accum_dtype.value, "data_types.grad_accum_dtype"}})
+    if (!value->empty() && *value != "bf16")
+      d.error(path, q(*value), "the cuda backend reduces and accumulates gradients in bf16 only",
+              "remove it or set it to \"bf16\", or run on --backend cpu (which emulates fp32 and fp16)");
+  // A GPU updates Adam shards in device memory unless they are offloaded; a parameter shard kept in
+  // host memory (or on NVMe) must be written by the host optimizer.
+  const auto& op = z.offload_param;
+  const auto& oo = z.offload_optimizer;
+  const bool host_optimizer = !is_adam(c) || (oo.device.value != "none" && oo.ratio.value >= 1.0);
+  if (z.stage.value == 3 && op.device.value != "none" && !host_optimizer)
+    d.error("zero_optimization.offload_param.device", q(op.device.value),
+            "on the cuda backend parameter offload needs every shard's optimizer step on the host (it writes the new "
+            "shard there), and " +
+                (oo.device.value == "none" ? std::string("offload_optimizer.device is \"none\"")
+                                           : "offload_optimizer.ratio is " + num(oo.ratio.value)),
+            "set offload_optimizer.device to \"cpu\" or \"nvme\" with ratio 1, or offload_param.device to \"none\"");
+}
+
+}  // namespace
+
+const char* compute_backend_name(ComputeBackend b) { return b == ComputeBackend::Cuda ? "cuda" : "cpu"; }
+
+void validate_for_engine(const Config& c, const LoadOptions& opts, Diagnostics& d) {
+  const auto& z = c.zero_optimization;
+  const auto& oo = z.offload_optimizer;
+  const auto& op = z.offload_param;
+  const auto& o = c.optimizer;
+  if (opts.backend == ComputeBackend::Cuda) cuda_checks(c, d);
+
+  // Optimizer features zerotrain's optimizers do not have.
+  if (o.amsgrad.value)
+    d.error("optimizer.params.amsgrad", "true",
+            o.torch_adam.value ? "AMSGrad is not implemented in zerotrain (DeepSpeed's torch_adam path has it)"
+                               : "AMSGrad is not implemented (DeepSpeed refuses it too: FusedAdam does not support "
+                                 "the AMSGrad variant)",
+            "remove amsgrad or set it to false");
+  if (c.fp16.fp16_master_weights_and_grads.value)
+    d.error("fp16.fp16_master_weights_and_grads", "true",
+            "fp16 master weights and gradients are not implemented: zerotrain keeps fp32 master weights",
+            "remove it or set it to false");
+  if (!z.reduce_scatter.value && z.stage.value >= 1)
+    d.warning("zero_optimization.reduce_scatter", "false",
+              "DeepSpeed would all-reduce the gradients and keep its partition; zerotrain reduce-scatters them anyway "
+              "(the same sums in half the volume)",
+              "remove it (true is the default)");
+  // Partial offload keeps the rest of the optimizer in device memory, where only Adam/AdamW run.
+  if (!oo.ratio.invalid && oo.ratio.value < 1 && oo.device.value == "cpu" && z.stage.value == 3 && !is_adam(c))
+    d.error("zero_optimization.offload_optimizer.ratio", num(oo.ratio.value),
+            "partial optimizer offload keeps part of the optimizer in device memory, where only Adam/AdamW run, and "
+            "the optimizer is " + o.type.value,
+            "remove ratio (offload everything), or use Adam/AdamW");
+  if (oo.device.value == "nvme" && o.type.value == "Lamb")
+    d.error("optimizer.type", q(o.type.value),
+            "Lamb needs every tensor's state at once for its trust ratio, so its state cannot be paged to NVMe",
+            "use offload_optimizer.device \"cpu\", or Adam/AdamW");
+
+  // Model-dependent: the NVMe parameter buffers must hold the largest shard.
+  if (opts.model && z.stage.value == 3 && op.device.value == "nvme" && !op.buffer_size.invalid && op.buffer_size.value > 0) {
+    const int64_t need = largest_stage3_shard(*opts.model, std::max(1, opts.world_size));
+    if (op.buffer_size.value < need)
+      d.error("zero_optimization.offload_param.buffer_size", std::to_string(op.buffer_size.value),
+              "too small: each unit's parameter shard is read through one buffer, and the largest shard of " +
+                  opts.model->name + " at world size " + std::to_string(opts.world_size) + " has " +
+                  std::to_string(need) + " elements",
+              "raise buffer_size to at least " + std::to_string(need) + " (DeepSpeed's default is 1e8)");
+  }
+}
+
+}  // namespace zt
