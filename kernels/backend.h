@@ -114,11 +114,13 @@ class Backend {
   // acc += x
   virtual void accumulate(void* acc, const void* x, size_t n) = 0;
 
-  // Softmax cross-entropy over V classes for N rows of logits. Writes the per-row loss (F32, [N])
-  // and OVERWRITES dlogits with d(mean loss)/d(logits) · dloss, i.e. (softmax - onehot) · dloss / N.
+  // Softmax cross-entropy over V classes for N rows of logits whose rows are Vp >= V elements apart
+  // (the vocabulary padded for the GEMMs; columns V..Vp are masked: never read, gradient 0). Writes
+  // the per-row loss (F32, [N]) and OVERWRITES dlogits (all Vp columns) with d(mean loss)/d(logits) ·
+  // dloss, i.e. (softmax - onehot) · dloss / N. dlogits may be logits itself (one buffer, in place).
   // Targets < 0 are ignored (no loss, zero gradient, not counted in N).
   virtual void crossentropy_forward_backward(float* losses, void* dlogits, const void* logits,
-                                             const int32_t* targets, int N, int V, float dloss) = 0;
+                                             const int32_t* targets, int N, int V, int Vp, float dloss) = 0;
 
   // The simple AdamW on a flat fp32 span (master weights p, grads g, moments m and v, all F32).
   virtual void adamw_step(float* p, const float* g, float* m, float* v, size_t n, const AdamWHyper& h) = 0;
@@ -134,6 +136,29 @@ class Backend {
   // Multi-tensor AdamW (base/adam_math.h's formula) over every chunk in as few launches as the
   // backend needs; grads of grad_dtype (F32, BF16 or F16). Ordered on the backend's stream.
   virtual void adamw_multi_tensor(const AdamWChunk* chunks, size_t count, DType grad_dtype, const AdamWHyper& h) = 0;
+
+  // === Fused ops (the model's hot paths in fewer passes; each equals the unfused ops it replaces
+  // up to rounding, which tests pin on both backends) ============================================
+  // out = gelu(pre), pre = inp · Wᵀ + bias (pre is kept for the backward). CUDA: one cuBLASLt GEMM
+  // with the GELU_AUX_BIAS epilogue; CPU: the bias and GELU applied per GEMM tile right after it.
+  virtual void matmul_bias_gelu_forward(void* out, void* pre, const void* inp, const void* w, const void* bias,
+                                        int N, int IC, int OC) = 0;
+  // The linear layer that consumes gelu(pre), and the GELU's backward: dw += doutᵀ · gelu(pre),
+  // dbias += Σ_rows dout (dbias may be null), and dpre = (dout · W) ∘ gelu'(pre), OVERWRITTEN.
+  // `gelu_out` is this layer's input gelu(pre) [N, IC]; pre, dpre are [N, IC].
+  virtual void matmul_backward_gelu(void* dpre, void* dw, void* dbias, const void* dout, const void* gelu_out,
+                                    const void* pre, const void* w, int N, int IC, int OC) = 0;
+  // resid = a + b (may alias a or b), then out = LayerNorm(resid) with mean, rstd [N] as
+  // layernorm_forward: the residual add and the next LayerNorm in one pass over the rows.
+  virtual void residual_layernorm_forward(void* resid, void* out, float* mean, float* rstd, const void* a,
+                                          const void* b, const void* w, const void* bias, int N, int C) = 0;
+  // The LM head over a padded vocabulary: logits [N, Vp], columns 0..V = inp · Wᵀ (W [V, C], no
+  // bias), columns V..Vp set to 0. Backward: dinp += dlogits[:, :V] · W, dw += dlogits[:, :V]ᵀ · inp
+  // (dlogits rows Vp apart; dinp or dw may be null).
+  virtual void lm_head_forward(void* logits, const void* inp, const void* w, int N, int C, int V, int Vp) = 0;
+  virtual void lm_head_backward(void* dinp, void* dw, const void* dlogits, const void* inp, const void* w, int N,
+                                int C, int V, int Vp) = 0;
+  // === end of fused ops ===========================================================================
 };
 
 // Factories. make_cuda_backend() throws std::runtime_error when no GPU is usable, with the reason.

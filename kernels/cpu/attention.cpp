@@ -1,93 +1,223 @@
-// CPU causal multi-head self-attention (fp32). Forward saves the softmax probabilities
-// [B, NH, T, T]; backward works one (batch, head) per task so dK/dV sums keep a fixed order.
+// CPU tiled causal attention (the algorithm is written out in attention.h): forward per (b, h,
+// query block), backward per (b, h); block products through single-threaded OpenBLAS sgemm.
+#include "kernels/cpu/attention.h"
+
+#include <cblas.h>
+
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
-#include "kernels/cpu/cpu_ops.h"
+#include "kernels/cpu/vec_math.h"
 
 namespace zt::cpu {
 
+namespace {
+
+void check_tiles(AttentionTiles tiles) {
+  if (tiles.q < 1 || tiles.k < 1)
+    throw std::invalid_argument("attention tiles must be >= 1, got q=" + std::to_string(tiles.q) +
+                                " k=" + std::to_string(tiles.k));
+}
+
+// C[M,N] = alpha · A[M,K] · op(B) + beta · C (row-major; B is [N,K] when trans_b, else [K,N]).
+inline void gemm_nn_nt(bool trans_b, int M, int N, int K, float alpha, const float* A, int lda, const float* B,
+                       int ldb, float beta, float* C, int ldc) {
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda, B, ldb,
+              beta, C, ldc);
+}
+// C[M,N] = alpha · A[K,M]ᵀ · B[K,N] + beta · C.
+inline void gemm_tn(int M, int N, int K, float alpha, const float* A, int lda, const float* B, int ldb, float beta,
+                    float* C, int ldc) {
+  cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+// Columns of row `row` visible in the key block starting at c0 with nc columns (0 .. nc).
+ZT_SIMD_INLINE int visible(int row, int c0, int nc) { return std::clamp(row - c0 + 1, 0, nc); }
+
+// Forward, one block of scores s [nr × nc] (rows tk apart) for query rows r0.. and keys c0..:
+// mask, online-softmax update of m, l and the accumulator rows, s becomes P = exp(s - m_new).
+ZT_SIMD_INLINE void online_softmax_tile_body(float* s, int tk, int nr, int nc, int r0, int c0, float* m, float* l,
+                                             float* acc, int hs) {
+  for (int i = 0; i < nr; ++i) {
+    float* si = s + size_t(i) * tk;
+    const int lim = visible(r0 + i, c0, nc);
+    if (lim == 0) {
+      for (int c = 0; c < nc; ++c) si[c] = 0.f;
+      continue;
+    }
+    float mx = m[i];
+#pragma omp simd reduction(max : mx)
+    for (int c = 0; c < lim; ++c) mx = si[c] > mx ? si[c] : mx;
+    const float alpha = std::exp(m[i] - mx);  // 0 on the first visited block (m = -inf)
+    float sum = 0.f;
+#pragma omp simd reduction(+ : sum)
+    for (int c = 0; c < lim; ++c) {
+      const float e = vm::exp(si[c] - mx);
+      si[c] = e;
+      sum += e;
+    }
+    for (int c = lim; c < nc; ++c) si[c] = 0.f;
+    l[i] = alpha * l[i] + sum;
+    m[i] = mx;
+    float* ai = acc + size_t(i) * hs;
+#pragma omp simd
+    for (int d = 0; d < hs; ++d) ai[d] = ai[d] * alpha;
+  }
+}
+
+// Backward: s [nr × nc] scores -> P = exp(s - LSE_row), masked entries 0.
+ZT_SIMD_INLINE void probs_tile_body(float* p, int tk, int nr, int nc, int r0, int c0, const float* lse) {
+  for (int i = 0; i < nr; ++i) {
+    float* pi = p + size_t(i) * tk;
+    const int lim = visible(r0 + i, c0, nc);
+    const float li = lse[r0 + i];
+#pragma omp simd
+    for (int c = 0; c < lim; ++c) pi[c] = vm::exp(pi[c] - li);
+    for (int c = lim; c < nc; ++c) pi[c] = 0.f;
+  }
+}
+
+// Backward: dP [nr × nc] -> dS = P ∘ (dP - D_row).
+ZT_SIMD_INLINE void dscores_tile_body(float* ds, const float* p, int tk, int nr, int nc, const float* D) {
+  for (int i = 0; i < nr; ++i) {
+    const float* pi = p + size_t(i) * tk;
+    float* di = ds + size_t(i) * tk;
+    const float Di = D[i];
+#pragma omp simd
+    for (int c = 0; c < nc; ++c) di[c] = pi[c] * (di[c] - Di);
+  }
+}
+
+// D_t = dO_t · O_t for T rows (C apart), hs wide.
+ZT_SIMD_INLINE void rowdot_body(float* D, const float* g, const float* o, int T, int64_t C, int hs) {
+  for (int t = 0; t < T; ++t) {
+    const float* gt = g + t * C;
+    const float* ot = o + t * C;
+    float d = 0.f;
+#pragma omp simd reduction(+ : d)
+    for (int i = 0; i < hs; ++i) d += gt[i] * ot[i];
+    D[t] = d;
+  }
+}
+
+ZT_SIMD_DISPATCH(online_softmax_tile,
+                 (float* s, int tk, int nr, int nc, int r0, int c0, float* m, float* l, float* acc, int hs),
+                 (s, tk, nr, nc, r0, c0, m, l, acc, hs))
+ZT_SIMD_DISPATCH(probs_tile, (float* p, int tk, int nr, int nc, int r0, int c0, const float* lse),
+                 (p, tk, nr, nc, r0, c0, lse))
+ZT_SIMD_DISPATCH(dscores_tile, (float* ds, const float* p, int tk, int nr, int nc, const float* D),
+                 (ds, p, tk, nr, nc, D))
+ZT_SIMD_DISPATCH(rowdot, (float* D, const float* g, const float* o, int T, int64_t C, int hs), (D, g, o, T, C, hs))
+
+}  // namespace
+
 size_t attention_saved_bytes(int B, int T, int C, int NH) {
-  return size_t(B) * NH * T * T * sizeof(float);
+  return (size_t(B) * NH * T + size_t(B) * T * C) * sizeof(float);
 }
 
-void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH) {
-  const int hs = C / NH;
+void attention_forward(float* out, float* saved, const float* qkv, int B, int T, int C, int NH,
+                       AttentionTiles tiles) {
+  check_tiles(tiles);
+  const int hs = C / NH, tq = tiles.q, tk = tiles.k;
   const float scale = 1.0f / std::sqrt(float(hs));
   const int64_t C3 = 3 * int64_t(C);
-#pragma omp parallel for collapse(3) schedule(static)
-  for (int b = 0; b < B; ++b)
-    for (int h = 0; h < NH; ++h)
-      for (int t = 0; t < T; ++t) {
-        const float* q = qkv + (int64_t(b) * T + t) * C3 + h * hs;
-        float* a = att + ((int64_t(b) * NH + h) * T + t) * T;
-        float maxv = -INFINITY;
-        for (int t2 = 0; t2 <= t; ++t2) {
-          const float* k = qkv + (int64_t(b) * T + t2) * C3 + C + h * hs;
-          float s = 0.f;
-          for (int i = 0; i < hs; ++i) s += q[i] * k[i];
-          s *= scale;
-          a[t2] = s;
-          maxv = s > maxv ? s : maxv;
-        }
-        float sum = 0.f;
-        for (int t2 = 0; t2 <= t; ++t2) {
-          a[t2] = std::exp(a[t2] - maxv);
-          sum += a[t2];
-        }
-        const float inv = 1.0f / sum;
-        for (int t2 = 0; t2 <= t; ++t2) a[t2] *= inv;
-        for (int t2 = t + 1; t2 < T; ++t2) a[t2] = 0.f;
-        float* o = out + (int64_t(b) * T + t) * C + h * hs;
-        for (int i = 0; i < hs; ++i) o[i] = 0.f;
-        for (int t2 = 0; t2 <= t; ++t2) {
-          const float* v = qkv + (int64_t(b) * T + t2) * C3 + 2 * C + h * hs;
-          const float p = a[t2];
-          for (int i = 0; i < hs; ++i) o[i] += p * v[i];
-        }
-      }
-}
-
-void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* att, int B, int T, int C,
-                        int NH) {
-  const int hs = C / NH;
-  const float scale = 1.0f / std::sqrt(float(hs));
-  const int64_t C3 = 3 * int64_t(C);
+  const int nq = (T + tq - 1) / tq;
+  float* lse = saved;
+  float* o_saved = saved + int64_t(B) * NH * T;
+  const int64_t tasks = int64_t(B) * NH * nq;
 #pragma omp parallel
   {
-    std::vector<float> datt(T > 0 ? T : 1);
-#pragma omp for collapse(2) schedule(static)
-    for (int b = 0; b < B; ++b)
-      for (int h = 0; h < NH; ++h)
-        for (int t = 0; t < T; ++t) {
-          const float* a = att + ((int64_t(b) * NH + h) * T + t) * T;
-          const float* g = dout + (int64_t(b) * T + t) * C + h * hs;
-          const float* q = qkv + (int64_t(b) * T + t) * C3 + h * hs;
-          float* dq = dqkv + (int64_t(b) * T + t) * C3 + h * hs;
-          // through out = Σ a·v: datt = g·v, dv += a·g
-          float dot = 0.f;
-          for (int t2 = 0; t2 <= t; ++t2) {
-            const float* v = qkv + (int64_t(b) * T + t2) * C3 + 2 * C + h * hs;
-            float* dv = dqkv + (int64_t(b) * T + t2) * C3 + 2 * C + h * hs;
-            float s = 0.f;
-            for (int i = 0; i < hs; ++i) {
-              s += g[i] * v[i];
-              dv[i] += a[t2] * g[i];
-            }
-            datt[t2] = s;
-            dot += a[t2] * s;
-          }
-          // through the softmax, then the scaled q·k scores
-          for (int t2 = 0; t2 <= t; ++t2) {
-            const float dpre = a[t2] * (datt[t2] - dot) * scale;
-            const float* k = qkv + (int64_t(b) * T + t2) * C3 + C + h * hs;
-            float* dk = dqkv + (int64_t(b) * T + t2) * C3 + C + h * hs;
-            for (int i = 0; i < hs; ++i) {
-              dq[i] += dpre * k[i];
-              dk[i] += dpre * q[i];
-            }
+    std::vector<float> s(size_t(tq) * tk), acc(size_t(tq) * hs), m(static_cast<size_t>(tq)),
+        l(static_cast<size_t>(tq));
+    // Dynamic scheduling balances the causal triangle; each task's result is independent of it.
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t task = 0; task < tasks; ++task) {
+      const int qb = nq - 1 - int(task % nq);  // longest query blocks first
+      const int h = int((task / nq) % NH), b = int(task / (int64_t(nq) * NH));
+      const int r0 = qb * tq, r1 = std::min(T, r0 + tq), nr = r1 - r0;
+      const float* base = qkv + int64_t(b) * T * C3 + h * hs;
+      const float* Q = base + r0 * C3;
+      std::fill(m.begin(), m.end(), -INFINITY);
+      std::fill(l.begin(), l.end(), 0.f);
+      std::fill(acc.begin(), acc.end(), 0.f);
+      for (int c0 = 0; c0 < r1; c0 += tk) {
+        const int nc = std::min(tk, r1 - c0);  // columns >= r1 are masked for every row here
+        const float* K = base + C + c0 * C3;
+        const float* V = base + 2 * C + c0 * C3;
+        gemm_nn_nt(true, nr, nc, hs, scale, Q, int(C3), K, int(C3), 0.f, s.data(), tk);
+        online_softmax_tile(s.data(), tk, nr, nc, r0, c0, m.data(), l.data(), acc.data(), hs);
+        gemm_nn_nt(false, nr, hs, nc, 1.f, s.data(), tk, V, int(C3), 1.f, acc.data(), hs);
+      }
+      for (int i = 0; i < nr; ++i) {
+        const int t = r0 + i;
+        const float inv = 1.0f / l[size_t(i)];
+        const float* ai = acc.data() + size_t(i) * hs;
+        float* o = out + (int64_t(b) * T + t) * C + h * hs;
+        float* os = o_saved + (int64_t(b) * T + t) * C + h * hs;
+        for (int d = 0; d < hs; ++d) os[d] = o[d] = ai[d] * inv;
+        lse[(int64_t(b) * NH + h) * T + t] = m[size_t(i)] + std::log(l[size_t(i)]);
+      }
+    }
+  }
+}
+
+void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* saved, int B, int T, int C,
+                        int NH, AttentionTiles tiles) {
+  check_tiles(tiles);
+  const int hs = C / NH, tq = tiles.q, tk = tiles.k;
+  const float scale = 1.0f / std::sqrt(float(hs));
+  const int64_t C3 = 3 * int64_t(C);
+  const int nq = (T + tq - 1) / tq;
+  const float* lse_all = saved;
+  const float* o_saved = saved + int64_t(B) * NH * T;
+  const int64_t tasks = int64_t(B) * NH;
+#pragma omp parallel
+  {
+    std::vector<float> p(size_t(tq) * tk), ds(size_t(tq) * tk), dk(size_t(tk) * hs), dv(size_t(tk) * hs),
+        D(static_cast<size_t>(T));
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t task = 0; task < tasks; ++task) {
+      const int h = int(task % NH), b = int(task / NH);
+      const float* base = qkv + int64_t(b) * T * C3 + h * hs;
+      float* dbase = dqkv + int64_t(b) * T * C3 + h * hs;
+      const float* gbase = dout + int64_t(b) * T * C + h * hs;
+      const float* obase = o_saved + int64_t(b) * T * C + h * hs;
+      const float* lse = lse_all + (int64_t(b) * NH + h) * T;
+      rowdot(D.data(), gbase, obase, T, C, hs);
+      for (int c0 = 0; c0 < T; c0 += tk) {
+        const int nc = std::min(tk, T - c0);
+        const float* K = base + C + c0 * C3;
+        const float* V = base + 2 * C + c0 * C3;
+        std::fill(dk.begin(), dk.end(), 0.f);
+        std::fill(dv.begin(), dv.end(), 0.f);
+        for (int qb = c0 / tq; qb < nq; ++qb) {
+          const int r0 = qb * tq, r1 = std::min(T, r0 + tq), nr = r1 - r0;
+          const float* Q = base + r0 * C3;
+          const float* G = gbase + int64_t(r0) * C;
+          gemm_nn_nt(true, nr, nc, hs, scale, Q, int(C3), K, int(C3), 0.f, p.data(), tk);
+          probs_tile(p.data(), tk, nr, nc, r0, c0, lse);
+          gemm_tn(nc, hs, nr, 1.f, p.data(), tk, G, C, 1.f, dv.data(), hs);             // dV += Pᵀ dO
+          gemm_nn_nt(true, nr, nc, hs, 1.f, G, C, V, int(C3), 0.f, ds.data(), tk);      // dP = dO Vᵀ
+          dscores_tile(ds.data(), p.data(), tk, nr, nc, D.data() + r0);
+          gemm_nn_nt(false, nr, hs, nc, scale, ds.data(), tk, K, int(C3), 1.f, dbase + r0 * C3, int(C3));  // dQ
+          gemm_tn(nc, hs, nr, scale, ds.data(), tk, Q, int(C3), 1.f, dk.data(), hs);                      // dK
+        }
+        for (int j = 0; j < nc; ++j) {
+          float* dkr = dbase + (c0 + j) * C3 + C;
+          float* dvr = dbase + (c0 + j) * C3 + 2 * C;
+          const float* a = dk.data() + size_t(j) * hs;
+          const float* v = dv.data() + size_t(j) * hs;
+          for (int i = 0; i < hs; ++i) {
+            dkr[i] += a[i];
+            dvr[i] += v[i];
           }
         }
+      }
+    }
   }
 }
 

@@ -122,8 +122,8 @@ class CpuBackend final : public Backend {
     for (size_t i = 0; i < n; ++i) o[i] += y[i];
   }
   void crossentropy_forward_backward(float* losses, void* dlogits, const void* logits, const int32_t* targets,
-                                     int N, int V, float dloss) override {
-    cpu::crossentropy_forward_backward(losses, F(dlogits), F(logits), targets, N, V, dloss);
+                                     int N, int V, int Vp, float dloss) override {
+    cpu::crossentropy_forward_backward(losses, F(dlogits), F(logits), targets, N, V, Vp, dloss);
   }
   void adamw_step(float* p, const float* g, float* m, float* v, size_t n, const AdamWHyper& h) override {
     cpu::adamw_step(p, g, m, v, n, h);
@@ -144,6 +144,27 @@ class CpuBackend final : public Backend {
       cpu::adamw_step(ch.master, static_cast<const float*>(ch.grad), ch.m, ch.v, ch.n, h);
       if (ch.working && ch.working != ch.master) std::memcpy(ch.working, ch.master, ch.n * sizeof(float));
     }
+  }
+
+  // --- fused ops ---
+  void matmul_bias_gelu_forward(void* out, void* pre, const void* inp, const void* w, const void* bias, int N,
+                                int IC, int OC) override {
+    cpu::matmul_bias_gelu_forward(F(out), F(pre), F(inp), F(w), F(bias), N, IC, OC);
+  }
+  void matmul_backward_gelu(void* dpre, void* dw, void* dbias, const void* dout, const void* gelu_out,
+                            const void* pre, const void* w, int N, int IC, int OC) override {
+    cpu::matmul_backward_gelu(F(dpre), F(dw), F(dbias), F(dout), F(gelu_out), F(pre), F(w), N, IC, OC);
+  }
+  void residual_layernorm_forward(void* resid, void* out, float* mean, float* rstd, const void* a, const void* b,
+                                  const void* w, const void* bias, int N, int C) override {
+    cpu::residual_layernorm_forward(F(resid), F(out), mean, rstd, F(a), F(b), F(w), F(bias), N, C);
+  }
+  void lm_head_forward(void* logits, const void* inp, const void* w, int N, int C, int V, int Vp) override {
+    cpu::lm_head_forward(F(logits), F(inp), F(w), N, C, V, Vp);
+  }
+  void lm_head_backward(void* dinp, void* dw, const void* dlogits, const void* inp, const void* w, int N, int C,
+                        int V, int Vp) override {
+    cpu::lm_head_backward(F(dinp), F(dw), F(dlogits), F(inp), F(w), N, C, V, Vp);
   }
 
  private:

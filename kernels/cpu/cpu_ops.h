@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "kernels/backend.h"
+#include "kernels/cpu/attention.h"
 
 namespace zt::cpu {
 
@@ -30,16 +31,28 @@ void matmul_forward(float* out, const float* inp, const float* w, const float* b
 void matmul_backward(float* dinp, float* dw, float* dbias, const float* dout, const float* inp, const float* w,
                      int N, int IC, int OC);
 
-size_t attention_saved_bytes(int B, int T, int C, int NH);
-void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH);
-void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* att, int B, int T, int C,
-                        int NH);
+// Attention (tiled, flash-style): kernels/cpu/attention.h.
 
 void gelu_forward(float* out, const float* inp, size_t n);
 void gelu_backward(float* dinp, const float* inp, const float* dout, size_t n);
+// Single-threaded pieces for the GEMM epilogues: out = gelu(pre); d *= gelu'(pre).
+void gelu_rows(float* out, const float* pre, size_t n);
+void gelu_grad_rows(float* d, const float* pre, size_t n);
 
+// dlogits may be logits (in place); rows are Vp apart, columns V..Vp masked.
 void crossentropy_forward_backward(float* losses, float* dlogits, const float* logits, const int32_t* targets,
-                                   int N, int V, float dloss);
+                                   int N, int V, int Vp, float dloss);
+
+// Fused ops (Backend's fused section).
+void matmul_bias_gelu_forward(float* out, float* pre, const float* inp, const float* w, const float* bias, int N,
+                              int IC, int OC);
+void matmul_backward_gelu(float* dpre, float* dw, float* dbias, const float* dout, const float* gelu_out,
+                          const float* pre, const float* w, int N, int IC, int OC);
+void residual_layernorm_forward(float* resid, float* out, float* mean, float* rstd, const float* a,
+                                const float* bb, const float* w, const float* b, int N, int C);
+void lm_head_forward(float* logits, const float* inp, const float* w, int N, int C, int V, int Vp);
+void lm_head_backward(float* dinp, float* dw, const float* dlogits, const float* inp, const float* w, int N, int C,
+                      int V, int Vp);
 
 void adamw_step(float* p, const float* g, float* m, float* v, size_t n, const AdamWHyper& h);
 

@@ -7,8 +7,9 @@
 
 namespace zt::cuda {
 
+// Rows are Vp apart (columns V..Vp masked: not read, gradient 0); dlogits may be logits (in place).
 // `scratch_count` is one device int the kernel uses to hold the valid-row count.
 void crossentropy_forward_backward(float* losses, void* dlogits, const void* logits, const int32_t* targets, int N,
-                                   int V, float dloss, int* scratch_count, cudaStream_t s);
+                                   int V, int Vp, float dloss, int* scratch_count, cudaStream_t s);
 
 }  // namespace zt::cuda

@@ -190,9 +190,9 @@ class CudaBackend final : public Backend {
   }
   void accumulate(void* acc, const void* x, size_t n) override { cuda::accumulate(acc, x, n, stream_); }
   void crossentropy_forward_backward(float* losses, void* dlogits, const void* logits, const int32_t* targets, int N,
-                                     int V, float dloss) override {
+                                     int V, int Vp, float dloss) override {
     int* count = reinterpret_cast<int*>(scratch_floats(1));
-    cuda::crossentropy_forward_backward(losses, dlogits, logits, targets, N, V, dloss, count, stream_);
+    cuda::crossentropy_forward_backward(losses, dlogits, logits, targets, N, V, Vp, dloss, count, stream_);
   }
   void adamw_step(float* p, const float* g, float* m, float* v, size_t n, const AdamWHyper& h) override {
     cuda::adamw_step(p, g, m, v, n, h, stream_);
@@ -209,6 +209,29 @@ class CudaBackend final : public Backend {
   void scale(void* x, float s, size_t n) override { cuda::scale(x, act_dtype(), s, n, stream_); }
   void adamw_multi_tensor(const AdamWChunk* chunks, size_t count, DType grad_dtype, const AdamWHyper& h) override {
     fused_adamw(chunks, count, grad_dtype, h, stream_);
+  }
+
+  // --- fused ops ---
+  void matmul_bias_gelu_forward(void* out, void* pre, const void* inp, const void* w, const void* bias, int N, int IC,
+                                int OC) override {
+    cuda::matmul_bias_gelu_forward(lt_, out, pre, inp, w, bias, N, IC, OC, stream_);
+  }
+  void matmul_backward_gelu(void* dpre, void* dw, void* dbias, const void* dout, const void* gelu_out, const void* pre,
+                            const void* w, int N, int IC, int OC) override {
+    float* scratch = scratch_floats(cuda::matmul_backward_scratch_floats(N, IC, OC));
+    cuda::matmul_backward_gelu(lt_, dpre, dw, dbias, dout, gelu_out, pre, w, N, IC, OC, scratch, stream_);
+  }
+  void residual_layernorm_forward(void* resid, void* out, float* mean, float* rstd, const void* a, const void* b,
+                                  const void* w, const void* bias, int N, int C) override {
+    cuda::residual_layernorm_forward(resid, out, mean, rstd, a, b, w, bias, N, C, stream_);
+  }
+  void lm_head_forward(void* logits, const void* inp, const void* w, int N, int C, int V, int Vp) override {
+    cuda::lm_head_forward(lt_, logits, inp, w, N, C, V, Vp, stream_);
+  }
+  void lm_head_backward(void* dinp, void* dw, const void* dlogits, const void* inp, const void* w, int N, int C, int V,
+                        int Vp) override {
+    float* scratch = scratch_floats(cuda::lm_head_backward_scratch_floats(N, C, V));
+    cuda::lm_head_backward(lt_, dinp, dw, dlogits, inp, w, N, C, V, Vp, scratch, stream_);
   }
 
  private:

@@ -8,5 +8,7 @@ namespace zt::cuda {
 
 void gelu_forward(void* out, const void* inp, size_t n, cudaStream_t s);
 void gelu_backward(void* dinp, const void* inp, const void* dout, size_t n, cudaStream_t s);  // dinp +=
+// dpre = dact · gelu'(pre), dact fp32 (a GEMM product not yet rounded): one rounding, overwritten.
+void gelu_backward_from_f32(void* dpre, const float* dact, const void* pre, size_t n, cudaStream_t s);
 
 }  // namespace zt::cuda

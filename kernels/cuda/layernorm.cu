@@ -1,5 +1,5 @@
-// LayerNorm kernels: one warp per row for the row statistics and the input gradient; the weight
-// and bias gradients are column sums through the deterministic column_reduce.
+// LayerNorm kernels: one warp per row for the row statistics (also fused with the residual add
+// before it) and the input gradient; dw, db are column sums through the deterministic column_reduce.
 #include "kernels/cuda/column_reduce.cuh"
 #include "kernels/cuda/layernorm.cuh"
 
@@ -31,6 +31,40 @@ __global__ void layernorm_forward_kernel(bf16* out, float* mean, float* rstd, co
   if (lane == 0) {
     if (mean) mean[row] = m;
     if (rstd) rstd[row] = r;
+  }
+}
+
+// resid = a + b (rounded to bf16, as residual_forward stores it), then LayerNorm of the rounded
+// row: one warp per row, the sum taken while the row is written. resid may alias a or b.
+__global__ void residual_layernorm_forward_kernel(bf16* resid, bf16* out, float* mean, float* rstd, const bf16* a,
+                                                  const bf16* bb, const bf16* w, const bf16* b, int N, int C) {
+  const int row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+  const int lane = threadIdx.x & 31;
+  if (row >= N) return;
+  const size_t off = (size_t)row * C;
+  bf16* r = resid + off;
+  float s = 0.0f;
+  for (int c = lane; c < C; c += 32) {
+    const bf16 v = __float2bfloat16_rn(ld(a, off + c) + ld(bb, off + c));
+    r[c] = v;
+    s += __bfloat162float(v);
+  }
+  const float m = warp_sum(s) / C;
+  float var = 0.0f;
+  for (int c = lane; c < C; c += 32) {  // the lane reads back only what it wrote itself
+    const float d = ld(r, c) - m;
+    var += d * d;
+  }
+  const float rs = rsqrtf(warp_sum(var) / C + kLnEps);
+  bf16* o = out + off;
+  for (int c = lane; c < C; c += 32) {
+    float y = (ld(r, c) - m) * rs * ld(w, c);
+    if (b) y += ld(b, c);
+    st(o, c, y);
+  }
+  if (lane == 0) {
+    mean[row] = m;
+    rstd[row] = rs;
   }
 }
 
@@ -77,6 +111,15 @@ void layernorm_forward(void* out, float* mean, float* rstd, const void* inp, con
   layernorm_forward_kernel<<<(N + 7) / 8, 256, 0, s>>>(static_cast<bf16*>(out), mean, rstd,
                                                        static_cast<const bf16*>(inp), static_cast<const bf16*>(w),
                                                        static_cast<const bf16*>(b), N, C);
+  ZT_LAUNCH_CHECK();
+}
+
+void residual_layernorm_forward(void* resid, void* out, float* mean, float* rstd, const void* a, const void* b,
+                                const void* w, const void* bias, int N, int C, cudaStream_t s) {
+  if (N <= 0) return;
+  residual_layernorm_forward_kernel<<<(N + 7) / 8, 256, 0, s>>>(
+      static_cast<bf16*>(resid), static_cast<bf16*>(out), mean, rstd, static_cast<const bf16*>(a),
+      static_cast<const bf16*>(b), static_cast<const bf16*>(w), static_cast<const bf16*>(bias), N, C);
   ZT_LAUNCH_CHECK();
 }
 

@@ -40,7 +40,7 @@ GPT2::GPT2(const ModelConfig& config, Backend& backend, ModelRunOptions options)
   if (options.max_batch < 1) throw std::invalid_argument("ModelRunOptions.max_batch must be >= 1");
   const size_t es = dtype_size(backend.act_dtype());
   const size_t N = size_t(options.max_batch) * size_t(config.seq_len);
-  const size_t C = size_t(config.dim), V = size_t(config.vocab);
+  const size_t C = size_t(config.dim), Vp = size_t(config.padded_vocab());
   const int L = config.layers;
 
   tokens_ = static_cast<int32_t*>(take(N * sizeof(int32_t)));
@@ -66,15 +66,14 @@ GPT2::GPT2(const ModelConfig& config, Backend& backend, ModelRunOptions options)
   lnf_ = static_cast<float*>(take(N * C * es));
   lnf_mean_ = static_cast<float*>(take(N * 4));
   lnf_rstd_ = static_cast<float*>(take(N * 4));
-  logits_ = static_cast<float*>(take(N * V * es));
-  dlogits_ = static_cast<float*>(take(N * V * es));
+  logits_ = static_cast<float*>(take(N * Vp * es));
+  if (options.keep_logits) kept_logits_ = static_cast<float*>(take(N * Vp * es));
   losses_ = static_cast<float*>(take(N * 4));
   dresid_ = static_cast<float*>(take(N * C * es));
   dln_ = static_cast<float*>(take(N * C * es));
   datty_ = static_cast<float*>(take(N * C * es));
   dqkv_ = static_cast<float*>(take(N * 3 * C * es));
   dfch_ = static_cast<float*>(take(N * 4 * C * es));
-  dfch_gelu_ = static_cast<float*>(take(N * 4 * C * es));
 }
 
 GPT2::~GPT2() {
@@ -117,17 +116,17 @@ void GPT2::block_forward(int l, const float* params, BlockActs& a) {
   backend_.matmul_forward(a.qkv, a.ln1, p("qkv_w"), p("qkv_b"), N, C, 3 * C);
   backend_.attention_forward(a.atty, a.att, a.qkv, B, T, C, NH);
   backend_.matmul_forward(a.r2, a.atty, p("attproj_w"), p("attproj_b"), N, C, C);  // attention branch
-  backend_.residual_forward(a.r2, a.r2, x, size_t(N) * C);
-  backend_.layernorm_forward(a.ln2, a.ln2_mean, a.ln2_rstd, a.r2, p("ln2_w"), p("ln2_b"), N, C);
-  backend_.matmul_forward(a.fch, a.ln2, p("fc_w"), p("fc_b"), N, C, 4 * C);
-  backend_.gelu_forward(a.fch_gelu, a.fch, size_t(N) * 4 * C);
+  // r2 = x + attention branch, and ln2 = LayerNorm(r2), in one pass
+  backend_.residual_layernorm_forward(a.r2, a.ln2, a.ln2_mean, a.ln2_rstd, a.r2, x, p("ln2_w"), p("ln2_b"), N, C);
+  backend_.matmul_bias_gelu_forward(a.fch_gelu, a.fch, a.ln2, p("fc_w"), p("fc_b"), N, C, 4 * C);
   backend_.matmul_forward(out, a.fch_gelu, p("fcproj_w"), p("fcproj_b"), N, 4 * C, C);  // MLP branch
   backend_.residual_forward(out, out, a.r2, size_t(N) * C);
 }
 
 void GPT2::forward_unit(int u, const void* params, const void* embedding_params) {
   check_unit(u, params);
-  const int B = B_, T = T_, C = config_.dim, V = config_.vocab, N = B * T, L = config_.layers;
+  const int B = B_, T = T_, C = config_.dim, V = config_.vocab, Vp = config_.padded_vocab(), N = B * T,
+            L = config_.layers;
   const size_t es = dtype_size(backend_.act_dtype());
   const UnitLayout& lay = layouts_[size_t(u)];
   const View p{lay, (char*)params, es};
@@ -146,8 +145,10 @@ void GPT2::forward_unit(int u, const void* params, const void* embedding_params)
       wte = p("lm_head_w");
     }
     backend_.layernorm_forward(lnf_, lnf_mean_, lnf_rstd_, resid_[size_t(L)], p("lnf_w"), p("lnf_b"), N, C);
-    backend_.matmul_forward(logits_, lnf_, wte, nullptr, N, C, V);
-    backend_.crossentropy_forward_backward(losses_, dlogits_, logits_, targets_, N, V, dloss_);
+    backend_.lm_head_forward(logits_, lnf_, wte, N, C, V, Vp);
+    if (kept_logits_) backend_.copy(kept_logits_, logits_, size_t(N) * size_t(Vp) * es);
+    // softmax, loss and d(loss)/d(logits) in one pass, the gradient written over the logits
+    backend_.crossentropy_forward_backward(losses_, logits_, logits_, targets_, N, V, Vp, dloss_);
   }
 }
 
@@ -155,7 +156,8 @@ void GPT2::backward_unit(int u, const void* params, void* grads, const void* emb
                          void* embedding_grads) {
   check_unit(u, params);
   if (!grads) throw std::invalid_argument("GPT2: null gradient buffer for unit " + std::to_string(u));
-  const int B = B_, T = T_, C = config_.dim, NH = config_.heads, V = config_.vocab, N = B * T, L = config_.layers;
+  const int B = B_, T = T_, C = config_.dim, NH = config_.heads, V = config_.vocab, Vp = config_.padded_vocab(),
+            N = B * T, L = config_.layers;
   const size_t es = dtype_size(backend_.act_dtype());
   const size_t NC = size_t(N) * C;
   const UnitLayout& lay = layouts_[size_t(u)];
@@ -175,7 +177,7 @@ void GPT2::backward_unit(int u, const void* params, void* grads, const void* emb
       dwte = g("lm_head_w");
     }
     backend_.zero(dln_, NC * es);
-    backend_.matmul_backward(dln_, dwte, nullptr, dlogits_, lnf_, wte, N, C, V);
+    backend_.lm_head_backward(dln_, dwte, logits_, lnf_, wte, N, C, V, Vp);  // logits_ holds dlogits now
     backend_.zero(dresid_, NC * es);
     backend_.layernorm_backward(dresid_, g("lnf_w"), g("lnf_b"), dln_, resid_[size_t(L)], p("lnf_w"), lnf_mean_,
                                 lnf_rstd_, N, C);
@@ -185,11 +187,9 @@ void GPT2::backward_unit(int u, const void* params, void* grads, const void* emb
     if (options_.checkpoint_activations) block_forward(l, static_cast<const float*>(params), a);
     const void* x = resid_[size_t(l)];
     // dresid_ holds d(block output); it becomes d(block input) by accumulation through both branches.
-    backend_.zero(dfch_gelu_, NC * 4 * es);
-    backend_.matmul_backward(dfch_gelu_, g("fcproj_w"), g("fcproj_b"), dresid_, a.fch_gelu, p("fcproj_w"), N,
-                             4 * C, C);
-    backend_.zero(dfch_, NC * 4 * es);
-    backend_.gelu_backward(dfch_, a.fch, dfch_gelu_, NC * 4);
+    // fcproj's backward with the GELU's: dfch = (dresid · W) ∘ gelu'(fch), written (not added)
+    backend_.matmul_backward_gelu(dfch_, g("fcproj_w"), g("fcproj_b"), dresid_, a.fch_gelu, a.fch, p("fcproj_w"), N,
+                                  4 * C, C);
     backend_.zero(dln_, NC * es);
     backend_.matmul_backward(dln_, g("fc_w"), g("fc_b"), dfch_, a.ln2, p("fc_w"), N, C, 4 * C);
     backend_.layernorm_backward(dresid_, g("ln2_w"), g("ln2_b"), dln_, a.r2, p("ln2_w"), a.ln2_mean, a.ln2_rstd,

@@ -15,6 +15,7 @@ namespace zt {
 struct ModelRunOptions {
   int max_batch = 1;                    // micro-batch rows B the activations are sized for
   bool checkpoint_activations = false;  // keep only each block's input; recompute it in backward
+  bool keep_logits = false;             // keep a copy of the logits for logits() (tests, inspection)
 };
 
 // Walk order of one micro-batch (u = 0 embedding, 1..L blocks, L+1 head):
@@ -49,8 +50,10 @@ class GPT2 {
                      void* embedding_grads = nullptr);
   // Mean loss over the valid targets of the last head forward (synchronises the backend).
   float loss();
-  // Logits [B, T, vocab] (act_dtype) of the last head forward.
-  const void* logits() const { return logits_; }
+  // Logits of the last head forward (act_dtype), rows config().padded_vocab() apart, the first
+  // vocab columns real, the rest 0. Only with ModelRunOptions::keep_logits (else nullptr): the head
+  // overwrites its logits with their gradient in place.
+  const void* logits() const { return kept_logits_; }
   // Number of targets >= 0 in the current batch.
   int64_t valid_targets() const { return valid_targets_; }
   // Bytes of activation and scratch memory this model holds on the backend.
@@ -77,11 +80,11 @@ class GPT2 {
   std::vector<float*> resid_;   // resid_[0] embedding output, resid_[l+1] block l's output: [B, T, C]
   std::vector<std::unique_ptr<BlockActs>> blocks_;  // one per block, or one shared when checkpointing
   // head
-  float *lnf_ = nullptr, *lnf_mean_ = nullptr, *lnf_rstd_ = nullptr, *logits_ = nullptr, *dlogits_ = nullptr,
-        *losses_ = nullptr;
+  // logits_ [B, T, padded_vocab]: the logits, then (in place) their gradient
+  float *lnf_ = nullptr, *lnf_mean_ = nullptr, *lnf_rstd_ = nullptr, *logits_ = nullptr, *losses_ = nullptr;
+  float* kept_logits_ = nullptr;  // keep_logits only
   // gradient scratch
-  float *dresid_ = nullptr, *dln_ = nullptr, *datty_ = nullptr, *dqkv_ = nullptr, *dfch_ = nullptr,
-        *dfch_gelu_ = nullptr;
+  float *dresid_ = nullptr, *dln_ = nullptr, *datty_ = nullptr, *dqkv_ = nullptr, *dfch_ = nullptr;
 };
 
 // Convenience walks over all units with whole-model buffers (tests and the single-process loop).

@@ -34,6 +34,11 @@ struct ModelConfig {
     return 2 * int64_t(dim) + (tied_embeddings ? 0 : int64_t(vocab) * dim);
   }
   int64_t total_params() const { return embedding_params() + layers * block_params() + head_params(); }
+  // The vocabulary rounded up to a multiple of 128: the LM head's logits rows are this long so its
+  // GEMMs see aligned leading dimensions (50257 -> 50304). Only the logits are padded: parameters,
+  // Ψ, checksums and checkpoints keep `vocab` (runtime/model/README.md).
+  static constexpr int kVocabPadMultiple = 128;
+  int padded_vocab() const { return (vocab + kVocabPadMultiple - 1) / kVocabPadMultiple * kVocabPadMultiple; }
   int units() const { return layers + 2; }
 };
 

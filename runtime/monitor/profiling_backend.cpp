@@ -180,14 +180,79 @@ void ProfilingBackend::accumulate(void* acc, const void* x, size_t n) {
       [&] { in_.accumulate(acc, x, n); });
 }
 void ProfilingBackend::crossentropy_forward_backward(float* losses, void* dlogits, const void* logits,
-                                                     const int32_t* targets, int N, int V, float dloss) {
+                                                     const int32_t* targets, int N, int V, int Vp, float dloss) {
   op(
       OpKind::CrossEntropy,
       [&](OpRecord& r) {
         r.flops = 2.0 * double(N) * V;
-        r.shape = dims({{"N", N}, {"V", V}});
+        r.shape = dims({{"N", N}, {"V", V}, {"Vp", Vp}});
       },
-      [&] { in_.crossentropy_forward_backward(losses, dlogits, logits, targets, N, V, dloss); });
+      [&] { in_.crossentropy_forward_backward(losses, dlogits, logits, targets, N, V, Vp, dloss); });
+}
+void ProfilingBackend::fused_part(OpKind kind, double flops, std::string shape) {
+  if (!armed_) return;
+  OpRecord r;
+  r.kind = kind;
+  r.flops = flops;
+  r.shape = std::move(shape);
+  records_.push_back(std::move(r));
+}
+void ProfilingBackend::matmul_bias_gelu_forward(void* out, void* pre, const void* inp, const void* w,
+                                                const void* bias, int N, int IC, int OC) {
+  op(
+      OpKind::MatmulForward,
+      [&](OpRecord& r) {
+        r.flops = matmul_forward_flops(N, IC, OC, bias != nullptr);
+        r.params = int64_t(IC) * OC + (bias ? OC : 0);
+        r.shape = dims({{"N", N}, {"IC", IC}, {"OC", OC}});
+      },
+      [&] { in_.matmul_bias_gelu_forward(out, pre, inp, w, bias, N, IC, OC); });
+  fused_part(OpKind::GeluForward, double(N) * OC, dims({{"n", int64_t(N) * OC}}));
+}
+void ProfilingBackend::matmul_backward_gelu(void* dpre, void* dw, void* dbias, const void* dout, const void* gelu_out,
+                                            const void* pre, const void* w, int N, int IC, int OC) {
+  op(
+      OpKind::MatmulBackward,
+      [&](OpRecord& r) {
+        r.flops = matmul_backward_flops(N, IC, OC, true, dw != nullptr, dbias != nullptr);
+        r.params = int64_t(IC) * OC + (dbias ? OC : 0);
+        r.shape = dims({{"N", N}, {"IC", IC}, {"OC", OC}});
+      },
+      [&] { in_.matmul_backward_gelu(dpre, dw, dbias, dout, gelu_out, pre, w, N, IC, OC); });
+  fused_part(OpKind::GeluBackward, 2.0 * double(N) * IC, dims({{"n", int64_t(N) * IC}}));
+}
+void ProfilingBackend::residual_layernorm_forward(void* resid, void* out, float* mean, float* rstd, const void* a,
+                                                  const void* b, const void* w, const void* bias, int N, int C) {
+  fused_part(OpKind::ResidualForward, double(N) * C, dims({{"n", int64_t(N) * C}}));
+  op(
+      OpKind::LayerNormForward,
+      [&](OpRecord& r) {
+        r.flops = layernorm_forward_flops(N, C);
+        r.params = 2 * int64_t(C);
+        r.shape = dims({{"N", N}, {"C", C}});
+      },
+      [&] { in_.residual_layernorm_forward(resid, out, mean, rstd, a, b, w, bias, N, C); });
+}
+void ProfilingBackend::lm_head_forward(void* logits, const void* inp, const void* w, int N, int C, int V, int Vp) {
+  op(
+      OpKind::MatmulForward,
+      [&](OpRecord& r) {
+        r.flops = matmul_forward_flops(N, C, V, false);
+        r.params = int64_t(C) * V;
+        r.shape = dims({{"N", N}, {"IC", C}, {"OC", V}, {"Vp", Vp}});
+      },
+      [&] { in_.lm_head_forward(logits, inp, w, N, C, V, Vp); });
+}
+void ProfilingBackend::lm_head_backward(void* dinp, void* dw, const void* dlogits, const void* inp, const void* w,
+                                        int N, int C, int V, int Vp) {
+  op(
+      OpKind::MatmulBackward,
+      [&](OpRecord& r) {
+        r.flops = matmul_backward_flops(N, C, V, dinp != nullptr, dw != nullptr, false);
+        r.params = int64_t(C) * V;
+        r.shape = dims({{"N", N}, {"IC", C}, {"OC", V}, {"Vp", Vp}});
+      },
+      [&] { in_.lm_head_backward(dinp, dw, dlogits, inp, w, N, C, V, Vp); });
 }
 void ProfilingBackend::adamw_step(float* p, const float* g, float* m, float* v, size_t n, const AdamWHyper& h) {
   op(OpKind::AdamW, [&](OpRecord& r) { r.shape = dims({{"n", int64_t(n)}}); }, [&] { in_.adamw_step(p, g, m, v, n, h); });

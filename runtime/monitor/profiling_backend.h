@@ -84,7 +84,18 @@ class ProfilingBackend final : public Backend {
   void residual_forward(void* out, const void* a, const void* b, size_t n) override;
   void accumulate(void* acc, const void* x, size_t n) override;
   void crossentropy_forward_backward(float* losses, void* dlogits, const void* logits, const int32_t* targets, int N,
-                                     int V, float dloss) override;
+                                     int V, int Vp, float dloss) override;
+  // Fused ops: timed as their main op (the GEMM or the LayerNorm); the FLOPs of the op fused into it
+  // are recorded beside it with no time of its own, so totals and per-kind counts stay as unfused.
+  void matmul_bias_gelu_forward(void* out, void* pre, const void* inp, const void* w, const void* bias, int N, int IC,
+                                int OC) override;
+  void matmul_backward_gelu(void* dpre, void* dw, void* dbias, const void* dout, const void* gelu_out, const void* pre,
+                            const void* w, int N, int IC, int OC) override;
+  void residual_layernorm_forward(void* resid, void* out, float* mean, float* rstd, const void* a, const void* b,
+                                  const void* w, const void* bias, int N, int C) override;
+  void lm_head_forward(void* logits, const void* inp, const void* w, int N, int C, int V, int Vp) override;
+  void lm_head_backward(void* dinp, void* dw, const void* dlogits, const void* inp, const void* w, int N, int C, int V,
+                        int Vp) override;
   void adamw_step(float* p, const float* g, float* m, float* v, size_t n, const AdamWHyper& h) override;
   double sum_squares(const void* x, size_t n, float scale) override;
   void scale(void* x, float s, size_t n) override;
@@ -96,6 +107,8 @@ class ProfilingBackend final : public Backend {
   // FLOPs, parameters and shape that `describe` fills in (called only when armed).
   template <class Describe, class Call>
   void op(OpKind kind, Describe describe, Call call);
+  // Records the FLOPs of an op fused into the previous one (no time of its own), while armed.
+  void fused_part(OpKind kind, double flops, std::string shape);
 
   Backend& in_;
   bool armed_ = false;

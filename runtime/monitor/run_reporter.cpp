@@ -38,10 +38,11 @@ std::string duration(double s) {
   return b;
 }
 
-nlohmann::json comm_json(const StepStats& st) {
-  return {{"all_reduce", st.comm_bytes[int(CommOp::AllReduce)]},
-          {"reduce_scatter", st.comm_bytes[int(CommOp::ReduceScatter)]},
-          {"all_gather", st.comm_bytes[int(CommOp::AllGather)]}};
+// Per collective: this step's algorithm bytes (comm_bytes) or calls (comm_calls: buckets show here).
+nlohmann::json comm_json(const uint64_t (&per_op)[kCommOpCount]) {
+  return {{"all_reduce", per_op[int(CommOp::AllReduce)]},
+          {"reduce_scatter", per_op[int(CommOp::ReduceScatter)]},
+          {"all_gather", per_op[int(CommOp::AllGather)]}};
 }
 
 double busy_seconds(const CommStats& s) {
@@ -243,7 +244,8 @@ double RunReporter::after_step(const StepStats& st) {
           {"skipped", st.skipped},
           {"step_ms", 1e3 * st.seconds},
           {"tokens_per_s", rate},
-          {"comm_bytes", comm_json(st)},
+          {"comm_bytes", comm_json(st.comm_bytes)},
+          {"comm_calls", comm_json(st.comm_calls)},
           {"comm_busy_s", busy},
           {"mem_peak", st.mem_peak}});
   inst_.monitors.write(events(st, rate));

@@ -1,5 +1,5 @@
-// Every CUDA backend op against the CPU backend (fp32) and, where it is short to write, an fp64
-// host reference, on fresh random bf16-representable inputs with NaN-poisoned outputs.
+// Every CUDA backend op (the fused ones too) against the CPU backend (fp32) and, where it is short
+// to write, an fp64 host reference, on fresh random bf16-representable inputs with NaN-poisoned outputs.
 //
 // Tolerance. Both backends receive identical inputs (values already rounded to bf16), so the
 // CUDA result differs from exact math by one bf16 rounding of each output element (≤ 2⁻⁹
@@ -7,8 +7,13 @@
 // differences (~1e-6 relative to the summed magnitudes). We allow rtol = 2⁻⁸ (twice the rounding)
 // and an absolute floor of 2⁻¹⁰·max|ref| for elements that come out of cancellation near zero.
 // Outputs that stay fp32 (LayerNorm statistics, losses) get 1e-5 relative.
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <random>
+#include <string>
+#include <tuple>
+#include <utility>
 
 #include "tests/gpu/gpu_test_support.h"
 
@@ -190,40 +195,136 @@ TEST_F(GpuOps, GeluResidualAccumulate) {
   for (int j = 0; j < 4; ++j) EXPECT_TRUE(all_close(res[0][j], res[1][j], kRtol, kAtol, std::string(names[j]) + " vs cpu"));
 }
 
-TEST_F(GpuOps, CrossEntropy) {
-  const int N = 13, V = 53;  // V not a multiple of 8
-  const float dloss = 0.75f;
-  auto logits = random_bf16(N * V, rng, -5, 5);
-  std::vector<int32_t> tgt(N);
-  for (auto& t : tgt) t = std::uniform_int_distribution<int>(0, V - 1)(rng);
-  tgt[3] = -1;
-  tgt[9] = -1;  // ignored rows
-  int valid = 0;
-  for (int t : tgt) valid += t >= 0;
-  std::vector<double> loss_ref(N), dl_ref(N * V);
-  for (int r = 0; r < N; ++r) {
-    if (tgt[r] < 0) continue;
-    double mx = -1e300, s = 0;
-    for (int i = 0; i < V; ++i) mx = std::max(mx, (double)logits[r * V + i]);
-    for (int i = 0; i < V; ++i) s += std::exp(logits[r * V + i] - mx);
-    loss_ref[r] = std::log(s) + mx - logits[r * V + tgt[r]];
-    for (int i = 0; i < V; ++i)
-      dl_ref[r * V + i] = (std::exp(logits[r * V + i] - mx) / s - (i == tgt[r])) * dloss / valid;
+TEST_F(GpuOps, CrossEntropyPaddedInPlace) {
+  // V not a multiple of 8, rows padded to Vp with NaN in the padding (must not be read), and the
+  // gradient written over the logits (in place) as the model calls it.
+  for (auto [V, Vp] : {std::pair{53, 53}, {53, 128}, {50257, 50304}}) {
+    const int N = V > 1000 ? 3 : 13;
+    const float dloss = 0.75f;
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    auto real = random_bf16(size_t(N) * V, rng, -5, 5);
+    std::vector<float> logits(size_t(N) * Vp, nan);
+    for (int r = 0; r < N; ++r) std::copy_n(real.begin() + size_t(r) * V, V, logits.begin() + size_t(r) * Vp);
+    std::vector<int32_t> tgt(N);
+    for (auto& t : tgt) t = std::uniform_int_distribution<int>(0, V - 1)(rng);
+    tgt[1] = -1;  // an ignored row
+    int valid = 0;
+    for (int t : tgt) valid += t >= 0;
+    std::vector<double> loss_ref(N), dl_ref(size_t(N) * Vp, 0.0);
+    for (int r = 0; r < N; ++r) {
+      if (tgt[r] < 0) continue;
+      const float* x = real.data() + size_t(r) * V;
+      double mx = -1e300, s = 0;
+      for (int i = 0; i < V; ++i) mx = std::max(mx, (double)x[i]);
+      for (int i = 0; i < V; ++i) s += std::exp(x[i] - mx);
+      loss_ref[r] = std::log(s) + mx - x[tgt[r]];
+      for (int i = 0; i < V; ++i) dl_ref[size_t(r) * Vp + i] = (std::exp(x[i] - mx) / s - (i == tgt[r])) * dloss / valid;
+    }
+    std::vector<float> res[2][2];
+    Backend* bes[2] = {gpu.get(), cpu.get()};
+    for (int k = 0; k < 2; ++k) {
+      Backend& be = *bes[k];
+      auto L = act_from(be, logits), Tg = i32_from(be, tgt);
+      auto losses = f32_poisoned(be, N);
+      be.crossentropy_forward_backward(losses->f32(), L->get(), L->get(), Tg->i32(), N, V, Vp, dloss);
+      res[k][0] = f32_to_host(be, *losses, N);
+      res[k][1] = act_to_host(be, *L, size_t(N) * Vp);
+    }
+    const std::string tag = " V=" + std::to_string(V) + " Vp=" + std::to_string(Vp);
+    EXPECT_TRUE(all_close(res[0][0], loss_ref, kF32Rtol, kF32Atol, "ce losses vs fp64" + tag));
+    EXPECT_TRUE(all_close(res[0][1], dl_ref, kRtol, kAtol, "ce dlogits vs fp64" + tag));
+    EXPECT_TRUE(all_close(res[0][0], res[1][0], kF32Rtol, kF32Atol, "ce losses vs cpu" + tag));
+    EXPECT_TRUE(all_close(res[0][1], res[1][1], kRtol, kAtol, "ce dlogits vs cpu" + tag));
   }
-  std::vector<float> res[2][2];
-  Backend* bes[2] = {gpu.get(), cpu.get()};
-  for (int k = 0; k < 2; ++k) {
-    Backend& be = *bes[k];
-    auto L = act_from(be, logits), Tg = i32_from(be, tgt);
-    auto losses = f32_poisoned(be, N), dl = act_poisoned(be, N * V);
-    be.crossentropy_forward_backward(losses->f32(), dl->get(), L->get(), Tg->i32(), N, V, dloss);
-    res[k][0] = f32_to_host(be, *losses, N);
-    res[k][1] = act_to_host(be, *dl, N * V);
+}
+
+// The fused ops against the CPU backend's (which tests/model/test_cpu_fused_ops.cpp pins to the
+// unfused ops), on GPT-2-like widths (the cuBLASLt epilogue path) and odd ones (the fallback path).
+TEST_F(GpuOps, MatmulBiasGeluForwardAndBackward) {
+  for (auto [N, IC, OC] : {std::tuple{64, 96, 384}, {37, 40, 53}}) {
+    auto x = random_bf16(size_t(N) * IC, rng), w = random_bf16(size_t(OC) * IC, rng, -0.3f, 0.3f),
+         b = random_bf16(OC, rng), dout = random_bf16(size_t(N) * OC, rng);
+    // backward of the layer that consumes gelu(pre): here IC <-> OC swap roles
+    auto w2 = random_bf16(size_t(IC) * OC, rng, -0.3f, 0.3f), dout2 = random_bf16(size_t(N) * IC, rng);
+    auto dw0 = random_bf16(size_t(IC) * OC, rng), db0 = random_bf16(IC, rng);
+    std::vector<float> res[2][5];
+    Backend* bes[2] = {gpu.get(), cpu.get()};
+    for (int k = 0; k < 2; ++k) {
+      Backend& be = *bes[k];
+      auto X = act_from(be, x), W = act_from(be, w), Bb = act_from(be, b), W2 = act_from(be, w2), D2 = act_from(be, dout2);
+      auto out = act_poisoned(be, size_t(N) * OC), pre = act_poisoned(be, size_t(N) * OC);
+      auto dpre = act_poisoned(be, size_t(N) * OC), dw = act_from(be, dw0), db = act_from(be, db0);
+      be.matmul_bias_gelu_forward(out->get(), pre->get(), X->get(), W->get(), Bb->get(), N, IC, OC);
+      // next layer: in = gelu(pre) [N, OC], W2 [IC, OC], dout2 [N, IC]
+      be.matmul_backward_gelu(dpre->get(), dw->get(), db->get(), D2->get(), out->get(), pre->get(), W2->get(), N, OC, IC);
+      res[k][0] = act_to_host(be, *pre, size_t(N) * OC);
+      res[k][1] = act_to_host(be, *out, size_t(N) * OC);
+      res[k][2] = act_to_host(be, *dpre, size_t(N) * OC);
+      res[k][3] = act_to_host(be, *dw, size_t(IC) * OC);
+      res[k][4] = act_to_host(be, *db, IC);
+    }
+    const std::string tag = " N=" + std::to_string(N) + " IC=" + std::to_string(IC) + " OC=" + std::to_string(OC);
+    const char* names[] = {"pre", "gelu out", "dpre", "dw", "db"};
+    for (int j = 0; j < 5; ++j)
+      EXPECT_TRUE(all_close(res[0][j], res[1][j], kRtol, kAtol, std::string("bias+gelu ") + names[j] + " vs cpu" + tag));
   }
-  EXPECT_TRUE(all_close(res[0][0], loss_ref, kF32Rtol, kF32Atol, "ce losses vs fp64"));
-  EXPECT_TRUE(all_close(res[0][1], dl_ref, kRtol, kAtol, "ce dlogits vs fp64"));
-  EXPECT_TRUE(all_close(res[0][0], res[1][0], kF32Rtol, kF32Atol, "ce losses vs cpu"));
-  EXPECT_TRUE(all_close(res[0][1], res[1][1], kRtol, kAtol, "ce dlogits vs cpu"));
+}
+
+TEST_F(GpuOps, ResidualLayerNorm) {
+  for (int C : {768, 771}) {
+    const int N = 19;
+    auto a = random_bf16(size_t(N) * C, rng, -2, 2), bb = random_bf16(size_t(N) * C, rng, -2, 2),
+         w = random_bf16(C, rng, 0.5f, 1.5f), b = random_bf16(C, rng);
+    std::vector<float> res[2][4];
+    Backend* bes[2] = {gpu.get(), cpu.get()};
+    for (int k = 0; k < 2; ++k) {
+      Backend& be = *bes[k];
+      auto A = act_from(be, a), Bv = act_from(be, bb), W = act_from(be, w), Bb = act_from(be, b);
+      auto out = act_poisoned(be, size_t(N) * C), mean = f32_poisoned(be, N), rstd = f32_poisoned(be, N);
+      be.residual_layernorm_forward(A->get(), out->get(), mean->f32(), rstd->f32(), A->get(), Bv->get(), W->get(),
+                                    Bb->get(), N, C);  // resid over a, as the model calls it
+      res[k][0] = act_to_host(be, *A, size_t(N) * C);
+      res[k][1] = act_to_host(be, *out, size_t(N) * C);
+      res[k][2] = f32_to_host(be, *mean, N);
+      res[k][3] = f32_to_host(be, *rstd, N);
+    }
+    const std::string tag = " C=" + std::to_string(C);
+    EXPECT_TRUE(all_close(res[0][0], res[1][0], kRtol, 0, "residual vs cpu" + tag));
+    EXPECT_TRUE(all_close(res[0][1], res[1][1], kRtol, kAtol, "residual layernorm out vs cpu" + tag));
+    // mean and rstd of the bf16-rounded residual (GPU) vs the fp32 one (CPU): bf16 tolerance
+    EXPECT_TRUE(all_close(res[0][2], res[1][2], kRtol, kAtol, "mean vs cpu" + tag));
+    EXPECT_TRUE(all_close(res[0][3], res[1][3], kRtol, kAtol, "rstd vs cpu" + tag));
+  }
+}
+
+TEST_F(GpuOps, LmHeadPaddedVocab) {
+  for (auto [V, Vp] : {std::pair{53, 128}, {50257, 50304}}) {
+    const int N = 24, C = 64;
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    auto x = random_bf16(size_t(N) * C, rng), w = random_bf16(size_t(V) * C, rng, -0.3f, 0.3f);
+    std::vector<float> g(size_t(N) * Vp, nan);  // padded gradient columns poisoned: must not be read
+    for (int r = 0; r < N; ++r)
+      for (int v = 0; v < V; ++v) g[size_t(r) * Vp + v] = bf16_round(std::uniform_real_distribution<float>(-1, 1)(rng));
+    auto dx0 = random_bf16(size_t(N) * C, rng), dw0 = random_bf16(size_t(V) * C, rng);
+    std::vector<float> res[2][3];
+    Backend* bes[2] = {gpu.get(), cpu.get()};
+    for (int k = 0; k < 2; ++k) {
+      Backend& be = *bes[k];
+      auto X = act_from(be, x), W = act_from(be, w), G = act_from(be, g), DX = act_from(be, dx0), DW = act_from(be, dw0);
+      auto L = act_poisoned(be, size_t(N) * Vp);
+      be.lm_head_forward(L->get(), X->get(), W->get(), N, C, V, Vp);
+      be.lm_head_backward(DX->get(), DW->get(), G->get(), X->get(), W->get(), N, C, V, Vp);
+      res[k][0] = act_to_host(be, *L, size_t(N) * Vp);
+      res[k][1] = act_to_host(be, *DX, size_t(N) * C);
+      res[k][2] = act_to_host(be, *DW, size_t(V) * C);
+    }
+    const std::string tag = " V=" + std::to_string(V);
+    for (int r = 0; r < N; ++r)
+      for (int v = V; v < Vp; ++v) ASSERT_EQ(res[0][0][size_t(r) * Vp + v], 0.f) << "padded logit" << tag;
+    const char* names[] = {"logits", "dinp", "dw"};
+    for (int j = 0; j < 3; ++j)
+      EXPECT_TRUE(all_close(res[0][j], res[1][j], kRtol, kAtol, std::string("lm head ") + names[j] + " vs cpu" + tag));
+  }
 }
 
 TEST_F(GpuOps, AdamWStepMatchesCpuOverSteps) {

@@ -110,13 +110,18 @@ def main():
         got = read_tensorboard(a.tensorboard)
         check("tensorboard", got, want, 1e-6, problems)  # simple_value is a float32
     if end is not None and "comms" in end:
-        logged = {}
+        logged, calls = {}, {}
         for r in end["comms"]:
             logged[r["op"]] = logged.get(r["op"], 0) + r["count"] * r["message_bytes"]
+            calls[r["op"]] = calls.get(r["op"], 0) + r["count"]
         for op in ("all_reduce", "reduce_scatter"):
             in_steps = sum(s["comm_bytes"][op] for s in steps)
             if logged.get(op, 0) != in_steps:
                 problems.append(f"comms_logger: {op} total {logged.get(op, 0)} bytes, the steps' accounting {in_steps}")
+            # comm_calls: one per bucket (reduce_bucket_size); the logger counts the same calls.
+            in_steps = sum(s["comm_calls"][op] for s in steps)
+            if calls.get(op, 0) != in_steps:
+                problems.append(f"comms_logger: {op} {calls.get(op, 0)} calls, the steps' comm_calls {in_steps}")
     for pr in profiles:
         if not pr["attributed"]:
             problems.append(f"flops profile of step {pr['step']} not attributed: {pr['note']}")

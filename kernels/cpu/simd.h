@@ -1,0 +1,48 @@
+// Run-time SIMD dispatch for the CPU backend's row and elementwise kernels: each kernel body is
+// compiled for AVX-512, AVX2+FMA and baseline x86-64, and the widest the CPU supports runs.
+#pragma once
+
+namespace zt::cpu {
+
+// Which compiled variant the kernels run. Chosen once per process with offload's rules (ZT_SIMD may
+// force avx512 | avx2 | scalar; an unsupported value throws naming what this CPU has).
+enum class SimdLevel { Scalar, Avx2, Avx512 };
+
+SimdLevel simd_level();
+const char* simd_level_name(SimdLevel level);
+bool simd_level_supported(SimdLevel level);
+// Forces a level (tests compare the variants); throws std::runtime_error when the CPU lacks it.
+void set_simd_level(SimdLevel level);
+
+// Every variant runs the same operations in the same order per element, with no fused multiply-add
+// (-ffp-contract=off on these files): elementwise results are bitwise equal across variants; only
+// sums along a row differ, because the vector width sets how partial sums are grouped. None of it
+// depends on the thread count.
+
+}  // namespace zt::cpu
+
+// A kernel body: always inlined, so it compiles with the ISA of the variant that calls it.
+#define ZT_SIMD_INLINE inline __attribute__((always_inline))
+
+#if defined(__x86_64__)
+#define ZT_TARGET_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma")))
+#define ZT_TARGET_AVX2 __attribute__((target("avx2,fma")))
+#else
+#define ZT_TARGET_AVX512
+#define ZT_TARGET_AVX2
+#endif
+
+// Defines `static void NAME PARAMS` that calls NAME##_body ARGS compiled for the current level.
+// PARAMS is the parenthesised parameter list, ARGS the parenthesised argument names.
+#define ZT_SIMD_DISPATCH(NAME, PARAMS, ARGS)                              \
+  ZT_TARGET_AVX512 static void NAME##_avx512 PARAMS { NAME##_body ARGS; } \
+  ZT_TARGET_AVX2 static void NAME##_avx2 PARAMS { NAME##_body ARGS; }     \
+  static void NAME##_scalar PARAMS { NAME##_body ARGS; }                  \
+  static void NAME PARAMS {                                               \
+    switch (::zt::cpu::simd_level()) {                                    \
+      case ::zt::cpu::SimdLevel::Avx512: NAME##_avx512 ARGS; return;      \
+      case ::zt::cpu::SimdLevel::Avx2: NAME##_avx2 ARGS; return;          \
+      case ::zt::cpu::SimdLevel::Scalar: break;                           \
+    }                                                                     \
+    NAME##_scalar ARGS;                                                   \
+  }
