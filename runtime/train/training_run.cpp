@@ -14,9 +14,9 @@
 #include "runtime/common/diagnostics.h"
 #include "runtime/common/output_file.h"
 #include "runtime/config/config_plan.h"
+#include "runtime/config/config_echo.h"
 #include "runtime/config/report.h"
 #include "runtime/data/sampler.h"
-#include "runtime/config/config_echo.h"
 #include "runtime/data/synthetic.h"
 #include "runtime/engine/engine_checkpoint.h"
 #include "runtime/engine/engine_config.h"
@@ -314,7 +314,6 @@ RunReport run_training(const RunOptions& o, Communicator& comm, Backend& backend
     if (!stopped.stop()) {
       validate(steps);
       reporter.training_done();
-      checkpoints->at_end(steps);
     }
   } catch (const std::exception& e) {
     if (W == 1) throw;
@@ -347,6 +346,8 @@ RunReport run_training(const RunOptions& o, Communicator& comm, Backend& backend
     reporter.stopped(stopped_at, stop_signal_name(stopped.signal), rep.checkpoint_saved);
     return rep;
   }
+  // The final save (waited for); a failure is a UserError on every rank: the run must not end as if saved.
+  checkpoints->at_end(steps);
   rep.steps_done = steps;
   saved_tags();
   rep.summary = engine.param_summary();
