@@ -8,7 +8,7 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 zt="${ZT_BUILD_DIR:-$root/build}/runtime/cli/zerotrain"
 # The shipped configs write "auto" for everything these flags cover (configs/README.md).
 flags=(--model small --micro-batch 4 --grad-accum 1 --lr 3e-3 --weight-decay 0.1 --adam-beta1 0.9 --adam-beta2 0.95
-       --adam-eps 1e-8 --max-grad-norm 1.0 --warmup-steps 10)
+       --adam-eps 1e-8 --max-grad-norm 1.0 --warmup-steps 10 --backend cpu)  # CPU ranks also on a GPU machine
 for cfg in "$root"/configs/*.json; do
   echo "== zerotrain check --config ${cfg#$root/}"
   "$zt" check --config "$cfg" --world-size 2 "${flags[@]}" --steps 150 | tail -n 3

@@ -13,7 +13,7 @@ namespace zt {
 //   reduce_bucket_size 0: every gradient tensor is reduced on its own (no fusion)
 //       -> buckets of the model's largest tensor;
 //   allgather_bucket_size 0: unused by DeepSpeed's stage 1-2 gather (one all_gather_into_tensor per
-//       partition whatever the size) -> the whole model, one gather per unit;
+//       partition whatever the size) -> the whole model, one bucket: a single all-gather per step;
 //   sub_group_size 0: every parameter tensor is its own optimizer sub-group
 //       -> the largest tensor's per-rank share.
 // Without a model (options built by hand in tests) a zero becomes 1 element.

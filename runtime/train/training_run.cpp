@@ -154,7 +154,9 @@ void check_start(Started& st, const RunOptions& o, Communicator& comm, Backend& 
   if (rank == 0 && !d.all().empty()) write_all(stderr, format_report(d));
   remove_stale_swap_files_of(st.cfg, rank);
   // Pre-flight: the plan against this machine, before the engine allocates anything.
-  st.plan = make_memory_plan(plan_input(st.cfg, o.model.total_params(), &o.model, o.local_ranks));
+  PlanInput plan_in = plan_input(st.cfg, o.model.total_params(), &o.model, o.local_ranks);
+  plan_in.activation_checkpointing = o.recompute;  // the run recomputes with --recompute only, whatever the block says
+  st.plan = make_memory_plan(plan_in);
   const Diagnostics pre = preflight(st.plan, probe_machine(), st.cfg.zero_optimization.offload_optimizer.nvme_path.value);
   if (pre.has_errors()) throw UserError(pre);
   st.eo = engine_options_from_config(st.cfg, o.seed, o.recompute, &o.model);
