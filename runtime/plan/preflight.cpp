@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "runtime/plan/machine_probe.h"
 #include "runtime/plan/units.h"
@@ -47,6 +48,49 @@ std::string host_key(const MemoryPlan& p) {
   return "zero_optimization.offload_param.device";
 }
 
+// A change that would make the plan fit, with the bytes per rank it would save: the fix message
+// names the largest saving first, so the first thing a user tries addresses the largest term.
+struct Remedy {
+  double saves = 0;
+  std::string text;
+};
+
+std::string largest_first(std::vector<Remedy> r) {
+  std::stable_sort(r.begin(), r.end(), [](const Remedy& a, const Remedy& b) { return a.saves > b.saves; });
+  std::string out;
+  for (const auto& x : r)
+    if (x.saves > 0) out += (out.empty() ? "" : "; ") + x.text;
+  return out;
+}
+
+// What the device terms allow: smaller micro batches or recompute for activations, a higher stage
+// only where it divides by N (world size 2+), smaller buckets for the buffers.
+std::vector<Remedy> device_remedies(const MemoryPlan& p) {
+  std::vector<Remedy> r;
+  const int W = p.input.world_size, stage = p.input.stage;
+  if (p.device_activations > 0) {
+    std::string t = "lower train_micro_batch_size_per_gpu (activations are " + gib1(p.device_activations) +
+                    " per rank and scale with it)";
+    if (!p.input.activation_checkpointing) t += " or turn on activation checkpointing (--recompute)";
+    r.push_back({p.device_activations * 0.5, t});
+  }
+  if (W > 1 && stage < 3) {
+    // Replicated terms a higher stage would divide by N: grads from stage 2, params at stage 3.
+    const double unsharded = (stage < 1 ? p.device_optimizer : 0) + (stage < 2 ? p.device_grads : 0) + p.device_params;
+    const double saves = unsharded * (1.0 - 1.0 / W);
+    r.push_back({saves, "raise zero_optimization.stage to 3 (it keeps 1/" + std::to_string(W) +
+                            " of the params" + (stage < 2 ? ", grads" : "") + (stage < 1 ? " and optimizer state" : "") +
+                            " per rank: " + gib1(saves) + " less)"});
+  }
+  if (W == 1)
+    r.push_back({p.device_model_states() * 0.5, std::string("add ranks with a ZeRO stage of 1 or more (at world size 1 ") +
+                                                    "every stage keeps the whole model: ZeRO divides by the number of ranks)"});
+  if (p.device_buffers > 0)
+    r.push_back({p.device_buffers * 0.5, "shrink reduce_bucket_size" + std::string(stage == 3 ? " / stage3_max_live_parameters" : "") +
+                                             " (buffers are " + gib1(p.device_buffers) + ")"});
+  return r;
+}
+
 void check_host_offload(const MemoryPlan& p, const MachineFacts& f, Diagnostics& d) {
   const double need = p.host_bytes_per_node;
   const double have = double(f.host_mem_available);
@@ -85,10 +129,14 @@ void check_cpu_backend(const MemoryPlan& p, const MachineFacts& f, Diagnostics& 
                     ", buffers " + gib1(p.device_buffers);
   if (p.host_bytes_per_node > 0) msg += "; offload " + gib1(p.host_bytes_per_node) + " per node";
   msg += "); this host has " + gib1(have) + " available";
-  std::string fix;
-  if (p.input.stage < 3) fix = "raise zero_optimization.stage (stage 3 keeps only 1/N of the params per rank), ";
-  fix += "run fewer ranks per node, lower train_micro_batch_size_per_gpu or turn on activation checkpointing, "
-         "or offload the optimizer to \"nvme\"";
+  std::vector<Remedy> remedies = device_remedies(p);
+  if (p.ranks_on_node > 1)
+    remedies.push_back({per_rank * (p.ranks_on_node - 1), "run fewer ranks per node (each holds its own " +
+                                                              gib1(per_rank) + ")"});
+  if (p.input.offload_optimizer != OffloadDevice::NVMe && p.input.optimizer)
+    remedies.push_back({p.device_optimizer * p.ranks_on_node, "offload the optimizer to \"nvme\" (it holds " +
+                                                                  gib1(p.device_optimizer) + " per rank)"});
+  const std::string fix = largest_first(remedies);
   d.error("zero_optimization.stage", std::to_string(p.input.stage), msg, fix);
 }
 
@@ -101,11 +149,11 @@ void check_gpu(const MemoryPlan& p, const MachineFacts& f, Diagnostics& d) {
                     ", grads " + gib1(p.device_grads) + ", optimizer " + gib1(p.device_optimizer) +
                     ", activations " + gib1(p.device_activations) + ", buffers " + gib1(p.device_buffers) +
                     "); this GPU has " + gib1(have) + " free of " + gib1(double(f.gpu_total.value_or(0)));
-  std::string fix;
-  if (p.input.stage < 3) fix = "raise zero_optimization.stage, ";
-  if (p.input.offload_optimizer == OffloadDevice::None) fix += "set offload_optimizer.device to \"cpu\", ";
-  fix += "add ranks, lower train_micro_batch_size_per_gpu or turn on activation checkpointing, or shrink "
-         "reduce_bucket_size / stage3_max_live_parameters";
+  std::vector<Remedy> remedies = device_remedies(p);
+  if (p.input.offload_optimizer == OffloadDevice::None && p.input.optimizer)
+    remedies.push_back({p.device_optimizer, "set offload_optimizer.device to \"cpu\" (the optimizer state is " +
+                                                gib1(p.device_optimizer) + ")"});
+  const std::string fix = largest_first(remedies);
   d.error("zero_optimization.stage", std::to_string(p.input.stage), msg, fix);
 }
 

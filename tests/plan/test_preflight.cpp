@@ -85,6 +85,39 @@ TEST(Preflight, CpuBackendCountsDeviceBytesAgainstHostRam) {
   EXPECT_NE(g.all()[0].message.find("this GPU has 10.0 GiB free of 80.0 GiB"), std::string::npos);
 }
 
+// The fix named first addresses the largest term: activations before a higher stage when they
+// dominate, and never a higher stage at world size 1 (every stage keeps the whole model there).
+TEST(Preflight, FixHintsLargestTermFirst) {
+  PlanInput in;
+  in.params = 124'000'000;
+  in.world_size = 1;
+  in.ranks_per_node = 1;
+  in.stage = 3;
+  in.precision = DType::F32;
+  in.micro_batch = 64, in.seq_len = 1024, in.hidden = 768, in.layers = 12, in.heads = 12, in.vocab = 50304;
+  const MemoryPlan p = make_memory_plan(in);
+  ASSERT_GT(p.device_activations, p.device_model_states());
+  const Diagnostics d = preflight(p, host_with(4), "");
+  ASSERT_EQ(d.error_count(), 1u) << d.format();
+  const std::string& fix = d.all()[0].fix;
+  EXPECT_EQ(fix.rfind("lower train_micro_batch_size_per_gpu (activations are ", 0), 0u) << fix;
+  EXPECT_NE(fix.find("activation checkpointing (--recompute)"), std::string::npos) << fix;
+  EXPECT_EQ(fix.find("raise zero_optimization.stage"), std::string::npos) << fix;
+  EXPECT_NE(fix.find("add ranks"), std::string::npos) << fix;
+  // World size 8, stage 0, no activations in the plan: the model states dominate and stage 3
+  // divides them by 8, so that comes first.
+  PlanInput big;
+  big.params = 7'000'000'000;
+  big.world_size = 8;
+  big.ranks_per_node = 1;
+  big.stage = 0;
+  big.precision = DType::F32;
+  const Diagnostics g = preflight(make_memory_plan(big), host_with(31.2), "");
+  ASSERT_EQ(g.error_count(), 1u) << g.format();
+  EXPECT_EQ(g.all()[0].fix.rfind("raise zero_optimization.stage to 3 (it keeps 1/8 of the params, grads and optimizer "
+                                 "state per rank: ", 0), 0u) << g.all()[0].fix;
+}
+
 TEST(Preflight, NvmeSpaceAndPath) {
   PlanInput in;
   in.params = 100'000'000'000'000;  // 100T params: no disk here holds the optimizer state
