@@ -147,6 +147,36 @@ void keep_default_below_stage3(Field<int64_t>& f, int64_t stage) {
 
 }  // namespace
 
+std::optional<int64_t> Config::schedule_steps() const {
+  const std::string& t = scheduler.type.value;
+  if (t != "WarmupDecayLR" && t != "WarmupCosineLR") return std::nullopt;
+  if (scheduler.total_num_steps.invalid || scheduler.total_num_steps.is_auto) return std::nullopt;
+  return scheduler.total_num_steps.value;
+}
+
+void resolve_run_length(Config& c, const LoadOptions& opts, Diagnostics& d) {
+  const std::optional<int64_t>& flag = opts.flags.steps;
+  const std::optional<int64_t> schedule = c.schedule_steps();
+  const bool schedule_in_file = schedule && c.scheduler.total_num_steps.from_file();
+  auto& r = c.run_steps;
+  if (flag) {
+    r.value = *flag;
+    r.source = {SourceKind::Flag, "--steps"};
+    if (schedule_in_file && *flag > *schedule)
+      d.error("--steps", num(*flag),
+              "past the end of the schedule: scheduler.params.total_num_steps is " + num(*schedule) + " in " + c.file +
+                  ", so the lr would stay at its floor for the last " + num(*flag - *schedule) + " steps",
+              "pass --steps " + num(*schedule) + " or less, or raise total_num_steps to " + num(*flag));
+  } else if (schedule_in_file) {
+    r.value = *schedule;
+    r.source = {SourceKind::Derived, "the whole schedule: scheduler.params.total_num_steps (--steps not given)"};
+  } else {
+    r.value = kDefaultRunSteps;
+    r.source = {SourceKind::Default, "--steps not given"};
+  }
+  if (r.value < 1) d.error("--steps", num(r.value), "must be at least 1", "pass --steps 1 or more");
+}
+
 void resolve_auto(Config& c, const LoadOptions& opts, Diagnostics& d) {
   const AutoFlags& fl = opts.flags;
   using TD = TrainerDefaults;
@@ -168,14 +198,14 @@ void resolve_auto(Config& c, const LoadOptions& opts, Diagnostics& d) {
   auto& s = c.scheduler;
   const int64_t steps = fl.steps.value_or(kDefaultRunSteps);
   if (s.present && !s.type.value.empty()) {
-    if (s.type.value != "WarmupLR") {
-      if (s.total_num_steps.is_auto && !fl.steps && !s.total_num_steps.invalid) {
-        s.total_num_steps.is_auto = false;
-        s.total_num_steps.value = steps;
-        s.total_num_steps.source = {SourceKind::Auto, "the run's length, " + num(steps) + " steps (--steps not given)"};
-      } else {
-        resolve(s.total_num_steps, "scheduler.params.total_num_steps", fl.steps, "--steps", kDefaultRunSteps, d);
-      }
+    // "auto" is the run's length (the HF rule); a number is the schedule, of which --steps says how
+    // much this run trains (resolve_run_length).
+    auto& total = s.total_num_steps;
+    if (s.type.value != "WarmupLR" && total.is_auto && !total.invalid) {
+      total.is_auto = false;
+      total.value = steps;
+      total.source = fl.steps ? Source{SourceKind::Auto, "--steps"}
+                              : Source{SourceKind::Auto, "the run's length, " + num(steps) + " steps (--steps not given)"};
     }
     // HF: warmup_steps when > 0, else ceil(num_training_steps * warmup_ratio).
     std::optional<int64_t> warmup;

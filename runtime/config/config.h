@@ -211,6 +211,9 @@ struct Config {
   Field<int64_t> train_micro_batch_size_per_gpu = 0;
   Field<int64_t> gradient_accumulation_steps = 0;
   Field<int64_t> world_size = 1;
+  // Not a ds_config key: the optimizer step this run trains to (resolve_run_length): --steps, else
+  // a concrete schedule's total_num_steps, else kDefaultRunSteps.
+  Field<int64_t> run_steps = 0;
 
   OptimizerConfig optimizer;
   SchedulerConfig scheduler;
@@ -233,6 +236,10 @@ struct Config {
   MonitorConfig tensorboard;
   MonitorConfig csv_monitor;
   CheckpointConfig checkpoint;
+
+  // The schedule's own length: total_num_steps of WarmupDecayLR / WarmupCosineLR; nullopt for the
+  // schedules that never end (WarmupLR holds its peak, OneCycle its decay) and for none.
+  std::optional<int64_t> schedule_steps() const;
 
   bool fp16_enabled() const { return fp16.enabled.value; }
   bool bf16_enabled() const { return bf16.enabled.value; }

@@ -46,11 +46,34 @@ std::string dotted(const std::string& path, const std::string& key) { return pat
 
 }  // namespace
 
+std::string describe_run_length(const Config& c) {
+  const int64_t n = c.run_steps.value;
+  const Source& from = c.run_steps.source;
+  std::string out = std::to_string(n) + " step" + (n == 1 ? "" : "s") + " (" +
+                    (from.kind == SourceKind::Default ? "the default: " + from.detail : from.describe()) + ")";
+  const std::string& type = c.scheduler.type.value;
+  if (const auto total = c.schedule_steps()) {
+    const std::string from = "scheduler.params.total_num_steps: " + c.scheduler.total_num_steps.source.describe();
+    if (*total == n)
+      out += ", the whole " + std::to_string(*total) + "-step schedule (" + from + ")";
+    else if (*total > n)
+      out += " of a " + std::to_string(*total) + "-step schedule (" + from + "); --load continues it";
+    else
+      out += " past a " + std::to_string(*total) + "-step schedule (" + from + ")";
+  } else if (type.empty()) {
+    out += "; no scheduler: constant learning rate";
+  } else {
+    out += "; " + type + " has no end (" + (type == "OneCycle" ? "it keeps decaying after its cycle" : "it holds its peak after warmup") + ")";
+  }
+  return out;
+}
+
 std::string config_to_text(const Config& in, bool all) {
   Config c = in;
   std::ostringstream o;
   o << "resolved config (" << c.file << "):\n";
   o << "  world_size = " << c.world_size.value << "  (" << c.world_size.source.describe() << ")\n";
+  if (c.run_steps.value > 0) o << "  run length = " << describe_run_length(c) << "\n";
   std::string last_block = "?";
   each_key(c, [&](const std::string& path, const KeyBinding& b) {
     BlockSchema s;

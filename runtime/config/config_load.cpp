@@ -72,6 +72,7 @@ LoadResult load_config_text(const std::string& text, const std::string& name, co
   map_deprecated_offload(r.config, d);
   derive_defaults(r.config);
   resolve_auto(r.config, opts, d);
+  resolve_run_length(r.config, opts, d);
   resolve_batch(r.config, opts.world_size, opts.world_source, d);
   validate_config(r.config, opts, d);
   validate_for_engine(r.config, opts, d);

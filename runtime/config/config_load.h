@@ -47,6 +47,7 @@ LoadResult load_config_text(const std::string& text, const std::string& name, co
 
 // Steps of load_config, exposed for tests and the training command.
 void resolve_auto(Config& c, const LoadOptions& opts, Diagnostics& d);                   // auto_resolve.cpp
+void resolve_run_length(Config& c, const LoadOptions& opts, Diagnostics& d);             // auto_resolve.cpp
 void resolve_batch(Config& c, int world_size, WorldSizeSource src, Diagnostics& d);     // batch.cpp
 void validate_config(Config& c, const LoadOptions& opts, Diagnostics& d);               // validate.cpp
 // nvme_path on this machine: exists, is a writable local directory (validate.cpp; part of validation

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
+#include "runtime/config/config_echo.h"
 #include "runtime/monitor/comm_overlap.h"
 
 namespace zt {
@@ -109,11 +110,12 @@ std::string RunReporter::header() const {
   char b[640];
   std::snprintf(b, sizeof b,
                 "zerotrain: %s on %d rank(s), backend %s, stage %d, %s | model %s: %d layers, dim %d, vocab %d, seq %d, "
-                "%" PRId64 " params | micro batch %d x accum %d x world %d = %lld samples/step, %lld steps | data: %s\n",
+                "%" PRId64 " params | micro batch %d x accum %d x world %d = %lld samples/step | data: %s\n",
                 s_.config_name.c_str(), world_, backend_.name().c_str(), eo.stage, dtype_name(eo.precision),
                 m.name.c_str(), m.layers, m.dim, m.vocab, m.seq_len, engine_.params(), eo.micro_batch, eo.grad_accum,
-                world_, (long long)samples_per_step_, (long long)s_.steps, s_.data_description.c_str());
+                world_, (long long)samples_per_step_, s_.data_description.c_str());
   std::string out = b;
+  out += "  run: " + describe_run_length(*s_.cfg) + "\n";
   std::vector<std::string> where;
   if (!s_.metrics_path.empty()) where.push_back("metrics -> " + s_.metrics_path);
   if (!s_.trace_path.empty()) where.push_back("trace -> " + s_.trace_path);
@@ -316,6 +318,10 @@ void RunReporter::finish(int64_t steps, double final_val_loss, double unigram_en
       std::fprintf(s_.say, "MFU at the median step: %.2f%% of %.1f GFLOP/s (%s)\n", 100.0 * mfu,
                    inst_.profiler->peak().flops_per_s / 1e9, inst_.profiler->peak().source.c_str());
   }
+  const std::optional<int64_t> schedule = s_.cfg->schedule_steps();
+  if (s_.say && schedule && *schedule > steps)
+    std::fprintf(s_.say, "schedule: step %lld of %lld; save with --save DIR and resume with --load DIR to continue it\n",
+                 (long long)steps, (long long)*schedule);
   if (s_.say)
     std::fprintf(s_.say, "done: %lld steps, final val loss %.4f (unigram entropy %.3f), median %.0f tokens/s, "
                          "param checksum %s, param L2 %.6f\n",
