@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <initializer_list>
 #include <string>
 
 #if ZT_HAVE_MPI
@@ -22,6 +23,12 @@ bool launched_by_mpi() {
   return s && std::string(s) == "1";
 }
 
+int env_int(std::initializer_list<const char*> vars, int fallback) {
+  for (const char* v : vars)
+    if (const char* s = std::getenv(v)) return std::atoi(s);
+  return fallback;
+}
+
 #if ZT_HAVE_MPI
 const char* thread_level_name(int level) {
   switch (level) {
@@ -35,6 +42,12 @@ const char* thread_level_name(int level) {
 #endif
 
 }  // namespace
+
+int Bootstrap::launcher_rank() { return env_int({"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"}, 0); }
+
+int Bootstrap::launcher_world_size() {
+  return env_int({"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"}, launched_by_mpi() ? 0 : 1);
+}
 
 Bootstrap::Bootstrap(int* argc, char*** argv) {
 #if ZT_HAVE_MPI

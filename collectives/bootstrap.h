@@ -34,6 +34,12 @@ class Bootstrap {
   // Aborts the whole job with exit code `code` (MPI_Abort; std::_Exit(code) without MPI).
   [[noreturn]] void abort_job(int code) const;
 
+  // This process's rank and the job's size as the launcher's environment tells them, before (or
+  // without) MPI: 0 and 1 when no launcher started the process. Every rank of a job parses the same
+  // command line, so a problem found there is printed by launcher rank 0 alone.
+  static int launcher_rank();
+  static int launcher_world_size();
+
   // Library names for `zerotrain env`: "Open MPI v4.1.4, ..." or "not built with MPI".
   static std::string mpi_library_version();
 

@@ -7,22 +7,18 @@
 #include <exception>
 
 #include "build_info.h"
+#include "collectives/bootstrap.h"
 #include "runtime/cli/commands.h"
 #include "runtime/common/diagnostics.h"
 #include "runtime/config/report.h"
 
 namespace {
 
-// "rank 3: " when launched by an MPI launcher with several ranks, so that every rank's errors can
-// be told apart; "" otherwise. (Read from the launcher's environment: MPI may not be up, or gone.)
+// "rank 3: " when launched by an MPI launcher with several ranks, so that a rank's own errors can be
+// told apart; "" otherwise. (Read from the launcher's environment: MPI may not be up, or gone.)
 std::string rank_prefix() {
-  for (const char* var : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"})
-    if (const char* v = std::getenv(var)) {
-      const char* size = std::getenv("OMPI_COMM_WORLD_SIZE");
-      if (size && std::string(size) == "1") return "";
-      return std::string("rank ") + v + ": ";
-    }
-  return "";
+  if (zt::Bootstrap::launcher_world_size() == 1) return "";
+  return "rank " + std::to_string(zt::Bootstrap::launcher_rank()) + ": ";
 }
 
 }  // namespace
@@ -40,9 +36,12 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    int rc = app.exit(e);
+    // Every rank parses the same command line: launcher rank 0 alone prints the mistake (or --help).
+    const int rc = zt::Bootstrap::launcher_rank() == 0 ? app.exit(e) : e.get_exit_code();
     // CLI11 returns 0 for --help/--version; command-line mistakes are user errors (exit 2).
     return rc == 0 ? 0 : zt::kUserErrorExit;
+  } catch (const zt::ReportedError& e) {
+    return e.exit_code();  // the job printed it once already
   } catch (const zt::UserError& e) {
     const std::string who = rank_prefix();
     zt::write_all(stderr, zt::format_report(e.diagnostics(), who));

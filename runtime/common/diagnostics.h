@@ -53,4 +53,15 @@ class UserError : public std::runtime_error {
 
 inline constexpr int kUserErrorExit = 2;
 
+// Thrown once the job has printed its errors (rank 0, one copy of each line): the CLI prints nothing
+// more and exits with `exit_code()`, the same on every rank.
+class ReportedError : public std::runtime_error {
+ public:
+  explicit ReportedError(int exit_code) : std::runtime_error("reported"), exit_code_(exit_code) {}
+  int exit_code() const { return exit_code_; }
+
+ private:
+  int exit_code_;
+};
+
 }  // namespace zt

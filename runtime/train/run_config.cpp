@@ -34,14 +34,11 @@ AutoFlags with_defaults(AutoFlags f, int64_t steps) {
   if (!f.adam_beta2) f.adam_beta2 = 0.95;
   if (!f.adam_eps) f.adam_eps = 1e-8;
   if (!f.max_grad_norm) f.max_grad_norm = 1.0;
-  if (!f.steps) f.steps = steps;
   if (!f.warmup_steps && !f.warmup_ratio) f.warmup_steps = std::clamp<int64_t>(steps / 10, 1, 100);
   return f;
 }
 
 }  // namespace
-
-int64_t run_steps(const RunOptions& o) { return o.flags.steps ? *o.flags.steps : kDefaultRunSteps; }
 
 LoadResult load_run_config(const RunOptions& o, int world_size, ComputeBackend backend) {
   LoadOptions lo;
@@ -52,7 +49,7 @@ LoadResult load_run_config(const RunOptions& o, int world_size, ComputeBackend b
   lo.model = o.model;
   lo.backend = backend;
   const bool builtin = o.config_path.empty();
-  lo.flags = builtin ? with_defaults(o.flags, run_steps(o)) : o.flags;
+  lo.flags = builtin ? with_defaults(o.flags, o.flags.steps.value_or(kDefaultRunSteps)) : o.flags;
   // The built-in config trains in the backend's precision unless a flag chooses: bf16 on CUDA, fp32 on CPU.
   if (builtin && backend == ComputeBackend::Cuda && !lo.flags.fp16) lo.flags.bf16 = true;
   return builtin ? load_config_text(kBuiltinConfig, "<built-in config>", lo) : load_config(o.config_path, lo);

@@ -79,7 +79,7 @@ RunFingerprint make_run_fingerprint(const RunOptions& o, const Config& c, const 
   add("model.seq_len", std::to_string(m.seq_len));
   add("model.tied_embeddings", m.tied_embeddings ? "true" : "false");
   add("run.seed", std::to_string(o.seed));
-  add("run.steps", std::to_string(run_steps(o)));
+  add("run.steps", std::to_string(c.run_steps.value));
   add("run.eval_every", std::to_string(o.eval_every));
   add("run.eval_batches", std::to_string(o.eval_batches));
   add("run.recompute", o.recompute ? "true" : "false");
@@ -134,28 +134,12 @@ void agree_on_fingerprint(const RunFingerprint& mine, Communicator& comm, Backen
   bool same = true;
   for (int r = 1; r < W; ++r) same = same && hashes[size_t(r)] == hashes[0];
   if (same) return;
-  // The texts themselves, padded to the longest.
-  const std::string text = mine.text();
-  const std::vector<int64_t> lengths = x.all_gather({int64_t(text.size())});
-  size_t longest = 0;
-  for (int64_t n : lengths) longest = std::max(longest, size_t(n));
-  const size_t words = (longest + 7) / 8;
-  std::vector<int64_t> packed(words, 0);
-  std::memcpy(packed.data(), text.data(), text.size());
-  const std::vector<int64_t> all = x.all_gather(packed);
-  std::vector<std::string> texts;
-  for (int r = 0; r < W; ++r)
-    texts.emplace_back(reinterpret_cast<const char*>(all.data() + size_t(r) * words), size_t(lengths[size_t(r)]));
+  // The texts themselves.
+  const std::vector<std::string> texts = x.all_gather_text(mine.text());
   Diagnostics d = fingerprint_differences(texts);
   if (!d.has_errors())  // equal maps, different hashes: an ordering difference only
     return;
-  if (comm.rank() != 0) {
-    Diagnostics brief;
-    brief.error("(ranks)", "", std::to_string(d.error_count()) + " setting(s) differ between the ranks",
-                "rank 0 lists them; start every rank with the same config, flags and data");
-    throw UserError(brief);
-  }
-  throw UserError(d);
+  throw UserError(d);  // every rank holds the same list: the job prints it once
 }
 
 }  // namespace zt

@@ -11,7 +11,9 @@
 #include "runtime/common/diagnostics.h"
 #include "runtime/data/synthetic.h"
 #include "runtime/plan/gpu_memory.h"
+#include "runtime/config/report.h"
 #include "runtime/plan/env_report.h"
+#include "runtime/train/job_report.h"
 #include "runtime/train/training_run.h"
 
 namespace zt {
@@ -63,10 +65,22 @@ std::string resolve_backend(const std::string& asked, std::string& why) {
   return "cuda";
 }
 
+// The command line's own checks, before MPI starts: every rank of the job finds the same problem, so
+// launcher rank 0 alone reports it.
+void check_command_line(TrainFlags& f) {
+  try {
+    if (f.backend != "cpu" && f.backend != "cuda" && f.backend != "auto")
+      throw UserError("--backend", f.backend, "unknown backend", "use --backend auto, cpu or cuda");
+    f.run.model = resolve_model(f);
+  } catch (const UserError&) {
+    const FailureText f = describe_failure(std::current_exception());
+    if (Bootstrap::launcher_rank() == 0) write_all(stderr, f.text);
+    throw ReportedError(f.exit_code);
+  }
+}
+
 int run(TrainFlags& f) {
-  if (f.backend != "cpu" && f.backend != "cuda" && f.backend != "auto")
-    throw UserError("--backend", f.backend, "unknown backend", "use --backend auto, cpu or cuda");
-  f.run.model = resolve_model(f);
+  check_command_line(f);
   Bootstrap boot;  // MPI when launched by mpirun; otherwise a world of one
   // A preset's vocabulary below the built-in data's (tiny's 61 < 256) grows to it unless --vocab
   // chose one: every preset runs on the built-in data as it is.

@@ -22,6 +22,7 @@
 #include "runtime/engine/engine_config.h"
 #include "runtime/monitor/run_reporter.h"
 #include "runtime/plan/machine_probe.h"
+#include "runtime/train/job_report.h"
 #include "runtime/train/run_fingerprint.h"
 #include "runtime/train/step_boundary.h"
 #include "runtime/train/stop_signals.h"
@@ -34,7 +35,6 @@ namespace {
 // appended to `d`, so that every problem of the start is reported at once.
 void check_inputs(const RunOptions& o, const TokenDataset* data, Diagnostics& d) {
   const auto& m = o.model;
-  if (run_steps(o) < 1) d.error("--steps", std::to_string(run_steps(o)), "must be at least 1", "pass --steps 1 or more");
   if (o.eval_batches < 1)
     d.error("--eval-batches", std::to_string(o.eval_batches), "must be at least 1", "pass --eval-batches 1 or more");
   if (m.layers < 1 || m.heads < 1 || m.dim < 1 || m.vocab < 2 || m.seq_len < 1)
@@ -89,6 +89,7 @@ struct Started {
   EngineOptions eo;
   std::unique_ptr<Engine> engine;
   std::unique_ptr<OutputFile> metrics, trace;  // rank 0's, opened before anything is allocated
+  std::string warnings;                          // this rank's start-up warnings, as report lines
 };
 
 // Swap files of processes that died before they could unlink them would count against the space
@@ -106,8 +107,8 @@ void remove_stale_swap_files_of(const Config& c, int rank) {
   }
 }
 
-// Runs `step` on every rank; if it failed on any rank, every rank stops: the failing ones with
-// their own errors, the others saying so.
+// Runs `step` on every rank; if it failed on any rank, every rank stops with the same exit code and
+// the job prints each rank's errors once (rank 0; lines that differ carry their ranks).
 template <class Step>
 void on_every_rank(Communicator& comm, Backend& backend, Step step) {
   std::exception_ptr failure;
@@ -116,11 +117,9 @@ void on_every_rank(Communicator& comm, Backend& backend, Step step) {
   } catch (...) {
     failure = std::current_exception();
   }
-  if (any_rank_failed(comm, backend, failure != nullptr)) {
-    if (failure) std::rethrow_exception(failure);
-    throw UserError("rank " + std::to_string(comm.rank()), "", "stopped because another rank could not start",
-                    "read that rank's errors above");
-  }
+  if (!any_rank_failed(comm, backend, failure != nullptr)) return;
+  if (comm.world_size() == 1) std::rethrow_exception(failure);  // the CLI prints it as for any process
+  report_failure_once(comm, backend, failure);
 }
 
 // Phase 1: everything that can be checked before allocating: the config validated for this backend
@@ -148,17 +147,17 @@ void check_start(Started& st, const RunOptions& o, Communicator& comm, Backend& 
     // --load / --init-from: the checkpoint against this run, before anything is allocated.
     const EngineOptions eo = engine_options_from_config(st.cfg, o.seed, o.recompute, &o.model);
     ckpt::check_before_start(checkpoint_settings(o, st.cfg), run_facts(o, st.cfg, eo, W, st.data.description),
-                             dtype_name(eo.precision), eo.optimizer.type, eo.optimizer.momentum != 0.0, run_steps(o), d);
+                             dtype_name(eo.precision), eo.optimizer.type, eo.optimizer.momentum != 0.0, st.cfg.run_steps.value, d);
     if (d.has_errors()) throw UserError(d);
   }
-  if (rank == 0 && !d.all().empty()) write_all(stderr, format_report(d));
   remove_stale_swap_files_of(st.cfg, rank);
   // Pre-flight: the plan against this machine, before the engine allocates anything.
   PlanInput plan_in = plan_input(st.cfg, o.model.total_params(), &o.model, o.local_ranks);
   plan_in.activation_checkpointing = o.recompute;  // the run recomputes with --recompute only, whatever the block says
   st.plan = make_memory_plan(plan_in);
-  const Diagnostics pre = preflight(st.plan, probe_machine(), st.cfg.zero_optimization.offload_optimizer.nvme_path.value);
-  if (pre.has_errors()) throw UserError(pre);
+  d.append(preflight(st.plan, probe_machine(), st.cfg.zero_optimization.offload_optimizer.nvme_path.value));
+  if (d.has_errors()) throw UserError(d);
+  st.warnings = format_report(d);  // printed once for the job when every rank has started
   st.eo = engine_options_from_config(st.cfg, o.seed, o.recompute, &o.model);
   st.eo.trace = !o.trace_path.empty() && comm.rank() == 0;
   if (rank == 0 && !o.metrics_path.empty()) st.metrics = std::make_unique<OutputFile>("--metrics", o.metrics_path);
@@ -199,11 +198,14 @@ RunReport run_training(const RunOptions& o, Communicator& comm, Backend& backend
   StopSignals signals;  // SIGTERM / SIGINT: stop at the next step boundary
   Started started;
   on_every_rank(comm, backend, [&] { check_start(started, o, comm, backend); });
-  agree_on_fingerprint(make_run_fingerprint(o, started.cfg, started.data, backend), comm, backend);
+  on_every_rank(comm, backend, [&] {
+    agree_on_fingerprint(make_run_fingerprint(o, started.cfg, started.data, backend), comm, backend);
+  });
+  print_once(comm, backend, started.warnings, stderr);
   on_every_rank(comm, backend, [&] {
     const EngineOptions& e = started.eo;
     instruments = RunInstruments::make(started.cfg, o.model, e.micro_batch, e.grad_accum, e.checkpoint_activations,
-                                       run_steps(o), rank, W, backend);
+                                       started.cfg.run_steps.value, rank, W, backend);
   });
   Backend& engine_backend = instruments.engine_backend(backend);
   on_every_rank(comm, backend, [&] { allocate_start(started, o, comm, engine_backend); });
@@ -215,7 +217,7 @@ RunReport run_training(const RunOptions& o, Communicator& comm, Backend& backend
   rep.params = engine.params();
   rep.stage = eo.stage;
   rep.unigram_entropy = unigram_entropy(data.train);
-  const int64_t steps = run_steps(o);
+  const int64_t steps = started.cfg.run_steps.value;
   const int T = o.model.seq_len;
   if (say && eo.offload.optimizer == OffloadDevice::CPU && backend.name() == "cpu")
     std::fprintf(say,

@@ -57,8 +57,6 @@ struct RunReport {
   int exit_code() const { return stop_signal && !checkpoint_saved ? 128 + stop_signal : 0; }
 };
 
-// The step count a run takes: --steps, else kDefaultRunSteps (200).
-int64_t run_steps(const RunOptions& o);
 
 // Loads and validates the config for this world size, backend and o.model; every problem is in the
 // result's diagnostics (nothing is thrown for bad input).

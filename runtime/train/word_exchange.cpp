@@ -1,6 +1,9 @@
 // WordExchange: the buffer is grown on demand and freed with the object.
 #include "runtime/train/word_exchange.h"
 
+#include <algorithm>
+#include <cstring>
+
 namespace zt {
 
 WordExchange::~WordExchange() {
@@ -21,6 +24,22 @@ std::vector<int64_t> WordExchange::all_gather(const std::vector<int64_t>& mine) 
   std::vector<int64_t> all(n * W);
   backend_.copy_to_host(all.data(), buf_, bytes);
   return all;
+}
+
+// The lengths first, then every text padded to the longest, as words.
+std::vector<std::string> WordExchange::all_gather_text(const std::string& mine) {
+  const int W = comm_.world_size();
+  if (W == 1) return {mine};
+  const std::vector<int64_t> lengths = all_gather({int64_t(mine.size())});
+  const size_t longest = size_t(*std::max_element(lengths.begin(), lengths.end()));
+  const size_t words = std::max<size_t>(1, (longest + 7) / 8);
+  std::vector<int64_t> packed(words, 0);
+  std::memcpy(packed.data(), mine.data(), mine.size());
+  const std::vector<int64_t> all = all_gather(packed);
+  std::vector<std::string> texts;
+  for (int r = 0; r < W; ++r)
+    texts.emplace_back(reinterpret_cast<const char*>(all.data() + size_t(r) * words), size_t(lengths[size_t(r)]));
+  return texts;
 }
 
 }  // namespace zt

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "collectives/communicator.h"
@@ -20,6 +21,8 @@ class WordExchange {
 
   // Collective: every rank passes the same number of words; returns W × n words, rank r's at [r·n, r·n + n).
   std::vector<int64_t> all_gather(const std::vector<int64_t>& mine);
+  // Collective: every rank passes a text of any length; returns all W texts, rank r's at [r].
+  std::vector<std::string> all_gather_text(const std::string& mine);
 
  private:
   Communicator& comm_;

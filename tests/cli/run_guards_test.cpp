@@ -15,6 +15,7 @@
 #include "runtime/data/synthetic.h"
 #include "runtime/model/model_config.h"
 #include "runtime/common/output_file.h"
+#include "runtime/train/job_report.h"
 #include "runtime/train/run_fingerprint.h"
 #include "runtime/train/stop_signals.h"
 
@@ -75,6 +76,33 @@ TEST(RankList, CollapsesRuns) {
   EXPECT_EQ(rank_list({3}), "rank 3");
   EXPECT_EQ(rank_list({0, 1}), "ranks 0, 1");
   EXPECT_EQ(rank_list({0, 1, 2, 3, 5, 7, 8}), "ranks 0-3, 5, 7, 8");
+}
+
+// One copy of each message: a line every rank holds prints plain once; a line some ranks hold carries
+// them; the order is the order ranks first hold the lines; a line held twice stays twice.
+TEST(JobReport, MergesEqualLinesAndNamesTheRanksOfTheOthers) {
+  const std::string same = "warning: a: x\nerror: b: y\n";
+  EXPECT_EQ(merge_rank_texts({same, same, same, same}), same);
+  EXPECT_EQ(merge_rank_texts({same}), same);
+  EXPECT_EQ(merge_rank_texts({"", "", "", ""}), "");
+  EXPECT_EQ(merge_rank_texts({"", "", "", "error: disk full\n"}), "rank 3: error: disk full\n");
+  EXPECT_EQ(merge_rank_texts({"error: c\nw\n", "error: d\nw\n", "error: c\nw\n", "w\n"}),
+            "ranks 0, 2: error: c\nw\nrank 1: error: d\n");
+  EXPECT_EQ(merge_rank_texts({"x\nx\n", "x\n"}), "x\nrank 0: x\n");
+  EXPECT_EQ(merge_rank_texts({"a\n", "a\n", "a\n", "b\n", "b\n", "b\n", "a\n", "a\n"}), "ranks 0-2, 6, 7: a\nranks 3-5: b\n");
+}
+
+TEST(JobReport, FailureTextAndExitCodeOfEachKind) {
+  FailureText f = describe_failure(std::make_exception_ptr(UserError("--steps", "0", "must be at least 1", "pass 1")));
+  EXPECT_EQ(f.exit_code, kUserErrorExit);
+  EXPECT_EQ(f.text, "error: --steps = 0: must be at least 1. Fix: pass 1\nzerotrain: 1 error(s); stopped before training.\n");
+  f = describe_failure(std::make_exception_ptr(std::runtime_error("boom")));
+  EXPECT_EQ(f.exit_code, 1);
+  EXPECT_EQ(f.text, "zerotrain: fatal: boom\n");
+  f = describe_failure(std::make_exception_ptr(ReportedError(3)));
+  EXPECT_EQ(f.exit_code, 3);
+  EXPECT_EQ(f.text, "");
+  EXPECT_EQ(describe_failure(nullptr).exit_code, 0);
 }
 
 TEST(OutputFile, DevFullFailsWithPathAndErrno) {
