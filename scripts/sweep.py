@@ -14,7 +14,8 @@ PNG plots that put what each run measured beside what the ZeRO paper predicts at
 Usage: python3 scripts/sweep.py --config configs/stage2.json --model small --world-size 4 --out out/sweep
        [--stages 0,1,2,3] [--offload none,cpu] [--vary zero_optimization.stage3_prefetch_bucket_size=0,1e6]
        [--set zero_optimization.overlap_comm=false] [--steps 20] [--check] [-- zerotrain flags...]
-Without zerotrain flags after "--", the README's flags for the shipped configs are used.
+Flags after "--" go to every run; the shipped configs need none (an HF template from configs/hf/ needs
+the Trainer's flags there: -- --micro-batch 4 --lr 3e-3 ...).
 """
 import argparse
 import copy
@@ -29,9 +30,6 @@ import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-README_FLAGS = ["--micro-batch", "4", "--grad-accum", "1", "--lr", "3e-3", "--weight-decay", "0.1",
-                "--adam-beta1", "0.9", "--adam-beta2", "0.95", "--adam-eps", "1e-8", "--max-grad-norm", "1.0",
-                "--warmup-steps", "10"]
 CATEGORIES = ["params", "grads", "master", "optimizer", "activations", "buffers"]
 LEDGER_KEYS = {"params": "params", "grads": "grads", "master": "master_weights", "optimizer": "optimizer_states",
                "activations": "activations", "buffers": "comm_buffers"}
@@ -311,7 +309,7 @@ def main():
     p.add_argument("--check", action="store_true", help="exit 1 unless measured and formula agree within the slack")
     a = p.parse_args(argv)
     zt = find_binary("zerotrain", a.zerotrain)
-    flags = extra or README_FLAGS
+    flags = extra
     with open(a.config) as f:
         base = json.load(f)
     for kv in a.set:

@@ -19,7 +19,7 @@ ONLY = set(sys.argv[4:])
 MPI = [MPIRUN, "--oversubscribe", "--bind-to", "none"] + (["--allow-run-as-root"] if os.geteuid() == 0 else [])
 ENV = dict(os.environ, OMP_NUM_THREADS="1", OMPI_MCA_mpi_yield_when_idle="1", OMPI_MCA_rmaps_base_oversubscribe="1")
 N, K = 6, 3
-# The flags every "auto" value of the shipped configs needs (as tests/cli/probe.py); the global batch
+# The flags every "auto" value of the HF Trainer templates needs (as tests/cli/probe.py); the global batch
 # is 8 samples at every world size (micro batch 8 / world size), so one checkpoint fits them all.
 BASE = ["--model", "tiny", "--vocab", "256", "--lr", "3e-3", "--weight-decay", "0.1", "--adam-beta1", "0.9",
         "--adam-beta2", "0.95", "--adam-eps", "1e-8", "--max-grad-norm", "1.0", "--warmup-steps", "4",
@@ -30,7 +30,7 @@ FAILURES = []
 
 
 def config(name, stage, precision="fp32", offload=None, fp16=None):
-    with open(os.path.join(CONFIGS, "stage2.json")) as f:
+    with open(os.path.join(CONFIGS, "hf", "zero2.json")) as f:
         c = json.load(f)
     c["zero_optimization"]["stage"] = stage
     if precision == "bf16":

@@ -19,7 +19,8 @@ ZT, MPIRUN, CONFIGS = sys.argv[1], sys.argv[2], sys.argv[3]
 ONLY = set(sys.argv[4:])
 MPI = [MPIRUN, "--oversubscribe", "--bind-to", "none"] + (["--allow-run-as-root"] if os.geteuid() == 0 else [])
 ENV = dict(os.environ, OMP_NUM_THREADS="1", OMPI_MCA_mpi_yield_when_idle="1", OMPI_MCA_rmaps_base_oversubscribe="1")
-# The flags every "auto" value of the shipped configs needs, as tests/engine/offload_configs_cli_test.sh.
+# The flags every "auto" value of the HF Trainer templates (configs/hf/) needs; without --config the
+# built-in config takes them too.
 FLAGS = ["--model", "tiny", "--vocab", "256", "--micro-batch", "4", "--grad-accum", "1", "--lr", "3e-3",
          "--weight-decay", "0.1", "--adam-beta1", "0.9", "--adam-beta2", "0.95", "--adam-eps", "1e-8",
          "--max-grad-norm", "1.0", "--warmup-steps", "2"]
@@ -48,12 +49,13 @@ def data_dir(root, name, train, val):
 
 
 def nvme_config(root, stage=3):
-    with open(os.path.join(CONFIGS, "offload_nvme.json")) as f:
+    with open(os.path.join(CONFIGS, "hf", "zero3_offload.json")) as f:
         c = json.load(f)
     swap = os.path.join(root, "swap")
     os.makedirs(swap, exist_ok=True)
     c["zero_optimization"]["stage"] = stage
     for k in ("offload_optimizer", "offload_param"):
+        c["zero_optimization"][k]["device"] = "nvme"
         c["zero_optimization"][k]["nvme_path"] = swap
     path = os.path.join(root, "nvme.json")
     with open(path, "w") as f:
@@ -62,7 +64,7 @@ def nvme_config(root, stage=3):
 
 
 def stage_config(root, stage):
-    with open(os.path.join(CONFIGS, "stage2.json")) as f:
+    with open(os.path.join(CONFIGS, "hf", "zero2.json")) as f:
         c = json.load(f)
     c["zero_optimization"]["stage"] = stage
     path = os.path.join(root, "stage%d.json" % stage)

@@ -1,32 +1,55 @@
 #!/usr/bin/env bash
-# The shipped offload configs train on 2 CPU ranks through the real binary and end with the same
-# parameters as the plain stage configs (offload moves state, never changes the math).
-# Usage: offload_configs_cli_test.sh MPIEXEC "MPI FLAGS" ZEROTRAIN CONFIGS_DIR
+# Every shipped config trains 3 steps on 2 CPU ranks through the real binary with no flag but
+# --steps: configs/*.json as they are, the HF Trainer templates of configs/hf/ with --bf16 (they ask
+# for "auto" precision) and --warmup-steps (their "auto" warmup is the Trainer's 0 otherwise, which
+# DeepSpeed refuses). The fp32 stage and offload configs share every number, so they end with the
+# same parameters (offload moves state, never changes the math); so do the templates.
+# Usage: shipped_configs_cli_test.sh MPIEXEC "MPI FLAGS" ZEROTRAIN CONFIGS_DIR
 set -euo pipefail
 mpiexec=$1 mpi_flags=$2 zt=$3 configs=$4
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-flags=(--model tiny --vocab 256 --micro-batch 4 --grad-accum 1 --lr 3e-3 --weight-decay 0.1 --adam-beta1 0.9
-       --adam-beta2 0.95 --adam-eps 1e-8 --max-grad-norm 1.0 --warmup-steps 10 --steps 6)
+status=0
+fail() { echo "FAIL: $*"; status=1; }
 
-checksum() {  # config name -> the run's param_checksum
+train() {  # name config flags... -> the run's param_checksum on stdout, its log in $work/name.log
+  local name=$1 cfg=$2
+  shift 2
   # shellcheck disable=SC2086
-  "$mpiexec" $mpi_flags -np 2 "$zt" --config "$configs/$1.json" "${flags[@]}" --metrics "$work/$1.jsonl" \
-    > "$work/$1.log" 2>&1 || { echo "FAIL: $1 did not train:"; cat "$work/$1.log"; exit 1; }
-  grep '"event":"end"' "$work/$1.jsonl" | sed 's/.*"param_checksum":"\([^"]*\)".*/\1/'
+  if ! "$mpiexec" $mpi_flags -np 2 "$zt" --config "$cfg" --steps 3 "$@" --metrics "$work/$name.jsonl" \
+       > "$work/$name.log" 2>&1; then
+    echo "FAIL: $name did not train:" >&2
+    cat "$work/$name.log" >&2
+    echo none
+    return
+  fi
+  grep '"event":"end"' "$work/$name.jsonl" | sed 's/.*"param_checksum":"\([^"]*\)".*/\1/'
 }
 
-reference=$(checksum stage2)
-[[ $reference == 0x* ]] || { echo "FAIL: no param_checksum from stage2.json"; exit 1; }
-status=0
-for cfg in stage3 offload_cpu offload_stage3_cpu offload_nvme; do
-  got=$(checksum "$cfg")
-  if [[ $got == "$reference" ]]; then
-    echo "ok   $cfg: $got"
-  else
-    echo "FAIL $cfg: $got, stage2.json gave $reference"
-    status=1
-  fi
+declare -A sum
+for cfg in "$configs"/*.json; do
+  name=$(basename "$cfg" .json)
+  sum[$name]=$(train "$name" "$cfg")
+  [[ ${sum[$name]} == 0x* ]] || { fail "$name: no param_checksum"; continue; }
+  # A config that carries its numbers resolves nothing from defaults: no warning at all.
+  if grep -q "warning" "$work/$name.log"; then fail "$name warned:"; grep warning "$work/$name.log"; fi
+  grep -q "run: 3 steps (flag --steps)" "$work/$name.log" || fail "$name: the start-up echo does not state the run length"
+  echo "ok   $name: ${sum[$name]}"
 done
-grep -q "host (rank 0, offload)" "$work/offload_stage3_cpu.log" || { echo "FAIL: no host memory line for offload"; status=1; }
+for name in stage0 stage1 stage2 stage3 offload_cpu offload_stage3_cpu offload_nvme; do
+  [[ ${sum[$name]:-} == "${sum[stage0]}" ]] || fail "$name: ${sum[$name]:-missing}, stage0.json gave ${sum[stage0]}"
+done
+# grad_accum.json has a 150-step WarmupDecayLR: a 3-step run says how far into it it got.
+grep -q "run: 3 steps (flag --steps) of a 150-step schedule" "$work/grad_accum.log" || fail "grad_accum: no schedule length"
+grep -q "schedule: step 3 of 150" "$work/grad_accum.log" || fail "grad_accum: the end does not say how to continue"
+
+first=""
+for cfg in "$configs"/hf/*.json; do
+  name=hf_$(basename "$cfg" .json)
+  sum[$name]=$(train "$name" "$cfg" --bf16 --warmup-steps 2)
+  [[ ${sum[$name]} == 0x* ]] || { fail "$name: no param_checksum"; continue; }
+  first=${first:-${sum[$name]}}
+  [[ ${sum[$name]} == "$first" ]] || fail "$name: ${sum[$name]}, the first template gave $first"
+  echo "ok   $name: ${sum[$name]}"
+done
 exit $status
