@@ -108,7 +108,9 @@ FitReport check_fit(const CheckArgs& a, const Config& c, int64_t params, const M
     f.diagnostics.warning("--gpu-memory", "", "the plan is for GPU ranks and there is no GPU here, so GPU memory was not checked",
                           "pass --gpu-memory (e.g. 80G) to check against the target's GPUs");
   const int rpn = a.ranks_per_node > 0 ? a.ranks_per_node : std::min(a.world_size, 8);
-  const MemoryPlan plan = make_memory_plan(plan_input(c, params, model, rpn));
+  PlanInput plan_in = plan_input(c, params, model, rpn);
+  plan_in.emulates_16bit_in_fp32 = backend == ComputeBackend::Cpu;
+  const MemoryPlan plan = make_memory_plan(plan_in);
   const auto& z = c.zero_optimization;
   std::string nvme;
   if (z.offload_optimizer.device.value == "nvme") nvme = z.offload_optimizer.nvme_path.value;

@@ -58,7 +58,7 @@ MemoryPlan make_memory_plan(const PlanInput& in) {
   const double psi = double(std::max<int64_t>(in.params, 0));
   const int n = std::max(1, in.world_size);
   const bool mixed = in.precision != DType::F32;
-  const int w = mixed ? 2 : 4;
+  const int w = mixed && !in.emulates_16bit_in_fp32 ? 2 : 4;
   p.working_bytes = w;
   p.state_k = state_bytes(in);
   p.master_k = (mixed && in.optimizer.has_value()) ? 4 : 0;

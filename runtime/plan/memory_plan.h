@@ -72,6 +72,9 @@ struct PlanInput {
   int world_size = 1;          // N, data-parallel ranks
   int stage = 0;               // 0..3
   DType precision = DType::F32;
+  // The CPU backend emulates bf16/fp16: values are rounded where a GPU would store 16 bits, but kept
+  // in fp32 elements, so its working elements take 4 bytes in every precision.
+  bool emulates_16bit_in_fp32 = false;
   std::optional<OptimizerType> optimizer = OptimizerType::AdamW;  // none: no optimizer state
   bool sgd_momentum = false;   // SGD keeps a momentum buffer
   OffloadDevice offload_optimizer = OffloadDevice::None;

@@ -154,6 +154,7 @@ void check_start(Started& st, const RunOptions& o, Communicator& comm, Backend& 
   // Pre-flight: the plan against this machine, before the engine allocates anything.
   PlanInput plan_in = plan_input(st.cfg, o.model.total_params(), &o.model, o.local_ranks);
   plan_in.activation_checkpointing = o.recompute;  // the run recomputes with --recompute only, whatever the block says
+  plan_in.emulates_16bit_in_fp32 = target == ComputeBackend::Cpu;
   st.plan = make_memory_plan(plan_in);
   d.append(preflight(st.plan, probe_machine(), st.cfg.zero_optimization.offload_optimizer.nvme_path.value));
   if (d.has_errors()) throw UserError(d);

@@ -54,6 +54,7 @@ def nvme_config(root, stage=3):
     swap = os.path.join(root, "swap")
     os.makedirs(swap, exist_ok=True)
     c["zero_optimization"]["stage"] = stage
+    c["steps_per_print"] = 10  # the faults wait for "step 10/"
     for k in ("offload_optimizer", "offload_param"):
         c["zero_optimization"][k]["device"] = "nvme"
         c["zero_optimization"][k]["nvme_path"] = swap

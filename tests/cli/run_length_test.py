@@ -7,6 +7,7 @@ Usage: run_length_test.py ZEROTRAIN MPIRUN"""
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -111,4 +112,8 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        rc = main()
+    finally:
+        shutil.rmtree(ROOT, ignore_errors=True)
+    sys.exit(rc)

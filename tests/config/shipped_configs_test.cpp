@@ -79,6 +79,22 @@ TEST(ShippedConfigs, ConcreteConfigsPassWithoutFlags) {
   }
 }
 
+// The same files train on GPUs: the CUDA backend computes in bf16, and every concrete config but the
+// fp16 example (CPU backend only, configs/README.md) asks for it.
+TEST(ShippedConfigs, ConcreteConfigsAreValidForTheCudaBackend) {
+  for (const auto& path : concrete()) {
+    LoadOptions o = two_ranks();
+    o.backend = ComputeBackend::Cuda;
+    const auto r = load_config(path, o);
+    if (path.find("/fp16.json") != std::string::npos) {
+      EXPECT_NE(test::find(r, "fp16.enabled", "computes in bf16"), nullptr) << test::dump(r);
+      continue;
+    }
+    EXPECT_TRUE(r.valid()) << path << "\n" << test::dump(r);
+    EXPECT_TRUE(r.config.bf16.enabled.value) << path;
+  }
+}
+
 // Stages 0-3 and offload share every training number, so they end with the same parameters.
 TEST(ShippedConfigs, StagesShareTheirNumbers) {
   const std::string dir = ZT_CONFIGS_DIR;

@@ -3,7 +3,8 @@
 # --steps: configs/*.json as they are, the HF Trainer templates of configs/hf/ with --bf16 (they ask
 # for "auto" precision) and --warmup-steps (their "auto" warmup is the Trainer's 0 otherwise, which
 # DeepSpeed refuses). The fp32 stage and offload configs share every number, so they end with the
-# same parameters (offload moves state, never changes the math); so do the templates.
+# same parameters (offload moves state, never changes the math); so do the templates, and a template
+# given the Trainer flags for the concrete configs' numbers trains bitwise like them.
 # Usage: shipped_configs_cli_test.sh MPIEXEC "MPI FLAGS" ZEROTRAIN CONFIGS_DIR
 set -euo pipefail
 mpiexec=$1 mpi_flags=$2 zt=$3 configs=$4
@@ -36,7 +37,7 @@ for cfg in "$configs"/*.json; do
   grep -q "run: 3 steps (flag --steps)" "$work/$name.log" || fail "$name: the start-up echo does not state the run length"
   echo "ok   $name: ${sum[$name]}"
 done
-for name in stage0 stage1 stage2 stage3 offload_cpu offload_stage3_cpu offload_nvme; do
+for name in stage0 stage1 stage2 stage3 offload_cpu offload_stage3_cpu offload_nvme bf16; do
   [[ ${sum[$name]:-} == "${sum[stage0]}" ]] || fail "$name: ${sum[$name]:-missing}, stage0.json gave ${sum[stage0]}"
 done
 # grad_accum.json has a 150-step WarmupDecayLR: a 3-step run says how far into it it got.
@@ -52,4 +53,8 @@ for cfg in "$configs"/hf/*.json; do
   [[ ${sum[$name]} == "$first" ]] || fail "$name: ${sum[$name]}, the first template gave $first"
   echo "ok   $name: ${sum[$name]}"
 done
+sum[hf_flags]=$(train hf_flags "$configs/hf/zero2.json" --bf16 --micro-batch 4 --grad-accum 1 --lr 3e-3 \
+  --weight-decay 0.1 --adam-beta1 0.9 --adam-beta2 0.95 --adam-eps 1e-8 --max-grad-norm 1.0 --warmup-steps 10)
+[[ ${sum[hf_flags]} == "${sum[stage2]}" ]] || fail "hf/zero2.json with the Trainer flags: ${sum[hf_flags]}, stage2.json ${sum[stage2]}"
+[ $status = 0 ] && echo "shipped_configs_cli_test: ok"
 exit $status
