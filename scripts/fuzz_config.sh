@@ -20,7 +20,7 @@ t1=$SECONDS
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir "$work/corpus" "$work/artifacts"
-cp "$root"/configs/*.json "$work/corpus/"
+cp "$root"/configs/*.json "$root"/configs/hf/*.json "$work/corpus/"
 status=0
 "$build/tests/config/config_fuzz" -runs="$runs" -max_total_time="$secs" -max_len=16384 -timeout=10 \
   -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$work/artifacts/" "$work/corpus" \

@@ -138,7 +138,7 @@ void CheckpointWriter::begin(ShardedState& state, const RunFacts& facts, const s
   if (!mismatch.empty()) {
     const std::string what = "the checkpoint tag is not the same on every rank: rank 0 '" + tag + "';" + mismatch;
     if (o_.tag_validation == "Fail")
-      throw UserError("checkpoint.tag_validation", "\"Fail\"", what + " nothing was saved",
+      throw AgreedUserError("checkpoint.tag_validation", "\"Fail\"", what + " nothing was saved",
                       "give every rank the same tag (no rank-specific text in it)");
     if (o_.tag_validation == "Warn") o_.warn(what + " saving under rank 0's tag '" + tag + "'");
   }

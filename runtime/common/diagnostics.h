@@ -51,6 +51,14 @@ class UserError : public std::runtime_error {
   Diagnostics diags_;
 };
 
+// A UserError that every rank throws at the same point from the same facts (a collective gave them
+// all the same view, as the checkpoint tag check does): inside the step loop the job then stops
+// with exit 2 on every rank, where any other error must abort the job.
+class AgreedUserError : public UserError {
+ public:
+  using UserError::UserError;
+};
+
 inline constexpr int kUserErrorExit = 2;
 
 // Thrown once the job has printed its errors (rank 0, one copy of each line): the CLI prints nothing

@@ -52,7 +52,7 @@ void print_once(Communicator& comm, Backend& backend, const std::string& mine, s
   if (comm.rank() == 0) write_all(to, merge_rank_texts(all));
 }
 
-FailureText describe_failure(const std::exception_ptr& failure) {
+FailureText describe_failure(const std::exception_ptr& failure, const std::string& stopped) {
   if (!failure) return {};
   try {
     std::rethrow_exception(failure);
@@ -60,7 +60,7 @@ FailureText describe_failure(const std::exception_ptr& failure) {
     return {"", e.exit_code()};
   } catch (const UserError& e) {
     return {format_report(e.diagnostics()) + "zerotrain: " + std::to_string(e.diagnostics().error_count()) +
-                " error(s); stopped before training.\n",
+                " error(s); " + stopped + ".\n",
             kUserErrorExit};
   } catch (const std::exception& e) {
     return {std::string("zerotrain: fatal: ") + e.what() + "\n", 1};
@@ -69,8 +69,9 @@ FailureText describe_failure(const std::exception_ptr& failure) {
   }
 }
 
-void report_failure_once(Communicator& comm, Backend& backend, const std::exception_ptr& mine) {
-  const FailureText f = describe_failure(mine);
+void report_failure_once(Communicator& comm, Backend& backend, const std::exception_ptr& mine,
+                         const std::string& stopped) {
+  const FailureText f = describe_failure(mine, stopped);
   WordExchange x(comm, backend);
   const std::vector<std::string> all = x.all_gather_text(f.text);
   const std::vector<int64_t> codes = x.all_gather({int64_t(f.exit_code)});

@@ -22,17 +22,19 @@ std::string merge_rank_texts(const std::vector<std::string>& per_rank);
 // every rank's is empty).
 void print_once(Communicator& comm, Backend& backend, const std::string& mine, std::FILE* to);
 
-// What a failed start-up step would print on its own (a user error's report and its count line, or
-// "zerotrain: fatal: ...") and the exit code the CLI gives it (2 for user errors, 1 otherwise).
+// What a failed step of the run would print on its own (a user error's report and its count line
+// "zerotrain: N error(s); <stopped>.", or "zerotrain: fatal: ...") and the exit code the CLI gives it
+// (2 for user errors, 1 otherwise).
 struct FailureText {
   std::string text;
   int exit_code = 0;
 };
-FailureText describe_failure(const std::exception_ptr& failure);
+FailureText describe_failure(const std::exception_ptr& failure, const std::string& stopped = "stopped before training");
 
 // Collective, after the ranks agreed that at least one failed: prints every rank's failure once
 // (rank 0) and throws ReportedError on every rank with the lowest failing rank's exit code, so the
 // job ends with one code. A rank with no failure of its own hands in nothing.
-[[noreturn]] void report_failure_once(Communicator& comm, Backend& backend, const std::exception_ptr& mine);
+[[noreturn]] void report_failure_once(Communicator& comm, Backend& backend, const std::exception_ptr& mine,
+                                     const std::string& stopped = "stopped before training");
 
 }  // namespace zt

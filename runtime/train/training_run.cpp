@@ -320,6 +320,11 @@ RunReport run_training(const RunOptions& o, Communicator& comm, Backend& backend
       validate(steps);
       reporter.training_done();
     }
+  } catch (const AgreedUserError&) {
+    // Every rank is here with the same error (checkpoint.tag_validation "Fail"): print it once and
+    // stop every rank with exit 2.
+    if (W == 1) throw;
+    report_failure_once(comm, backend, std::current_exception(), "every rank stopped during training");
   } catch (const std::exception& e) {
     if (W == 1) throw;
     // The other ranks are inside a collective this rank will never join: end the whole job now

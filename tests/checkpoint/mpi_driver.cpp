@@ -1,12 +1,15 @@
 // ckpt_mpi_driver save|load DIR STAGE GEN: under mpirun, saves generation GEN of fake states at
 // this world size and ZeRO stage, or loads DIR's `latest` and checks that every element and the
 // counters are generation GEN's — the real MPI communicator carrying the checkpoint's agreements.
+// `tagfail`: every rank saves under its own tag with checkpoint.tag_validation "Fail"; every rank must
+// throw the agreed error (which lets a run stop with exit 2 on every rank instead of aborting): exit 2.
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 
 #include "collectives/bootstrap.h"
 #include "collectives/factory.h"
+#include "runtime/common/diagnostics.h"
 #include "runtime/checkpoint/checkpoint_load.h"
 #include "runtime/checkpoint/checkpoint_save.h"
 #include "tests/checkpoint/ckpt_test_util.h"
@@ -27,7 +30,22 @@ int main(int argc, char** argv) {
     zt::test::FakeShardedState st(m, comm->world_size(), comm->rank(), stage);
     zt::ckpt::RankExchange ex(*comm);
     try {
-      if (mode == "save") {
+      if (mode == "tagfail") {
+        st.fill(gen);
+        zt::ckpt::SaveOptions o;
+        o.dir = dir;
+        o.tag_validation = "Fail";
+        zt::ckpt::CheckpointWriter w(ex, o);
+        zt::ckpt::RunFacts f;
+        f.model = m;
+        try {
+          w.save(st, f, "tag_of_rank" + std::to_string(comm->rank()));
+          rc = 1;
+        } catch (const zt::AgreedUserError& e) {
+          std::printf("rank %d: agreed: %s\n", comm->rank(), e.what());
+          rc = 2;
+        }
+      } else if (mode == "save") {
         st.fill(gen);
         zt::ckpt::SaveOptions o;
         o.dir = dir;
