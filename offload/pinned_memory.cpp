@@ -129,7 +129,7 @@ PinnedBuffer PinnedAllocator::allocate(size_t bytes) {
   if (err == ENOMEM || err == EPERM || err == EAGAIN) {
     if (!warned_) {
       warned_ = true;
-      opt_.warn("pin_memory: mlock of " + std::to_string(cap) + " bytes failed (" + std::strerror(err) +
+      opt_.warn("pin_memory: mlock failed (" + std::string(std::strerror(err)) +
                 "; RLIMIT_MEMLOCK = " + memlock_limit_text() +
                 "); using pageable memory, so host<->device copies are slower. Fix: raise the limit "
                 "(ulimit -l unlimited) or set pin_memory false");

@@ -44,9 +44,10 @@ void check_options(const EngineOptions& o, const Backend& b) {
                                 "communication_data_type / data_types.grad_accum_dtype or set them to \"bf16\"");
 }
 
-offload::PinnedAllocatorOptions pinned_options(const EngineOptions& o) {
+offload::PinnedAllocatorOptions pinned_options(const EngineOptions& o, std::vector<std::string>& warnings) {
   offload::PinnedAllocatorOptions po;
   po.pin_memory = o.offload.pin_memory;
+  po.warn = [&warnings](const std::string& w) { warnings.push_back(w); };
   return po;
 }
 
@@ -79,7 +80,7 @@ PartitionConfig partition_config(const EngineOptions& o, Backend& b, const Commu
 }  // namespace
 
 Engine::State::State(const ModelConfig& m, const EngineOptions& o, Backend& b, Communicator& c)
-    : model_cfg(m), opt(o), backend(b), comm(c), ledger(b), pinned(pinned_options(o)) {
+    : model_cfg(m), opt(o), backend(b), comm(c), ledger(b), pinned(pinned_options(o, setup_warnings)) {
   check_options(o, b);
   comm.set_compute_stream(b.native_stream());  // NCCL: collectives wait for the kernels before them
   model = std::make_unique<GPT2>(m, b, ModelRunOptions{o.micro_batch, o.checkpoint_activations});
@@ -167,6 +168,7 @@ const ShardMap& Engine::shard_map() const { return s_->part->map(); }
 const Partition& Engine::partition() const { return *s_->part; }
 const Trace* Engine::trace() const { return s_->trace.get(); }
 const MemoryLedger& Engine::ledger() const { return s_->ledger; }
+const std::vector<std::string>& Engine::setup_warnings() const { return s_->setup_warnings; }
 const EngineOptions& Engine::options() const { return s_->opt; }
 int64_t Engine::applied_steps() const { return s_->applied; }
 int64_t Engine::params() const { return s_->part->map().total_numel(); }

@@ -8,6 +8,8 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "collectives/communicator.h"
 #include "kernels/backend.h"
@@ -71,6 +73,9 @@ class Engine {
   int64_t grad_buckets() const;
   int64_t param_sync_buckets() const;
   const MemoryLedger& ledger() const;
+  // What setup found that the user should know (e.g. pin_memory refused by RLIMIT_MEMLOCK): one
+  // message each, the same on every rank that has it; the run prints them once for the job.
+  const std::vector<std::string>& setup_warnings() const;
   const EngineOptions& options() const;
   int64_t applied_steps() const;
   int64_t params() const;  // Ψ

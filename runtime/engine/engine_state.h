@@ -30,6 +30,7 @@ struct Engine::State {
   Backend& backend;
   Communicator& comm;
   MemoryLedger ledger;  // declared before every object that allocates through it
+  std::vector<std::string> setup_warnings;  // what setup found (pinning refused), for the run to print once
   std::unique_ptr<GPT2> model;
   std::unique_ptr<Partition> part;
   std::unique_ptr<Trace> trace;

@@ -213,6 +213,9 @@ RunReport run_training(const RunOptions& o, Communicator& comm, Backend& backend
   const TokenDataset& data = started.data;
   const EngineOptions& eo = started.eo;
   Engine& engine = *started.engine;
+  std::string setup_warnings;
+  for (const auto& w : engine.setup_warnings()) setup_warnings += "warning: " + w + "\n";
+  print_once(comm, backend, setup_warnings, stderr);
 
   RunReport rep;
   rep.params = engine.params();
