@@ -9,7 +9,8 @@
 #                         ISA-L via pkg-config, xxHash, liburing, nlohmann, CLI11, GTest, OpenBLAS,
 #                         MPI, and the CUDA runtime / cuBLASLt / NCCL where nvcc is present)
 #   collectives_*_test    a real project executable (MPI, liburing, NCCL and cuBLASLt link)
-#   and the project's own objects that include protobuf/ISA-L, xxHash and CBLAS headers.
+#   and the project's own objects that include protobuf/ISA-L, xxHash and CBLAS headers; then it
+# configures gpu_check.sh's GPU-only fallback (scripts/gpu_only), which checks its link graph.
 # Isolation: `unshare -m` gives this script a mount table of its own; in it, /dev/null is
 # bind-mounted over each regular file (header, library, CMake/pkg-config file, executable) that dpkg lists
 # for the bundled packages installed on this machine. A lookup that misses the prefix and falls
@@ -111,3 +112,13 @@ cmake --build "$build" -j "$jobs" --target "${targets[@]}" >"$work/build.log" 2>
 echo "debs_build_check: built $(grep -c '^\[' "$work/build.log") steps"
 (cd "$build" && ctest -R '^DepsLinkProbe\.' --output-on-failure -V 2>&1 | grep -E '^[0-9]+: (protobuf|xxhash|liburing|MPI|CUDA)|tests passed|tests failed' | sort -u)
 (cd "$build" && ctest -R '^DepsLinkProbe\.' >/dev/null) || { echo "debs_build_check: the probe failed" >&2; exit 1; }
+
+# gpu_check.sh's GPU-only fallback project against the same prefix: its configure fails if any
+# target links a name that is not a target (scripts/gpu_only/CMakeLists.txt checks the graph).
+if command -v nvcc >/dev/null; then
+  cmake -S "$root/scripts/gpu_only" -B "$work/gpu_only" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_CUDA_ARCHITECTURES=90 "${dep_args[@]}" "$@" >"$work/gpu_only.log" 2>&1 ||
+    { grep -A3 'CMake Error' "$work/gpu_only.log" | head -30
+      echo "debs_build_check: the GPU-only fallback does not configure (log: $work/gpu_only.log)" >&2; exit 1; }
+  echo "debs_build_check: the GPU-only fallback project configures; every link item is a target"
+fi
