@@ -17,7 +17,8 @@
 # back to /usr then finds an empty file and fails (the compiler, linker or CMake errors), so a
 # package missing from the bundle cannot be masked by the system's copy. Other processes keep
 # seeing the system as it is. The CUDA toolkit (nvcc, cudart, cuBLASLt, NCCL) is not bundled and
-# stays visible, as on the GPU machine. About 3 minutes on 2 cores, cold. Run by .ci/run.
+# stays visible, as on the GPU machine. Cold, about 95 s of CPU time: under a minute on 2 idle cores
+# (46 s measured), longer on a loaded machine. Run by .ci/run.
 #   bash scripts/debs_build_check.sh [CMAKE_ARGS...]   (ZT_DEBS_CHECK_DIR: work folder, default build-debs/)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
