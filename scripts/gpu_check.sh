@@ -25,7 +25,8 @@
 # gets min(cap, what is left). Every verdict is also written to $BUILD/gpu_check.state: a second
 # call on the same machine skips the stages that finished (OK or FAIL), re-runs those cut by time,
 # keeps the build (ninja continues where it stopped) and goes on with the plan. --fresh forgets
-# the state. Without a GPU the GPU stages report NO-DEVICE; --dry-run runs nothing and reports
+# the state. Without a GPU the GPU stages report NO-DEVICE (ZT_GPU_CHECK_FORCE=1 runs them anyway,
+# a rehearsal: the binaries skip or fail fast, the launcher runs for real); --dry-run runs nothing and reports
 # every stage NO-DEVICE in this order with its cap (CI checks that: tests/gpu/check_gpu_check.py).
 #   device: bash scripts/gpu_check.sh             (carry: [".debs"]; prepare with scripts/fetch_gpu_debs.sh)
 #   here:   OUT=/tmp/gc ZT_JOBS=2 bash scripts/gpu_check.sh      (builds; GPU stages report NO-DEVICE)
@@ -96,6 +97,9 @@ set -x
 have_gpu() { nvidia-smi -L >/dev/null 2>&1; }
 HAVE_GPU=0
 [ "$MODE" = run ] && have_gpu && HAVE_GPU=1
+# ZT_GPU_CHECK_FORCE=1 runs the GPU stages without a GPU too (their binaries skip or fail fast):
+# a rehearsal of the commands, and the multi-rank launcher for real on the CPU backend's test.
+[ "$MODE" = run ] && [ "${ZT_GPU_CHECK_FORCE:-0}" = 1 ] && HAVE_GPU=1
 remaining() { echo $((BUDGET - ($(date +%s) - START))); }
 plan_cap() { local p; for p in "${PLAN[@]}" "${EXTRA[@]}"; do [ "${p%%:*}" = "$1" ] && { p="${p#*:}"; echo "${p%%:*}"; return; }; done; echo 30; }
 plan_gpu() { local p; for p in "${PLAN[@]}" "${EXTRA[@]}"; do [ "${p%%:*}" = "$1" ] && { echo "${p##*:}"; return; }; done; echo 0; }
