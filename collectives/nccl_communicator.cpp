@@ -9,13 +9,13 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
-#include <deque>
 #include <mutex>
 #include <stdexcept>
 #include <thread>
 #include <vector>
 
 #include "collectives/comm_common.h"
+#include "collectives/record_queue.h"
 #include "base/cuda_check.h"
 #include "base/nccl_check.h"
 
@@ -109,31 +109,30 @@ struct NcclCommunicator::Impl {
   std::atomic<double> timeout_s;
   CommStatsTable stats;
 
-  std::mutex mu;  // guards in_flight, seq, group state, and the watchdog's stop flag
+  std::mutex mu;  // guards in_flight, group state, and the watchdog's stop flag
   std::condition_variable cv;
-  std::deque<Record> in_flight;
-  uint64_t next_seq = 1;
+  // Issue order; an open group's records are kept by sequence number, since retire_locked() (from
+  // issue() and the watchdog) pops finished records before the group while it is open.
+  RecordQueue<Record> in_flight;
   bool stop = false;
   int group_depth = 0;
   std::shared_ptr<Events> group_ev;
-  std::vector<size_t> group_records;  // indices into in_flight of the open group's ops
   std::thread watchdog;
 
   Impl(const Bootstrap& b, CommOptions o) : boot(b), timeout_s(o.timeout_s) {}
 
   // Retires completed records from the front (issue order); caller holds mu.
   void retire_locked() {
-    while (!in_flight.empty()) {
-      Record& r = in_flight.front();
-      if (!r.ev->done_recorded) return;
+    in_flight.retire([this](const Record& r) {
+      if (!r.ev->done_recorded) return false;
       cudaError_t e = cudaEventQuery(r.ev->done);
-      if (e == cudaErrorNotReady) return;
+      if (e == cudaErrorNotReady) return false;
       ZT_CUDA_CHECK(e);
       float ms = 0;
       ZT_CUDA_CHECK(cudaEventElapsedTime(&ms, r.ev->start, r.ev->done));
       stats.add(r.op, comm_algorithm_bytes(r.op, r.count, r.dtype), r.share * ms * 1e-3);
-      in_flight.pop_front();
-    }
+      return true;
+    });
   }
 
   void watchdog_loop() {
@@ -180,10 +179,8 @@ struct NcclCommunicator::Impl {
     retire_locked();
     std::shared_ptr<Events> ev = group_depth ? group_ev : begin_launch();
     launch();
-    in_flight.push_back(Record{op, count, t, next_seq++, Clock::now(), ev});
-    if (group_depth) {
-      group_records.push_back(in_flight.size() - 1);
-    } else {
+    in_flight.push(Record{op, count, t, 0, Clock::now(), ev});  // in an open group, joins it
+    if (!group_depth) {
       ZT_CUDA_CHECK(cudaEventRecord(ev->done, stream));
       ev->done_recorded = true;
     }
@@ -263,7 +260,7 @@ void NcclCommunicator::group_start() {
   std::lock_guard<std::mutex> lock(impl_->mu);
   if (impl_->group_depth++ == 0) {
     impl_->group_ev = impl_->begin_launch();
-    impl_->group_records.clear();
+    impl_->in_flight.open_group();
   }
   ZT_NCCL_CHECK(ncclGroupStart());
 }
@@ -275,8 +272,7 @@ void NcclCommunicator::group_end() {
   if (--impl_->group_depth == 0) {
     ZT_CUDA_CHECK(cudaEventRecord(impl_->group_ev->done, impl_->stream));
     impl_->group_ev->done_recorded = true;
-    const double share = impl_->group_records.empty() ? 1.0 : 1.0 / double(impl_->group_records.size());
-    for (size_t i : impl_->group_records) impl_->in_flight[i].share = share;
+    impl_->in_flight.close_group();  // each of the group's records is charged 1/n of the launch
     impl_->group_ev.reset();
   }
 }

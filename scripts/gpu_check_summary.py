@@ -72,6 +72,9 @@ def main():
         print(f"  {r['shape']:<24} fwd {r['fwd_tflops']:6.1f}  bwd {r['bwd_tflops']:6.1f}  fwd+bwd {r['fwd_bwd_tflops']:6.1f} "
               f"TFLOP/s; GEMM {r['gemm_tflops']:6.1f}; ratio {r['ratio_to_gemm']:.3f}; "
               f"{r['speedup_vs_reference']:.1f}x the reference kernels; out vs reference {r['out_rel_err_vs_reference']:.1e}")
+        if "dkdv_local_bytes" in r:
+            print(f"  {'':<24} hs={r['hs']} backward per thread: dK/dV {r['dkdv_registers']} registers + "
+                  f"{r['dkdv_local_bytes']} B local (spill), dQ {r['dq_registers']} + {r['dq_local_bytes']} B")
     if not att:
         print("  (not measured)")
     for r in bench:

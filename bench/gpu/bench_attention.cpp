@@ -6,6 +6,9 @@
 // FLOPs are the usual convention for causal attention: forward 2 products of 2·T²·hs per head,
 // halved by the mask (2·B·NH·T²·hs); backward 2.5 times that (5 products). The flash backward does
 // 7 (dQ recomputes S and dP so that no atomics are needed): that work is not counted.
+// Head size 128 runs at the FLOPs of the GPT-2 shape (half the heads): its backward's dK/dV kernel
+// spills registers (README), and each shape's line "backward kernels" shows registers and local
+// memory (the spill's stack frame) per thread, so the times show what the spill costs.
 //   usage: bench_attention [--quick]        (exit 77 without a GPU)
 #include <cuda_runtime.h>
 
@@ -78,8 +81,10 @@ int main(int argc, char** argv) {
   lt.workspace_bytes = 32u << 20;
   ZT_CUDA_CHECK(cudaMalloc(&lt.workspace, lt.workspace_bytes));
 
-  std::vector<Shape> shapes = {{"gpt2-124m B=16 T=1024", 16, 1024, 768, 12}, {"B=4 T=4096 hs=64", 4, 4096, 768, 12}};
-  if (quick) shapes.resize(1);
+  std::vector<Shape> shapes = {{"gpt2-124m B=16 T=1024", 16, 1024, 768, 12},
+                               {"B=16 T=1024 hs=128", 16, 1024, 768, 6},
+                               {"B=4 T=4096 hs=64", 4, 4096, 768, 12}};
+  if (quick) shapes.resize(2);
   const int reps = quick ? 5 : 20;
   std::vector<std::string> json;
   std::printf("\nattention on %s (%d SMs); TFLOP/s by the causal convention (forward 2·B·NH·T²·hs, backward 2.5x)\n",
@@ -166,14 +171,20 @@ int main(int argc, char** argv) {
     std::printf("%-24s %-18s %9.3f %9.1f %11s %8s\n", sh.name, ("GEMM " + std::to_string(n) + "^3").c_str(), t_gemm,
                 tf_gemm, "", "");
     std::printf("%-24s flash out vs reference: relative L2 error %.2e\n", sh.name, rel_err);
+    const zt::cuda::FlashBackwardKernelInfo ki = zt::cuda::flash_attention_backward_kernel_info(hs);
+    std::printf("%-24s backward kernels (hs=%d): dK/dV %d registers + %zu B local, dQ %d registers + %zu B local "
+                "per thread (local > 0: spill)\n",
+                sh.name, hs, ki.dkdv_registers, ki.dkdv_local_bytes, ki.dq_registers, ki.dq_local_bytes);
     char buf[1024];
     std::snprintf(buf, sizeof buf,
                   "{\"bench\":\"attention\",\"device\":\"%s\",\"shape\":\"%s\",\"B\":%d,\"T\":%d,\"C\":%d,\"NH\":%d,"
                   "\"fwd_ms\":%.4f,\"bwd_ms\":%.4f,\"fwd_tflops\":%.2f,\"bwd_tflops\":%.2f,\"fwd_bwd_tflops\":%.2f,"
                   "\"gemm_n\":%d,\"gemm_ms\":%.4f,\"gemm_tflops\":%.2f,\"ratio_to_gemm\":%.4f,"
-                  "\"reference_ms\":%.4f,\"speedup_vs_reference\":%.3f,\"out_rel_err_vs_reference\":%.3e}",
+                  "\"reference_ms\":%.4f,\"speedup_vs_reference\":%.3f,\"out_rel_err_vs_reference\":%.3e,"
+                  "\"hs\":%d,\"dkdv_registers\":%d,\"dkdv_local_bytes\":%zu,\"dq_registers\":%d,\"dq_local_bytes\":%zu}",
                   prop.name, sh.name, sh.B, sh.T, sh.C, sh.NH, t_fwd, t_bwd, tf_fwd, tf_bwd, tf_all, n, t_gemm, tf_gemm,
-                  tf_all / tf_gemm, t_ref, t_ref / (t_fwd + t_bwd), rel_err);
+                  tf_all / tf_gemm, t_ref, t_ref / (t_fwd + t_bwd), rel_err, hs, ki.dkdv_registers, ki.dkdv_local_bytes,
+                  ki.dq_registers, ki.dq_local_bytes);
     json.push_back(buf);
     for (void* p : {qkv, dout, out, ref_out, dqkv, saved}) ZT_CUDA_CHECK(cudaFree(p));
     ZT_CUDA_CHECK(cudaFree(dsum));

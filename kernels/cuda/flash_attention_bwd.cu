@@ -9,6 +9,8 @@
 // Recomputing S and dP for dQ costs two more tile products than atomically accumulated dQ would;
 // it buys results that are identical run to run.
 #include <cmath>
+#include <stdexcept>
+#include <string>
 
 #include "base/cuda_check.h"
 #include "kernels/cuda/flash_attention.cuh"
@@ -274,6 +276,32 @@ void flash_attention_backward(void* dqkv, const void* dout, const void* qkv, con
     case 64: return flash::launch_backward<64>(dx, d, x, saved, B, T, C, NH, scratch, s);
     case 128: return flash::launch_backward<128>(dx, d, x, saved, B, T, C, NH, scratch, s);
   }
+}
+
+namespace {
+template <int HS>
+FlashBackwardKernelInfo backward_kernel_info() {
+  cudaFuncAttributes kv{}, q{};
+  ZT_CUDA_CHECK(cudaFuncGetAttributes(&kv, flash::dkdv_kernel<HS>));
+  ZT_CUDA_CHECK(cudaFuncGetAttributes(&q, flash::dq_kernel<HS>));
+  FlashBackwardKernelInfo r;
+  r.dkdv_registers = kv.numRegs;
+  r.dkdv_local_bytes = kv.localSizeBytes;
+  r.dq_registers = q.numRegs;
+  r.dq_local_bytes = q.localSizeBytes;
+  return r;
+}
+}  // namespace
+
+FlashBackwardKernelInfo flash_attention_backward_kernel_info(int head_size) {
+  switch (head_size) {
+    case 16: return backward_kernel_info<16>();
+    case 32: return backward_kernel_info<32>();
+    case 64: return backward_kernel_info<64>();
+    case 128: return backward_kernel_info<128>();
+  }
+  throw std::invalid_argument("flash_attention_backward_kernel_info: head size " + std::to_string(head_size) +
+                              " has no flash kernels");
 }
 
 }  // namespace zt::cuda
