@@ -1,5 +1,6 @@
 // MappedShard: one .bin token shard memory-mapped read-only, its header checked; tokens are read in
-// place (never copied whole), so a process's resident memory grows with what it reads.
+// place (never copied whole), so a process's resident memory grows with what it reads until it
+// releases the pages.
 #pragma once
 
 #include <cstdint>

@@ -49,6 +49,8 @@ void TokenCorpus::copy(int s, int64_t first, int64_t n, int32_t* out) const {
     // uint32 ids above INT32_MAX cannot be a vocabulary index; scan() refuses them before any read.
     std::memcpy(out, reinterpret_cast<const uint32_t*>(p) + first, size_t(n) * sizeof(uint32_t));
   }
+  // Released at once: a page fault on a file maps its neighbours too (fault-around, large folios),
+  // so pages kept until a later batch of releases would add up to far more than the windows read.
   if (!mapped_.empty()) mapped_[size_t(s)]->release(first, n);
 }
 
@@ -73,14 +75,30 @@ std::vector<uint32_t> TokenCorpus::tokens(int64_t first, int64_t n) const {
 
 TokenCorpus::Scan TokenCorpus::scan(uint32_t vocab) const {
   Scan r;
-  constexpr int64_t kChunk = int64_t(1) << 22;  // tokens per read, then released
+  constexpr int64_t kChunk = int64_t(1) << 18;  // tokens per read: a buffer of 0.5 or 1 MiB
+  std::vector<unsigned char> buf;
   for (int s = 0; s < shards(); ++s) {
-    const unsigned char* p = data(s);
+    // A file is read with ordinary sequential reads (the kernel reads ahead; nothing is mapped into
+    // this process), an in-memory shard in place.
+    File f;
+    if (!mapped_.empty()) {
+      f = open_regular_file(sources_[size_t(s)], "token shard", "check that the shard is still there");
+      if (std::fseek(f.get(), long(kShardHeaderBytes), SEEK_SET) != 0)
+        throw UserError(sources_[size_t(s)], "", "cannot seek past the header", "check the file");
+      buf.resize(size_t(kChunk) * size_t(token_bytes_));
+    }
     for (int64_t first = 0; first < counts_[size_t(s)]; first += kChunk) {
       const int64_t n = std::min(kChunk, counts_[size_t(s)] - first);
+      const unsigned char* p = data(s) + size_t(first) * size_t(token_bytes_);
+      if (f) {
+        if (std::fread(buf.data(), size_t(token_bytes_), size_t(n), f.get()) != size_t(n))
+          throw UserError(sources_[size_t(s)] + ":byte " + std::to_string(kShardHeaderBytes + size_t(first) * size_t(token_bytes_)),
+                          "", "short read: the shard changed while it was read", "do not rewrite shards during a run");
+        p = buf.data();
+      }
       auto look = [&](const auto* t) {
         for (int64_t i = 0; i < n; ++i) {
-          const uint32_t v = t[first + i];
+          const uint32_t v = t[i];
           r.max_token = std::max(r.max_token, v);
           if (vocab > 0 && v >= vocab && r.shard < 0) {
             r.shard = s;
@@ -91,7 +109,6 @@ TokenCorpus::Scan TokenCorpus::scan(uint32_t vocab) const {
       };
       if (token_bytes_ == 2) look(reinterpret_cast<const uint16_t*>(p));
       else look(reinterpret_cast<const uint32_t*>(p));
-      if (!mapped_.empty()) mapped_[size_t(s)]->release(first, n);
     }
   }
   return r;
