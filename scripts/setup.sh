@@ -19,8 +19,9 @@ else
   DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq "${missing[@]}"
 fi
 
-# Test-only Python readers (the tensorboard package's event reader) in a virtualenv beside the
-# sources, pinned; the build and the training never use it.
+# A virtualenv beside the sources, pinned: the tests' Python readers (the tensorboard package's
+# event reader, safetensors) and scripts/prepare_data.py's tokenizers; the build and the training
+# never use it.
 root="$(cd "$(dirname "$0")/.." && pwd)"
 venv="$root/.venv-test"
 req="$root/scripts/requirements-test.txt"

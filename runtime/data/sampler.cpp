@@ -2,10 +2,12 @@
 // global sample index, so ranks read disjoint samples independent of the world size.
 #include "runtime/data/sampler.h"
 
+#include <algorithm>
 #include <numeric>
 #include <string>
 
 #include "runtime/common/diagnostics.h"
+#include "runtime/data/token_dataset.h"
 
 namespace zt {
 
@@ -18,13 +20,19 @@ uint64_t splitmix64(uint64_t& s) {
 }
 }  // namespace
 
-BatchSampler::BatchSampler(const std::vector<uint16_t>& stream, int seq_len, uint64_t seed, const std::string& source)
-    : stream_(stream), T_(seq_len), seed_(seed), windows_(stream.size() > 0 ? int64_t(stream.size() - 1) / seq_len : 0) {
+BatchSampler::BatchSampler(const TokenCorpus& corpus, int seq_len, uint64_t seed, const std::string& source)
+    : corpus_(corpus), T_(seq_len), seed_(seed), windows_(corpus_windows(corpus, seq_len)), row_(size_t(seq_len) + 1) {
   if (windows_ < 1)
-    throw UserError(source, std::to_string(stream.size()) + " tokens",
+    throw UserError(source, std::to_string(corpus.size()) + " tokens",
                     "the token stream is shorter than one training window of seq_len + 1 = " +
-                        std::to_string(seq_len + 1) + " tokens",
+                        std::to_string(seq_len + 1) + " tokens" +
+                        (corpus.shards() > 1 ? " in one shard (a window never crosses a shard's end)" : ""),
                     "use more data or a shorter --seq-len");
+  int64_t w = 0;
+  for (int s = 0; s < corpus.shards(); ++s) {
+    first_window_.push_back(w);
+    w += corpus.shard_size(s) > 0 ? (corpus.shard_size(s) - 1) / seq_len : 0;
+  }
 }
 
 int64_t BatchSampler::window_of(int64_t g) {
@@ -49,11 +57,13 @@ int64_t BatchSampler::global_index(int64_t step, const BatchGeometry& g, int ran
 }
 
 void BatchSampler::copy_window(int64_t w, int32_t* tokens, int32_t* targets) const {
-  const size_t start = size_t(w) * size_t(T_);
-  for (int t = 0; t < T_; ++t) {
-    tokens[t] = stream_[start + size_t(t)];
-    targets[t] = stream_[start + size_t(t) + 1];
-  }
+  // The last shard whose first window is <= w (shards too short for a window share a number with
+  // the next one, and upper_bound skips past them).
+  const auto it = std::upper_bound(first_window_.begin(), first_window_.end(), w);
+  const int s = int(it - first_window_.begin()) - 1;
+  corpus_.copy(s, (w - first_window_[size_t(s)]) * T_, T_ + 1, row_.data());
+  std::copy(row_.begin(), row_.end() - 1, tokens);
+  std::copy(row_.begin() + 1, row_.end(), targets);
 }
 
 void BatchSampler::fill(int64_t step, const BatchGeometry& g, int rank, int micro_step, int32_t* tokens,

@@ -1,11 +1,14 @@
 // BatchSampler: which training windows each rank reads. Sample slot j of global step s is window
 // perm_e[(s·GB + j) mod W] of a seeded per-epoch permutation, so a global batch's samples, and
 // their order by slot, depend on the seed only: never on the world size or how it is split.
+// Windows are numbered shard by shard and never cross a shard's end (corpus_windows).
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include "runtime/data/token_corpus.h"
 
 namespace zt {
 
@@ -18,9 +21,9 @@ struct BatchGeometry {
 
 class BatchSampler {
  public:
-  // Windows are tokens [w·T, w·T + T] (T + 1 tokens: inputs and shifted targets) of the stream.
-  // Throws zt::UserError naming `source` (the file) when the stream is shorter than T + 1 tokens.
-  BatchSampler(const std::vector<uint16_t>& stream, int seq_len, uint64_t seed, const std::string& source = "data");
+  // Window w of shard s is its tokens [w·T, w·T + T] (T + 1 tokens: inputs and shifted targets).
+  // Throws zt::UserError naming `source` (the file) when no shard holds T + 1 tokens.
+  BatchSampler(const TokenCorpus& corpus, int seq_len, uint64_t seed, const std::string& source = "data");
 
   int64_t num_windows() const { return windows_; }
   // The window of global sample index g (epoch g / num_windows()).
@@ -35,12 +38,14 @@ class BatchSampler {
 
  private:
   void copy_window(int64_t w, int32_t* tokens, int32_t* targets) const;
-  const std::vector<uint16_t>& stream_;
+  TokenCorpus corpus_;
   int T_;
   uint64_t seed_;
+  std::vector<int64_t> first_window_;  // per shard, the number of the shard's first window
   int64_t windows_;
   int64_t epoch_ = -1;
   std::vector<int64_t> perm_;
+  mutable std::vector<int32_t> row_;  // T + 1 tokens of one window
 };
 
 }  // namespace zt

@@ -63,9 +63,14 @@ TokenDataset make_synthetic_dataset(uint64_t seed, size_t train_tokens, size_t v
   TokenDataset d;
   uint64_t s = seed;
   const uint64_t train_seed = splitmix64(s), val_seed = splitmix64(s);
-  chain.generate(train_seed, train_tokens, d.train);
-  chain.generate(val_seed, val_tokens, d.val);
-  d.vocab = int(std::max(max_token(d.train), max_token(d.val))) + 1;
+  std::vector<uint16_t> train, val;
+  chain.generate(train_seed, train_tokens, train);
+  chain.generate(val_seed, val_tokens, val);
+  d.train_max = max_token(train);
+  d.val_max = max_token(val);
+  d.vocab = int(std::max(d.train_max, d.val_max)) + 1;
+  d.train = TokenCorpus(train, d.train_source);
+  d.val = TokenCorpus(val, d.val_source);
   d.description = "built-in order-2 Markov language (32 symbols, seed " + std::to_string(seed) + ", " +
                   std::to_string(train_tokens) + " train / " + std::to_string(val_tokens) + " val tokens)";
   return d;
@@ -83,6 +88,17 @@ double unigram_entropy(const std::vector<uint16_t>& tokens) {
   for (uint16_t t : tokens) counts[t] += 1;
   double h = 0;
   const double n = double(tokens.size());
+  for (double c : counts)
+    if (c > 0) h -= c / n * std::log(c / n);
+  return h;
+}
+
+double unigram_entropy(const TokenCorpus& corpus, int64_t max_tokens) {
+  const auto t = corpus.tokens(0, std::min(corpus.size(), max_tokens));
+  std::vector<double> counts(size_t(t.empty() ? 1 : *std::max_element(t.begin(), t.end()) + 1), 0.0);
+  for (uint32_t x : t) counts[x] += 1;
+  double h = 0;
+  const double n = double(t.size());
   for (double c : counts)
     if (c > 0) h -= c / n * std::log(c / n);
   return h;

@@ -19,5 +19,8 @@ double synthetic_conditional_entropy();
 
 // Plug-in unigram entropy of a token stream, in nats: the loss of the best context-free model.
 double unigram_entropy(const std::vector<uint16_t>& tokens);
+// The same of a corpus's first `max_tokens` tokens (all of a small one; an estimate of a large one,
+// read without scanning it all).
+double unigram_entropy(const TokenCorpus& corpus, int64_t max_tokens = int64_t(1) << 24);
 
 }  // namespace zt

@@ -27,48 +27,59 @@ uint64_t fnv1a(const unsigned char* p, size_t n, uint64_t h) {
 
 }  // namespace
 
-std::vector<uint16_t> read_token_shard(const std::string& path) {
-  File f = open_regular_file(path, "token shard",
-                             "check the path, or run `zerotrain prepare --text FILE --out DIR` to make shards");
-  if (std::fseek(f.get(), 0, SEEK_END) != 0)
-    throw UserError(path, "", std::string("cannot seek: ") + std::strerror(errno), "use a regular file");
-  const long size_l = std::ftell(f.get());
-  if (size_l < 0) throw UserError(path, "", std::string("cannot size: ") + std::strerror(errno), "use a regular file");
-  const size_t size = size_t(size_l);
-  std::rewind(f.get());
+ShardHeader check_shard_header(const std::string& path, const int32_t* header, size_t size) {
   if (size < kShardHeaderBytes)
     throw UserError(at(path, size), std::to_string(size) + " bytes",
                     "file ends inside the header: a token shard starts with a " +
                         std::to_string(kShardHeaderBytes) + "-byte header (256 int32)",
                     "the file is truncated or not a token shard; regenerate it");
-  int32_t header[kShardHeaderInts];
-  if (std::fread(header, sizeof(int32_t), kShardHeaderInts, f.get()) != size_t(kShardHeaderInts))
-    throw UserError(at(path, 0), "", std::string("cannot read the header: ") + std::strerror(errno), "");
-  if (header[0] != kShardMagic)
+  if (header[0] != kShardMagic && header[0] != kShardMagic32)
     throw UserError(at(path, 0), std::to_string(header[0]),
-                    "wrong magic number: expected " + std::to_string(kShardMagic) + " for a .bin token shard",
-                    "this is not a token shard; make one with `zerotrain prepare`");
-  if (header[1] != kShardVersion)
+                    "wrong magic number: expected " + std::to_string(kShardMagic) + " (uint16 tokens) or " +
+                        std::to_string(kShardMagic32) + " (uint32 tokens) for a .bin token shard",
+                    "this is not a token shard; make one with scripts/prepare_data.py or `zerotrain prepare`");
+  const bool wide = header[0] == kShardMagic32;
+  const int32_t version = wide ? kShardVersion32 : kShardVersion;
+  if (header[1] != version)
     throw UserError(at(path, 4), std::to_string(header[1]),
-                    "unsupported shard version: expected " + std::to_string(kShardVersion) +
-                        " (uint16 tokens)",
-                    "regenerate the shard in version 1 format");
-  const int64_t count = header[2];
-  if (count < 0)
-    throw UserError(at(path, 8), std::to_string(count), "negative token count", "regenerate the shard");
-  const size_t expected = kShardHeaderBytes + size_t(count) * sizeof(uint16_t);
+                    "unsupported shard version: expected " + std::to_string(version) + " with magic " + std::to_string(header[0]) +
+                        (wide ? " (uint32 tokens)" : " (uint16 tokens)"),
+                    "regenerate the shard with scripts/prepare_data.py");
+  ShardHeader h;
+  h.token_bytes = wide ? 4 : 2;
+  h.count = header[2];
+  if (h.count < 0)
+    throw UserError(at(path, 8), std::to_string(h.count), "negative token count", "regenerate the shard");
+  const size_t expected = kShardHeaderBytes + size_t(h.count) * size_t(h.token_bytes);
   if (size < expected)
-    throw UserError(at(path, size), std::to_string(count) + " tokens",
-                    "header promises " + std::to_string(count) + " tokens (" + std::to_string(expected) +
+    throw UserError(at(path, size), std::to_string(h.count) + " tokens",
+                    "header promises " + std::to_string(h.count) + " tokens (" + std::to_string(expected) +
                         " bytes in all) but the file has " + std::to_string(size) + " bytes",
                     "the file is truncated; regenerate or re-copy it");
   if (size > expected)
     throw UserError(at(path, expected), std::to_string(size) + " bytes",
-                    "file is longer than header + " + std::to_string(count) + " tokens (" +
+                    "file is longer than header + " + std::to_string(h.count) + " tokens (" +
                         std::to_string(expected) + " bytes)",
                     "the header's token count is wrong or the file has trailing data; regenerate it");
-  std::vector<uint16_t> tokens(static_cast<size_t>(count));
-  if (count > 0 && std::fread(tokens.data(), sizeof(uint16_t), size_t(count), f.get()) != size_t(count))
+  return h;
+}
+
+std::vector<uint16_t> read_token_shard(const std::string& path) {
+  File f = open_regular_file(path, "token shard",
+                             "check the path, or run `zerotrain prepare --text FILE --out DIR` to make shards");
+  struct stat st{};
+  if (fstat(fileno(f.get()), &st) != 0)
+    throw UserError(path, "", std::string("cannot size: ") + std::strerror(errno), "use a regular file");
+  const size_t size = size_t(st.st_size);
+  int32_t header[kShardHeaderInts] = {};
+  if (size >= kShardHeaderBytes && std::fread(header, sizeof(int32_t), kShardHeaderInts, f.get()) != size_t(kShardHeaderInts))
+    throw UserError(at(path, 0), "", std::string("cannot read the header: ") + std::strerror(errno), "");
+  const ShardHeader h = check_shard_header(path, header, size);
+  if (h.token_bytes != 2)
+    throw UserError(at(path, 0), std::to_string(header[0]), "a uint32 shard where uint16 tokens are read",
+                    "read it through --data, which reads both widths");
+  std::vector<uint16_t> tokens(static_cast<size_t>(h.count));
+  if (h.count > 0 && std::fread(tokens.data(), sizeof(uint16_t), size_t(h.count), f.get()) != size_t(h.count))
     throw UserError(at(path, kShardHeaderBytes), "", std::string("short read: ") + std::strerror(errno), "");
   return tokens;
 }
@@ -124,7 +135,10 @@ ShardIdentity shard_identity(const std::string& path) {
   return id;
 }
 
-void write_token_shard(const std::string& path, const std::vector<uint16_t>& tokens) {
+namespace {
+
+template <class Token>
+void write_shard(const std::string& path, const std::vector<Token>& tokens) {
   if (tokens.size() > size_t(INT32_MAX))
     throw UserError(path, std::to_string(tokens.size()), "too many tokens for one shard (int32 count)",
                     "split the data into several shards");
@@ -133,15 +147,19 @@ void write_token_shard(const std::string& path, const std::vector<uint16_t>& tok
     throw UserError(path, "", std::string("cannot create token shard: ") + std::strerror(errno),
                     "check that the output directory exists and is writable");
   int32_t header[kShardHeaderInts] = {};
-  header[0] = kShardMagic;
-  header[1] = kShardVersion;
+  header[0] = sizeof(Token) == 2 ? kShardMagic : kShardMagic32;
+  header[1] = sizeof(Token) == 2 ? kShardVersion : kShardVersion32;
   header[2] = int32_t(tokens.size());
   bool ok = std::fwrite(header, sizeof(int32_t), kShardHeaderInts, f.get()) == size_t(kShardHeaderInts);
-  ok = ok && (tokens.empty() ||
-              std::fwrite(tokens.data(), sizeof(uint16_t), tokens.size(), f.get()) == tokens.size());
+  ok = ok && (tokens.empty() || std::fwrite(tokens.data(), sizeof(Token), tokens.size(), f.get()) == tokens.size());
   ok = (std::fclose(f.release()) == 0) && ok;
   if (!ok)
     throw UserError(path, "", std::string("write failed: ") + std::strerror(errno), "check free disk space");
 }
+
+}  // namespace
+
+void write_token_shard(const std::string& path, const std::vector<uint16_t>& tokens) { write_shard(path, tokens); }
+void write_token_shard(const std::string& path, const std::vector<uint32_t>& tokens) { write_shard(path, tokens); }
 
 }  // namespace zt

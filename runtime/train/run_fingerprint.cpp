@@ -41,6 +41,19 @@ std::string shard_text(const std::string& path) {
   return std::to_string(id.size) + " bytes, header and ends FNV-1a " + hex(id.hash);
 }
 
+// One shard: its identity; several: their count, total size and a hash of every identity in order.
+std::string corpus_text(const TokenCorpus& c) {
+  if (c.shards() == 1) return shard_text(c.source(0));
+  uint64_t bytes = 0;
+  std::string all;
+  for (int s = 0; s < c.shards(); ++s) {
+    const ShardIdentity id = shard_identity(c.source(s));
+    bytes += id.size;
+    all += shard_text(c.source(s)) + "\n";
+  }
+  return std::to_string(c.shards()) + " shards, " + std::to_string(bytes) + " bytes, identities FNV-1a " + hex(fnv1a(all));
+}
+
 std::map<std::string, std::string> parse(const std::string& text) {
   std::map<std::string, std::string> m;
   std::istringstream in(text);
@@ -85,8 +98,8 @@ RunFingerprint make_run_fingerprint(const RunOptions& o, const Config& c, const 
   add("run.recompute", o.recompute ? "true" : "false");
   add("run.backend", backend.name());
   if (data.from_files) {
-    add("data.train", shard_text(data.train_source));
-    add("data.val", shard_text(data.val_source));
+    add("data.train", corpus_text(data.train));
+    add("data.val", corpus_text(data.val));
   } else {
     add("data.train", "built-in, " + std::to_string(data.train.size()) + " tokens");
     add("data.val", "built-in, " + std::to_string(data.val.size()) + " tokens");

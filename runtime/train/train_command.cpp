@@ -85,7 +85,8 @@ int run(TrainFlags& f) {
   // A preset's vocabulary below the built-in data's (tiny's 61 < 256) grows to it unless --vocab
   // chose one: every preset runs on the built-in data as it is.
   const int data_vocab = make_synthetic_dataset(f.run.seed, 1, 1).vocab;
-  if (f.run.data_dir.empty() && !f.vocab && f.run.model.vocab < data_vocab) {
+  const bool builtin_data = f.run.data_dir.empty() && f.run.data_train.empty() && f.run.data_val.empty();
+  if (builtin_data && !f.vocab && f.run.model.vocab < data_vocab) {
     if (boot.rank() == 0)
       std::printf("zerotrain: --model %s: vocab %d raised to the built-in data's %d (pass --vocab to choose)\n",
                   f.model.c_str(), f.run.model.vocab, data_vocab);
@@ -146,7 +147,11 @@ void register_train(CLI::App& app, int& exit_code) {
   app.add_option("--seq-len", f->seq_len, "Override the preset's context length");
   app.add_flag("--untied-embeddings", f->untied, "Give the LM head its own matrix instead of reusing wte");
   app.add_option("--seed", f->run.seed, "Seed for initialisation, built-in data and sample order")->capture_default_str();
-  app.add_option("--data", f->run.data_dir, "Directory with train.bin/val.bin (default: built-in language)");
+  app.add_option("--data", f->run.data_dir,
+                 "Folder of .bin token shards: *train*.bin and *val*.bin in name order, uint16 or uint32 "
+                 "(default: built-in language)");
+  app.add_option("--data-train", f->run.data_train, "Train shards by glob, e.g. 'fineweb/*_train_*.bin' (with --data-val)");
+  app.add_option("--data-val", f->run.data_val, "Validation shards by glob (with --data-train)");
   app.add_option("--eval-every", f->run.eval_every, "Validation loss every K steps (0: only at the end)")
       ->capture_default_str();
   app.add_option("--eval-batches", f->run.eval_batches, "Micro-batches per rank per validation")->capture_default_str();

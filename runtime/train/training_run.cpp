@@ -133,7 +133,9 @@ void check_start(Started& st, const RunOptions& o, Communicator& comm, Backend& 
   st.cfg = std::move(loaded.config);
   bool data_ok = true;
   try {
-    st.data = o.data_dir.empty() ? make_synthetic_dataset(o.seed) : load_token_dataset(o.data_dir);
+    st.data = o.data_dir.empty() && o.data_train.empty() && o.data_val.empty()
+                  ? make_synthetic_dataset(o.seed)
+                  : load_token_dataset(o.data_dir, o.data_train, o.data_val);
   } catch (const UserError& e) {
     d.append(e.diagnostics());
     data_ok = false;

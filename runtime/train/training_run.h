@@ -26,7 +26,8 @@ struct RunOptions {
   bool allow_unknown_keys = false;
   ModelConfig model;
   uint64_t seed = 1;          // initialisation, built-in data, sample order
-  std::string data_dir;       // "" = built-in synthetic language; else DIR/train.bin and DIR/val.bin
+  std::string data_dir;       // "" = built-in synthetic language; else DIR's *train*.bin / *val*.bin shards
+  std::string data_train, data_val;  // --data-train GLOB / --data-val GLOB (instead of data_dir)
   int64_t eval_every = 50;    // validation every K steps (0: only after the last step)
   int eval_batches = 4;       // micro-batches per rank per validation
   bool recompute = false;     // activation checkpointing: recompute each block in backward
