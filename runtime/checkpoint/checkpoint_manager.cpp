@@ -167,6 +167,7 @@ int64_t CheckpointManager::start() {
   if (is_weights_only(s_)) {
     const LoadResult r = load_checkpoint(state_, ex_, load_options(s_));
     const Manifest& m = r.manifest;
+    if (facts_.hf_vocab == 0) facts_.hf_vocab = m.run.hf_vocab;
     if (say_)
       std::fprintf(say_,
                    "initialised the weights from checkpoint %s: the fp32 master of step %" PRId64
@@ -177,13 +178,20 @@ int64_t CheckpointManager::start() {
     return 0;
   }
   if (!s_.init_from.empty()) {
-    init_from_hf(state_, ex_, s_.init_from, facts_.model);
+    facts_.hf_vocab = init_from_hf(state_, ex_, s_.init_from, facts_.model);
     if (say_) std::fprintf(say_, "initialised the weights from %s (optimizer state fresh)\n", s_.init_from.c_str());
+    if (say_ && facts_.hf_vocab > 0 && facts_.hf_vocab < facts_.model.vocab)
+      std::fprintf(say_,
+                   "note: --init-from: the file's vocabulary has %" PRId64 " rows, the model's %d: rows %" PRId64
+                   "..%d of wte%s start at zero; checkpoints record %" PRId64 " and export --format hf writes those rows only\n",
+                   facts_.hf_vocab, facts_.model.vocab, facts_.hf_vocab, facts_.model.vocab - 1,
+                   facts_.model.tied_embeddings ? "" : " and lm_head", facts_.hf_vocab);
     return 0;
   }
   if (s_.load_dir.empty()) return 0;
   loaded_ = load_checkpoint(state_, ex_, load_options(s_));
   const Manifest& m = loaded_->manifest;
+  if (facts_.hf_vocab == 0) facts_.hf_vocab = m.run.hf_vocab;
   Diagnostics w = compare_run(m, facts_, dtype_name(state_.precision()));
   if (w.has_errors()) throw UserError(w);  // a run checks these before it allocates (check_before_start)
   w.append(loaded_->warnings);

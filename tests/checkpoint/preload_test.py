@@ -6,7 +6,10 @@ is printed and with no output left behind; `--init-from DIR` takes that checkpoi
 a world 1 stage 3 run with another seed and global batch: its steps equal those of a run initialised
 from the exported file of the same checkpoint (the same first loss, then the same updates: the Adam
 moments and the step counter start fresh), and a damaged shard stops it before allocating too.
-Usage: preload_test.py ZEROTRAIN MPIRUN CONFIGS_DIR"""
+With the test virtualenv's Python (numpy, safetensors), the small HF GPT-2 of scripts/make_hf_gpt2.py
+(vocabulary 64) initialises a model of vocabulary 128: the run says which rows it added, its
+checkpoints record 64 through --load and --init-from DIR, and `export --format hf` writes 64 rows.
+Usage: preload_test.py ZEROTRAIN MPIRUN CONFIGS_DIR [TEST_PYTHON]"""
 import json
 import os
 import re
@@ -17,6 +20,8 @@ import sys
 import tempfile
 
 ZT, MPIRUN, CONFIGS = sys.argv[1], sys.argv[2], sys.argv[3]
+TEST_PYTHON = sys.argv[4] if len(sys.argv) > 4 else ""
+MAKE_HF = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts", "make_hf_gpt2.py")
 MPI = [MPIRUN, "--oversubscribe", "--bind-to", "none"] + (["--allow-run-as-root"] if os.geteuid() == 0 else [])
 ENV = dict(os.environ, OMP_NUM_THREADS="1", OMPI_MCA_mpi_yield_when_idle="1", OMPI_MCA_rmaps_base_oversubscribe="1")
 # Every "auto" of the HF Trainer template as a flag (as resume_test.py).
@@ -38,10 +43,10 @@ def config(name, stage):
     return path
 
 
-def run(world, stage, extra, steps, micro, name, expect_rc=0):
+def run(world, stage, extra, steps, micro, name, expect_rc=0, base=BASE):
     """Runs the binary; returns (output, [step records], end record)."""
     metrics = os.path.join(ROOT, name + ".jsonl")
-    cmd = ([ZT] if world == 1 else MPI + ["-np", str(world), ZT]) + ["--config", config(name, stage)] + BASE + [
+    cmd = ([ZT] if world == 1 else MPI + ["-np", str(world), ZT]) + ["--config", config(name, stage)] + base + [
         "--micro-batch", str(micro), "--steps", str(steps), "--metrics", metrics] + extra
     p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=ENV, stdin=subprocess.DEVNULL,
                        timeout=120)
@@ -102,6 +107,57 @@ def refused_before_allocating(name, out, metrics, save_dir, regex):
         print("ok   %-16s exit 2 before the plan, nothing left: %s" % (name, m.group(0)[:150].replace("\n", " ")), flush=True)
 
 
+def token_files(d, vocab, train=4000, val=1000, cut=0):
+    os.makedirs(d)
+    for split, n in (("train", train), ("val", val)):
+        with open(os.path.join(d, split + ".bin"), "wb") as f:
+            f.write(struct.pack("<256i", *([20240520, 1, n] + [0] * 253)))
+            f.write(struct.pack("<%dH" % n, *[(i * 7) % vocab for i in range(n)]))
+    if cut:
+        os.truncate(os.path.join(d, "train.bin"), os.path.getsize(os.path.join(d, "train.bin")) - cut)
+    return d
+
+
+def st_header(path):
+    with open(path, "rb") as f:
+        return json.loads(f.read(struct.unpack("<Q", f.read(8))[0]))
+
+
+def hf_vocab_case():
+    """HF GPT-2 with vocabulary 64 into a model of 128: rows added, recorded, never exported."""
+    name = "hf_smaller_vocab"
+    if not TEST_PYTHON or not os.path.exists(TEST_PYTHON):
+        print("skip %-16s no test Python with numpy and safetensors (scripts/setup.sh)" % name, flush=True)
+        return
+    hf = os.path.join(ROOT, "hf")
+    subprocess.run([TEST_PYTHON, MAKE_HF, hf], check=True, stdout=subprocess.DEVNULL)
+    base = [a for a in BASE]
+    base[base.index("--vocab") + 1] = "128"
+    base += ["--layers", "2", "--heads", "4", "--dim", "32", "--seq-len", "16", "--data", token_files(os.path.join(ROOT, "tok64"), 64)]
+    save, save2, save3 = (os.path.join(ROOT, n) for n in ("hf_a", "hf_b", "hf_c"))
+    out, _, _, _ = run(2, 3, ["--init-from", os.path.join(hf, "model.safetensors"), "--save", save], steps=1, micro=2,
+                       name="hf_a", base=base)
+    ok = check(name, re.search(r"the file's vocabulary has 64 rows, the model's 128: rows 64\.\.127 of wte start at zero", out)
+               is not None, "no padding note:\n" + out[-2000:])
+    run(1, 1, ["--load", save, "--save", save2], steps=2, micro=4, name="hf_b", base=base)
+    run(1, 0, ["--init-from", save2, "--save", save3], steps=1, micro=4, name="hf_c", base=base)
+    for d in (save, save2, save3):
+        tag = open(os.path.join(d, "latest")).read().strip()
+        got = json.load(open(os.path.join(d, tag, "manifest.json")))["run"].get("hf_vocab")
+        ok = check(name, got == 64, "%s/%s records run.hf_vocab %r, expected 64" % (d, tag, got)) and ok
+    out_dir = os.path.join(ROOT, "hf_export")
+    p = subprocess.run([ZT, "export", "--checkpoint", save3, "--format", "hf", "--out", out_dir], stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, env=ENV)
+    ok = check(name, p.returncode == 0, p.stdout.decode(errors="replace")) and ok
+    if p.returncode == 0:
+        shape = st_header(os.path.join(out_dir, "model.safetensors"))["transformer.wte.weight"]["shape"]
+        vocab = json.load(open(os.path.join(out_dir, "config.json")))["vocab_size"]
+        ok = check(name, shape == [64, 32] and vocab == 64, "exported wte %s, vocab_size %s" % (shape, vocab)) and ok
+    if ok:
+        print("ok   %-16s 64 rows into 128, recorded through --load and --init-from DIR, exported as [64, 32]" % name,
+              flush=True)
+
+
 def main():
     try:
         src = os.path.join(ROOT, "src_ckpt")
@@ -121,15 +177,11 @@ def main():
                                  expect_rc=2)
         refused_before_allocating("load_truncated", out, metrics, new_save,
                                   re.escape(shard) + r" \(byte \d+\) = \d+ bytes: the file is truncated.*" + re.escape(tag))
-        data = os.path.join(ROOT, "data")
-        os.makedirs(data)
-        for split, n in (("train", 4000), ("val", 1000)):
-            with open(os.path.join(data, split + ".bin"), "wb") as f:
-                f.write(struct.pack("<256i", *([20240520, 1, n] + [0] * 253)))
-                f.write(struct.pack("<%dH" % n, *[(i * 7) % 256 for i in range(n)]))
-        os.truncate(os.path.join(data, "train.bin"), os.path.getsize(os.path.join(data, "train.bin")) - 10)
+        data = token_files(os.path.join(ROOT, "data"), 256, cut=10)
         out, _, _, metrics = run(2, 1, ["--data", data, "--save", new_save], steps=2, micro=4, name="data", expect_rc=2)
-        refused_before_allocating("data_truncated", out, metrics, new_save, re.escape(os.path.join(data, "train.bin")))
+        refused_before_allocating("data_truncated", out, metrics, new_save,
+                                  re.escape(os.path.join(data, "train.bin")) + r":byte 9014 = 4000 tokens: header promises "
+                                  r"4000 tokens \(9024 bytes in all\) but the file has 9014 bytes.*truncated")
 
         # 3. Weights only: world 2 stage 1's checkpoint into world 1 stage 3, another seed and batch.
         exported = os.path.join(ROOT, "weights.safetensors")
@@ -159,6 +211,9 @@ def main():
                                  name="init_flipped", expect_rc=2)
         refused_before_allocating("init_from_flipped", out, metrics, new_save,
                                   re.escape(os.path.join(flipped, tag, "rank00001.safetensors")) + r": block 0 .*--init-from DIR/TAG")
+
+        # 2. An HF file with a smaller vocabulary than the model's.
+        hf_vocab_case()
     finally:
         shutil.rmtree(ROOT, ignore_errors=True)
     if FAILURES:
