@@ -115,8 +115,8 @@ bool prepare_manifest(const std::vector<UnitLayout>& units, const std::vector<st
       d.error(mpath + ": arrays", have,
               "the checkpoint (optimizer " + m.optimizer + ") lacks " + need + ", which this run's optimizer " +
                   checkpoint_optimizer_name(optimizer) + " needs",
-              "use the optimizer it was saved with, or start from its weights alone: zerotrain export --checkpoint " +
-                  plan.tag_dir + " --out W.safetensors, then --init-from W.safetensors");
+              "use the optimizer it was saved with, or start from its weights alone: --init-from " + plan.tag_dir +
+                  " instead of --load");
     } else if (m.optimizer != checkpoint_optimizer_name(optimizer)) {
       plan.warnings.warning(mpath + ": optimizer", m.optimizer,
                             "saved with " + m.optimizer + ", loading into " + checkpoint_optimizer_name(optimizer) +
@@ -138,6 +138,40 @@ bool prepare_load(const ShardedState& state, const LoadOptions& o, LoadPlan& pla
     if (f) plan.files[r] = std::move(f);
   }
   return d.error_count() == before;
+}
+
+uint64_t verify_needed(const LoadPlan& plan, const std::vector<ElementRange>& needed, const std::string& fix,
+                       Diagnostics& d) {
+  const Manifest& m = plan.manifest;
+  const std::string parent = plan.tag_dir.find('/') == std::string::npos ? "." : plan.tag_dir.substr(0, plan.tag_dir.rfind('/'));
+  std::map<int, std::unique_ptr<ShardFileReader>> files;
+  for (int r : ranks_touched(m.ranks, needed)) {
+    Diagnostics fd;
+    auto f = ShardFileReader::open(plan.tag_dir, m, r, fd);
+    for (auto x : fd.all()) {
+      if (x.severity == Severity::Error) x.fix += " (" + tags_hint(parent) + ")";
+      d.add(x);
+    }
+    if (f) files[r] = std::move(f);
+  }
+  std::map<int, bool> bad;
+  for (const ElementRange& need : needed)
+    for (const auto& p : plan_reads(m.ranks, need)) {
+      const auto it = files.find(p.rank);
+      if (it == files.end() || bad[p.rank]) continue;
+      for (const auto& a : plan.arrays) {
+        std::string problem;
+        if (it->second->verify(a, p.source, p.src_offset, p.n, &problem)) continue;
+        d.error(it->second->path(), "", problem,
+                "the file is damaged (a copy that went wrong, a disk error): copy the checkpoint again from where it was "
+                "written, or " + fix + " (" + tags_hint(parent) + ")");
+        bad[p.rank] = true;
+        break;
+      }
+    }
+  uint64_t bytes = 0;
+  for (const auto& [r, f] : files) bytes += f->bytes_read();
+  return bytes;
 }
 
 LoadResult load_checkpoint(ShardedState& state, RankExchange& ex, const LoadOptions& o) {

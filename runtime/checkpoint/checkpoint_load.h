@@ -45,6 +45,15 @@ bool prepare_load(const ShardedState& state, const LoadOptions& o, LoadPlan& pla
 bool prepare_manifest(const std::vector<UnitLayout>& units, const std::vector<std::string>& arrays,
                       OptimizerType optimizer, const LoadOptions& o, LoadPlan& plan, Diagnostics& d);
 
+// The part of a load's reading that needs no engine either, so that a run finds a damaged checkpoint
+// before it allocates: opens the rank files holding any of `needed` (size, safetensors header, its
+// checksum against the manifest, the tensors) and reads the whole checksum blocks of plan.arrays
+// over `needed` — the bytes load_checkpoint will read again — checking each. Every bad file into `d`
+// (its first bad block: file, byte range, tensor) with `fix` and the tags that exist; returns the
+// bytes read. plan: from prepare_manifest.
+uint64_t verify_needed(const LoadPlan& plan, const std::vector<ElementRange>& needed, const std::string& fix,
+                       Diagnostics& d);
+
 struct LoadResult {
   Manifest manifest;
   std::string tag_dir;

@@ -16,7 +16,7 @@ Diagnostics compare_run(const Manifest& m, const RunFacts& now, const std::strin
   Diagnostics w;
   const std::string where = m.tag + "/" + kManifestName;
   const std::string fix = "resume with the saved run's values (the data order is a function of the seed, the step and the "
-                          "global batch), or start a new run from its weights: zerotrain export, then --init-from";
+                          "global batch), or start a new run from its weights alone: --init-from DIR instead of --load";
   if (m.run.seed != now.seed)
     w.error(where + ": run.seed", std::to_string(m.run.seed),
             "the checkpoint was saved by a run with seed " + std::to_string(m.run.seed) + ", this run's seed is " +
@@ -69,22 +69,42 @@ void check_save_dir(const std::string& dir, Diagnostics& d) {
 
 }  // namespace
 
+namespace {
+
+// --load DIR, or --init-from DIR (a zerotrain checkpoint: its fp32 master alone, counters untouched).
+LoadOptions load_options(const CheckpointSettings& s) {
+  LoadOptions lo;
+  if (is_weights_only(s)) {
+    lo.path = s.init_from;
+    lo.load_optimizer_states = false;
+    lo.load_counters = false;
+    return lo;
+  }
+  lo.path = s.load_dir;
+  lo.tag = s.load_tag;
+  lo.load_optimizer_states = s.load_optimizer_states;
+  return lo;
+}
+
+}  // namespace
+
+bool is_weights_only(const CheckpointSettings& s) { return !s.init_from.empty() && is_directory(s.init_from); }
+
 void check_before_start(const CheckpointSettings& s, const RunFacts& facts, const std::string& precision,
-                        OptimizerType optimizer, bool sgd_momentum, int64_t steps, Diagnostics& d) {
+                        OptimizerType optimizer, bool sgd_momentum, int64_t steps, const std::vector<ElementRange>& needed,
+                        Diagnostics& d) {
   const size_t before = d.error_count();
   check_settings(s, d);
   if (d.error_count() != before) return;
   if (!s.save_dir.empty()) check_save_dir(s.save_dir, d);
   const std::vector<UnitLayout> units = build_unit_layouts(facts.model);
-  if (!s.init_from.empty()) {
+  const bool weights_only = is_weights_only(s);
+  if (!s.init_from.empty() && !weights_only) {
     HfGpt2Reader::open(s.init_from, units, facts.model, d);
     return;
   }
-  if (s.load_dir.empty()) return;
-  LoadOptions lo;
-  lo.path = s.load_dir;
-  lo.tag = s.load_tag;
-  lo.load_optimizer_states = s.load_optimizer_states;
+  if (s.load_dir.empty() && !weights_only) return;
+  const LoadOptions lo = load_options(s);
   LoadPlan plan;
   try {
     if (!prepare_manifest(units, state_arrays_for(optimizer, sgd_momentum), optimizer, lo, plan, d)) return;
@@ -98,14 +118,26 @@ void check_before_start(const CheckpointSettings& s, const RunFacts& facts, cons
       d.error(join_path(plan.tag_dir, r.file), "", "rank " + std::to_string(r.rank) + "'s file is missing",
               "copy every rank file of the tag together (the manifest lists " + std::to_string(m.ranks.size()) +
                   "), or load another tag");
-  Diagnostics w = compare_run(m, facts, precision);
-  w.append(plan.warnings);
-  for (const auto& x : w.all())
-    if (x.severity == Severity::Error) d.add(x);
-  if (m.step() > steps)
-    d.error("--steps", std::to_string(steps),
-            "the checkpoint " + plan.tag_dir + " is at step " + std::to_string(m.step()) + " already",
-            "pass --steps " + std::to_string(m.step()) + " or more (the total, loaded steps included)");
+  if (!weights_only) {
+    // Weights only: the new run's config, seed and batch are its own, and it starts at step 0.
+    Diagnostics w = compare_run(m, facts, precision);
+    w.append(plan.warnings);
+    for (const auto& x : w.all())
+      if (x.severity == Severity::Error) d.add(x);
+    if (m.step() > steps)
+      d.error("--steps", std::to_string(steps),
+              "the checkpoint " + plan.tag_dir + " is at step " + std::to_string(m.step()) + " already",
+              "pass --steps " + std::to_string(m.step()) + " or more (the total, loaded steps included)");
+  }
+  if (d.error_count() != before) return;
+  // The bytes this rank will load, read and checked now: a damaged file stops the run here, before
+  // the engine allocates, instead of after.
+  try {
+    verify_needed(plan, needed, weights_only ? "start from an earlier tag with --init-from DIR/TAG" : "load an earlier tag with --load-tag",
+                  d);
+  } catch (const IoError& e) {
+    d.error(e.path(), "", e.what(), "check that the checkpoint is readable by this user");
+  }
 }
 
 CheckpointManager::CheckpointManager(ShardedState& state, Communicator& comm, Backend* staging, RunFacts facts,
@@ -132,18 +164,34 @@ CheckpointManager::CheckpointManager(ShardedState& state, Communicator& comm, Ba
 CheckpointManager::~CheckpointManager() = default;
 
 int64_t CheckpointManager::start() {
+  if (is_weights_only(s_)) {
+    const LoadResult r = load_checkpoint(state_, ex_, load_options(s_));
+    const Manifest& m = r.manifest;
+    if (facts_.hf_vocab == 0) facts_.hf_vocab = m.run.hf_vocab;
+    if (say_)
+      std::fprintf(say_,
+                   "initialised the weights from checkpoint %s: the fp32 master of step %" PRId64
+                   ", saved at world size %d stage %d, now %d / %d (optimizer state fresh, step 0); this rank read "
+                   "%.1f MiB from %zu rank file(s) in %.2f s\n",
+                   r.tag_dir.c_str(), m.step(), m.world_size, m.stage, state_.world_size(), state_.stage(),
+                   double(r.bytes_read) / double(1 << 20), r.files_read.size(), r.seconds);
+    return 0;
+  }
   if (!s_.init_from.empty()) {
-    init_from_hf(state_, ex_, s_.init_from, facts_.model);
+    facts_.hf_vocab = init_from_hf(state_, ex_, s_.init_from, facts_.model);
     if (say_) std::fprintf(say_, "initialised the weights from %s (optimizer state fresh)\n", s_.init_from.c_str());
+    if (say_ && facts_.hf_vocab > 0 && facts_.hf_vocab < facts_.model.vocab)
+      std::fprintf(say_,
+                   "note: --init-from: the file's vocabulary has %" PRId64 " rows, the model's %d: rows %" PRId64
+                   "..%d of wte%s start at zero; checkpoints record %" PRId64 " and export --format hf writes those rows only\n",
+                   facts_.hf_vocab, facts_.model.vocab, facts_.hf_vocab, facts_.model.vocab - 1,
+                   facts_.model.tied_embeddings ? "" : " and lm_head", facts_.hf_vocab);
     return 0;
   }
   if (s_.load_dir.empty()) return 0;
-  LoadOptions lo;
-  lo.path = s_.load_dir;
-  lo.tag = s_.load_tag;
-  lo.load_optimizer_states = s_.load_optimizer_states;
-  loaded_ = load_checkpoint(state_, ex_, lo);
+  loaded_ = load_checkpoint(state_, ex_, load_options(s_));
   const Manifest& m = loaded_->manifest;
+  if (facts_.hf_vocab == 0) facts_.hf_vocab = m.run.hf_vocab;
   Diagnostics w = compare_run(m, facts_, dtype_name(state_.precision()));
   if (w.has_errors()) throw UserError(w);  // a run checks these before it allocates (check_before_start)
   w.append(loaded_->warnings);

@@ -25,7 +25,8 @@ struct CheckpointSettings {
   std::string load_dir;        // --load DIR[/TAG] ("" = start fresh)
   std::string load_tag;        // --load-tag T
   bool load_optimizer_states = true;
-  std::string init_from;       // --init-from FILE (Hugging Face GPT-2 or zerotrain export); not with --load
+  std::string init_from;       // --init-from FILE (Hugging Face GPT-2 or zerotrain export) or DIR[/TAG] (a
+                               // zerotrain checkpoint: weights only); not with --load
   // The ds_config's checkpoint block.
   std::string tag_validation = "Warn";
   bool load_universal = false;        // accepted: every zerotrain checkpoint is universal
@@ -76,11 +77,18 @@ Diagnostics compare_run(const Manifest& m, const RunFacts& now, const std::strin
 
 // The flags together: --save-every without --save, --load-tag without --load, --init-from with --load.
 void check_settings(const CheckpointSettings& s, Diagnostics& d);
+// --init-from names a directory: a zerotrain checkpoint (DIR with `latest`, or DIR/TAG) whose fp32
+// master the run starts from, with fresh optimizer state at step 0 (a weights-only load).
+bool is_weights_only(const CheckpointSettings& s);
 // What a run checks before it allocates anything (every problem into `d`): the flags; --save names a
-// folder this user can write or create; for --load the
-// tag, the manifest, the model, the optimizer's arrays, every rank file present, the seed and global
-// batch (compare_run) and a checkpoint past `steps`; for --init-from the file's tensors and config.
+// folder this user can write or create; for --load the tag, the manifest, the model, the optimizer's
+// arrays, every rank file present, the seed and global batch (compare_run) and a checkpoint past
+// `steps`; for --init-from DIR the tag, the manifest, the model and every rank file; for both, the
+// rank files holding `needed` (the ranges this rank's engine will load) opened and every checksum
+// block of those ranges read and checked (verify_needed); for --init-from FILE the file's tensors
+// and config.
 void check_before_start(const CheckpointSettings& s, const RunFacts& facts, const std::string& precision,
-                        OptimizerType optimizer, bool sgd_momentum, int64_t steps, Diagnostics& d);
+                        OptimizerType optimizer, bool sgd_momentum, int64_t steps, const std::vector<ElementRange>& needed,
+                        Diagnostics& d);
 
 }  // namespace zt::ckpt

@@ -39,8 +39,13 @@ ExportResult export_weights(const ExportOptions& o) {
   for (int r = 0; r < m.world_size; ++r) files[size_t(r)] = ShardFileReader::open(res.tag_dir, m, r, d);
   if (d.has_errors()) throw UserError(d);
 
-  // Output tensors, unit by unit, in walk order.
+  // Output tensors, unit by unit, in walk order. --format hf writes the vocabulary the weights were
+  // imported with: rows a smaller HF file lacked (added at import) are never exported.
   const StDType dt = o.dtype == "bf16" ? StDType::BF16 : StDType::F32;
+  const int64_t vocab = hf && m.run.hf_vocab > 0 && m.run.hf_vocab < m.model.vocab ? m.run.hf_vocab : m.model.vocab;
+  auto numel_out = [&](const TensorView& t) {
+    return t.name == "wte" || t.name == "lm_head_w" ? vocab * t.shape[1] : t.numel;
+  };
   std::vector<StTensor> tensors;
   std::vector<bool> transpose;
   for (const auto& u : m.units)
@@ -51,6 +56,7 @@ ExportResult export_weights(const ExportOptions& o) {
         const HfName h = hf_gpt2_name(u, t);
         s.name = h.name;
         s.shape = hf_shape(t, h.transpose);
+        if (numel_out(t) != t.numel) s.shape[0] = vocab;
         transpose.push_back(h.transpose);
       } else {
         s.name = u.name + "." + t.name;
@@ -68,6 +74,7 @@ ExportResult export_weights(const ExportOptions& o) {
                                       {"dim", m.model.dim},     {"vocab", m.model.vocab},   {"seq_len", m.model.seq_len},
                                       {"tied_embeddings", m.model.tied_embeddings}}
                            .dump();
+    if (m.run.hf_vocab > 0) meta["zt.hf_vocab"] = std::to_string(m.run.hf_vocab);  // carried to --init-from
   }
   meta["zt.tag"] = m.tag;
   meta["zt.step"] = std::to_string(m.step());
@@ -97,18 +104,19 @@ ExportResult export_weights(const ExportOptions& o) {
           src = scratch.data();
           largest = std::max(largest, t.numel * 4);
         }
+        const int64_t n = numel_out(t);  // the first rows (vocabulary tensors are never transposed)
         if (dt == StDType::BF16) {
-          half.resize(size_t(t.numel));
-          for (int64_t i = 0; i < t.numel; ++i) half[size_t(i)] = f32_to_bf16(src[i]);
+          half.resize(size_t(n));
+          for (int64_t i = 0; i < n; ++i) half[size_t(i)] = f32_to_bf16(src[i]);
           w.append(half.data(), half.size() * 2);
           largest = std::max(largest, t.numel * (transpose[k] ? 6 : 2));
         } else {
-          w.append(src, size_t(t.numel) * 4);
+          w.append(src, size_t(n) * 4);
         }
         ++k;
       }
       res.peak_buffer_bytes = std::max(res.peak_buffer_bytes, ul.numel * 4 + largest);
-      res.params += ul.numel;
+      for (const auto& t : ul.tensors) res.params += numel_out(t);
     }
     w.finish();
     out.sync();
@@ -126,7 +134,9 @@ ExportResult export_weights(const ExportOptions& o) {
   res.files.push_back(final_path);
   if (hf) {
     const std::string cfg = join_path(o.out, "config.json");
-    const std::string text = hf_gpt2_config(m.model).dump(2) + "\n";
+    ModelConfig hf_model = m.model;
+    hf_model.vocab = int(vocab);
+    const std::string text = hf_gpt2_config(hf_model).dump(2) + "\n";
     replace_file_atomically(cfg, text);
     res.files.push_back(cfg);
     res.bytes_written += int64_t(text.size());

@@ -1,6 +1,7 @@
 // Hugging Face GPT-2 names, config.json, and the reader used by --init-from.
 #include "runtime/checkpoint/hf_gpt2.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -15,6 +16,9 @@ namespace {
 const std::string kFix = "give a GPT-2 model.safetensors in the Hugging Face layout whose shape matches this run's model";
 
 bool is_conv1d(const std::string& n) { return n == "qkv_w" || n == "attproj_w" || n == "fc_w" || n == "fcproj_w"; }
+
+// The tensors with one row per token: a file may hold fewer rows than the model (padded at import).
+bool is_vocab_rows(const TensorView& t) { return t.name == "wte" || t.name == "lm_head_w"; }
 
 }  // namespace
 
@@ -101,9 +105,25 @@ std::unique_ptr<HfGpt2Reader> HfGpt2Reader::open(const std::string& path, const 
                 t.name == "lm_head_w" ? "the file has tied embeddings: train with them (drop --untied-embeddings)" : kFix);
         continue;
       }
-      if (st->shape != want)
+      // A vocabulary smaller than the model's (HF's 50257 into a model of 50304): the rows past it are
+      // added, as zeros. Both tensors with vocabulary rows must agree on the count.
+      const bool fewer_rows = is_vocab_rows(t) && st->shape.size() == 2 && want.size() == 2 && st->shape[1] == want[1] &&
+                              st->shape[0] >= 1 && st->shape[0] < want[0];
+      if (fewer_rows && r->file_vocab_ != 0 && r->file_vocab_ != st->shape[0])
         d.error(path + " (tensor \"" + name + "\")", shape_text(st->shape),
-                "expected " + shape_text(want) + " for this run's model (" + model_text(model) + ")", kFix);
+                "has " + std::to_string(st->shape[0]) + " vocabulary rows, the file's wte " + std::to_string(r->file_vocab_),
+                kFix);
+      else if (fewer_rows)
+        r->file_vocab_ = st->shape[0];
+      else if (st->shape != want)
+        d.error(path + " (tensor \"" + name + "\")", shape_text(st->shape),
+                "expected " + shape_text(want) + " for this run's model (" + model_text(model) + ")" +
+                    (is_vocab_rows(t) && st->shape.size() == 2 && st->shape[0] > want[0]
+                         ? ": the file's vocabulary is larger than the model's (a smaller one is padded with zero rows)"
+                         : ""),
+                is_vocab_rows(t) && st->shape.size() == 2 && st->shape[0] > want[0]
+                    ? "run with --vocab " + std::to_string(st->shape[0]) + " or more"
+                    : kFix);
       if (st->dtype != StDType::F32 && st->dtype != StDType::F16 && st->dtype != StDType::BF16 && st->dtype != StDType::F64)
         d.error(path + " (tensor \"" + name + "\")", st_dtype_name(st->dtype), "expected a floating-point dtype", kFix);
     }
@@ -138,7 +158,7 @@ std::unique_ptr<HfGpt2Reader> HfGpt2Reader::open(const std::string& path, const 
     num("n_head", model.heads);
     num("n_layer", model.layers);
     num("n_embd", model.dim);
-    num("vocab_size", model.vocab);
+    num("vocab_size", r->file_vocab_ ? double(r->file_vocab_) : double(model.vocab));
     num("n_positions", model.seq_len);
     num("layer_norm_epsilon", 1e-5);
     if (c.contains("activation_function") && c["activation_function"] != "gelu_new")
@@ -151,6 +171,23 @@ std::unique_ptr<HfGpt2Reader> HfGpt2Reader::open(const std::string& path, const 
               model.tied_embeddings ? "add --untied-embeddings" : "drop --untied-embeddings");
   }
   if (d.error_count() != before) return nullptr;
+  if (r->file_vocab_ == 0) r->file_vocab_ = model.vocab;
+  r->model_vocab_ = model.vocab;
+  // A zerotrain export of imported weights carries the vocabulary they were imported with.
+  const auto hv = file->metadata().find("zt.hf_vocab");
+  if (r->ours_ && hv != file->metadata().end()) {
+    try {
+      r->hf_vocab_ = std::stoll(hv->second);
+    } catch (const std::exception&) {
+    }
+    if (r->hf_vocab_ < 1 || r->hf_vocab_ > model.vocab) {
+      d.error(path + " (header key \"__metadata__.zt.hf_vocab\")", hv->second,
+              "expected a vocabulary size in [1, " + std::to_string(model.vocab) + "]", kFix);
+      return nullptr;
+    }
+  } else if (r->file_vocab_ < model.vocab) {
+    r->hf_vocab_ = r->file_vocab_;
+  }
   r->file_ = std::move(file);
   return r;
 }
@@ -172,7 +209,9 @@ void HfGpt2Reader::read_unit(int u, float* out) const {
     raw.resize(size_t(st.bytes()));
     file_->read(st, 0, raw.size(), raw.data());
     if (!h.transpose) {
-      to_f32(st.dtype, raw.data(), t.numel, out + t.offset);
+      const int64_t n = st.numel();  // fewer than t.numel: vocabulary rows the file lacks, zero
+      to_f32(st.dtype, raw.data(), n, out + t.offset);
+      std::fill(out + t.offset + n, out + t.offset + t.numel, 0.0f);
       continue;
     }
     tmp.resize(size_t(t.numel));
@@ -184,7 +223,7 @@ void HfGpt2Reader::read_unit(int u, float* out) const {
   }
 }
 
-void init_from_hf(ShardedState& state, RankExchange& ex, const std::string& path, const ModelConfig& model) {
+int64_t init_from_hf(ShardedState& state, RankExchange& ex, const std::string& path, const ModelConfig& model) {
   Diagnostics d;
   auto reader = HfGpt2Reader::open(path, state.units(), model, d);
   if (!ex.all_true(reader != nullptr)) {
@@ -203,6 +242,7 @@ void init_from_hf(ShardedState& state, RankExchange& ex, const std::string& path
       if (r.unit == u && r.n > 0) state.write("master", r, unit.data() + r.begin);
   }
   state.commit();
+  return reader->hf_vocab();
 }
 
 }  // namespace zt::ckpt

@@ -38,6 +38,8 @@ nlohmann::ordered_json hf_gpt2_config(const ModelConfig& m);
 // against our units: every tensor present with the right shape (transposed where HF's is), dtype
 // F32, F16, BF16 or F64; the causal-mask buffers (attn.bias, attn.masked_bias) are ignored. A
 // config.json beside the file is checked against `model` (heads, activation, epsilon, tying).
+// A wte (and untied lm_head.weight) with fewer rows than the model's vocab imports: the rows past
+// the file's vocabulary start at zero (HF's 50257 into a model whose vocab is 50304).
 class HfGpt2Reader {
  public:
   static std::unique_ptr<HfGpt2Reader> open(const std::string& path, const std::vector<UnitLayout>& units,
@@ -45,6 +47,10 @@ class HfGpt2Reader {
   // Unit u's numel fp32 values in our layout (transposed back where needed).
   void read_unit(int u, float* out) const;
   uint64_t bytes_read() const { return file_->bytes_read(); }
+  int64_t file_vocab() const { return file_vocab_; }  // rows of the file's wte
+  // The vocabulary to export the weights with (RunFacts::hf_vocab): the file's when it had fewer
+  // rows than the model, or what a zerotrain export file records ("zt.hf_vocab"); 0: the model's.
+  int64_t hf_vocab() const { return hf_vocab_; }
 
  private:
   HfName source(const UnitLayout& u, const TensorView& t) const;  // the file's name for our tensor
@@ -52,12 +58,13 @@ class HfGpt2Reader {
   const std::vector<UnitLayout>* units_ = nullptr;
   std::string prefix_;  // "transformer." or ""
   bool ours_ = false;   // zerotrain's names ("block0.qkv_w"), no transposes
+  int64_t file_vocab_ = 0, model_vocab_ = 0, hf_vocab_ = 0;
 };
 
 // --init-from FILE: every rank reads the units it needs and writes them as "master" (the
 // optimizer state stays fresh, counters untouched), then commit(). Collective; bad input is a
-// UserError on every rank before any write.
-void init_from_hf(ShardedState& state, RankExchange& ex, const std::string& path, const ModelConfig& model);
+// UserError on every rank before any write. Returns the reader's hf_vocab() (0: nothing padded).
+int64_t init_from_hf(ShardedState& state, RankExchange& ex, const std::string& path, const ModelConfig& model);
 
 // Converts n values of a safetensors dtype (F32, F16, BF16, F64) to fp32.
 void to_f32(StDType t, const void* src, int64_t n, float* dst);

@@ -113,7 +113,7 @@ nlohmann::json Manifest::to_json() const {
                        {"header_checksum", checksum_text(r.header_checksum)},
                        {"owned", owned}});
   }
-  return {{"format", kFormatName},
+  nlohmann::json j = {{"format", kFormatName},
           {"format_version", format_version},
           {"zerotrain_version", zerotrain_version},
           {"zerotrain_commit", zerotrain_commit},
@@ -137,6 +137,8 @@ nlohmann::json Manifest::to_json() const {
             {"grad_accum", run.grad_accum},
             {"data", run.data}}},
           {"config", run.config}};
+  if (run.hf_vocab > 0) j["run"]["hf_vocab"] = run.hf_vocab;
+  return j;
 }
 
 bool parse_manifest(const std::string& text, const std::string& path, Manifest& m, Diagnostics& d) {
@@ -322,6 +324,7 @@ bool parse_manifest(const std::string& text, const std::string& path, Manifest& 
     if (f.integer(*r, "micro_batch", "run.micro_batch", x, 0, 1 << 30)) m.run.micro_batch = int(x);
     if (f.integer(*r, "grad_accum", "run.grad_accum", x, 0, 1 << 30)) m.run.grad_accum = int(x);
     f.text(*r, "data", "run.data", m.run.data);
+    if (r->contains("hf_vocab") && f.integer(*r, "hf_vocab", "run.hf_vocab", x, 1, m.model.vocab)) m.run.hf_vocab = x;
   }
   if (j.contains("config")) m.run.config = j["config"];
   return d.error_count() == before;

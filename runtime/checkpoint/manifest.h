@@ -30,6 +30,10 @@ struct RunFacts {
   int64_t global_batch = 0;  // samples per optimizer step over all ranks (train_batch_size)
   int micro_batch = 0, grad_accum = 0;
   std::string data;          // where the tokens came from ("built-in synthetic", a path, ...)
+  // The rows of the Hugging Face wte the weights were imported from when it had fewer than the
+  // model's vocab (the rows past it were added at import); 0: none were added. Carried by --load and
+  // --init-from DIR; `export --format hf` writes this many rows.
+  int64_t hf_vocab = 0;
 };
 
 struct RankFileRecord {

@@ -203,6 +203,25 @@ void ShardFileReader::read(const std::string& array, const ElementRange& owned, 
   }
 }
 
+bool ShardFileReader::verify(const std::string& array, const ElementRange& owned, int64_t offset, int64_t n,
+                             std::string* problem) const {
+  if (n <= 0) return true;
+  const StTensor& t = tensor(array, owned);
+  constexpr int64_t kChunkBlocks = 16;
+  const int64_t b1 = (offset + n) * 4;
+  std::vector<char> buf;
+  for (int64_t blk = offset * 4 / block_bytes_; blk * block_bytes_ < b1; blk += kChunkBlocks) {
+    const int64_t s = blk * block_bytes_;
+    const int64_t e = std::min((blk + kChunkBlocks) * block_bytes_, t.bytes());
+    const int64_t last = (b1 + block_bytes_ - 1) / block_bytes_ * block_bytes_;
+    const int64_t end = std::min(e, last);
+    buf.resize(size_t(end - s));
+    file_->read(t, s, size_t(end - s), buf.data());
+    if (!check_blocks(t, blk, buf.data(), end - s, problem)) return false;
+  }
+  return true;
+}
+
 int ShardFileReader::verify_all(Diagnostics& d) const {
   int bad = 0;
   std::vector<char> buf;

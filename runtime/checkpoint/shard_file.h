@@ -47,6 +47,10 @@ class ShardFileReader {
   // verify: read whole checksum blocks and check them (a mismatch throws UserError naming the
   // file and byte offset); otherwise read exactly the bytes asked for.
   void read(const std::string& array, const ElementRange& owned, int64_t offset, int64_t n, float* out, bool verify) const;
+  // Reads the whole blocks holding those n elements, as read(..., verify) does, and checks them
+  // without keeping the values (a run checks what it will load before it allocates). False with
+  // the first bad block in `problem`.
+  bool verify(const std::string& array, const ElementRange& owned, int64_t offset, int64_t n, std::string* problem) const;
   // Reads and checks every block (checkpoint info); returns the number of bad blocks, each in `d`.
   int verify_all(Diagnostics& d) const;
   uint64_t bytes_read() const { return file_->bytes_read(); }

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "runtime/engine/engine_checkpoint.h"
 #include "runtime/engine/engine_state.h"
 #include "runtime/model/init.h"
 
@@ -78,6 +79,21 @@ PartitionConfig partition_config(const EngineOptions& o, Backend& b, const Commu
 }
 
 }  // namespace
+
+std::vector<ElementRange> checkpoint_needed_ranges(const ModelConfig& model, const EngineOptions& o, Backend& b,
+                                                   const Communicator& c) {
+  std::vector<UnitSpec> specs;
+  for (const auto& l : build_unit_layouts(model)) {
+    UnitSpec s{l.name, l.numel, {}};
+    for (const auto& t : l.tensors) s.tensors.push_back({t.name, t.offset, t.numel});
+    specs.push_back(std::move(s));
+  }
+  const Partition part(std::move(specs), partition_config(o, b, c));
+  std::vector<ElementRange> out;
+  for (const UnitRange& r : part.needed_ranges())
+    if (r.n > 0) out.push_back({r.unit, r.begin, r.n});
+  return out;
+}
 
 Engine::State::State(const ModelConfig& m, const EngineOptions& o, Backend& b, Communicator& c)
     : model_cfg(m), opt(o), backend(b), comm(c), ledger(b), pinned(pinned_options(o, setup_warnings)) {

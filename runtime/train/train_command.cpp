@@ -179,8 +179,8 @@ void register_train(CLI::App& app, int& exit_code) {
   app.add_option("--load", ck.load_dir, "Resume from the checkpoint DIR/latest names (or DIR/TAG, or a tag folder)");
   app.add_option("--load-tag", ck.load_tag, "Resume from DIR/TAG instead of the one `latest` names (needs --load)");
   app.add_option("--init-from", ck.init_from,
-                 "Start from these weights: Hugging Face GPT-2 safetensors, or `zerotrain export` output (optimizer "
-                 "state fresh; not with --load)");
+                 "Start from these weights: Hugging Face GPT-2 safetensors, `zerotrain export` output, or a zerotrain "
+                 "checkpoint DIR[/TAG] (its fp32 master; optimizer state fresh, step 0; not with --load)");
   app.callback([&app, f, &exit_code] {
     if (!app.get_subcommands().empty()) return;  // a subcommand ran instead
     exit_code = run(*f);

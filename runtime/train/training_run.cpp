@@ -146,10 +146,13 @@ void check_start(Started& st, const RunOptions& o, Communicator& comm, Backend& 
     throw UserError(d);
   }
   {
-    // --load / --init-from: the checkpoint against this run, before anything is allocated.
+    // --load / --init-from: the checkpoint against this run, and the bytes this rank will load read
+    // and checked, before anything is allocated.
     const EngineOptions eo = engine_options_from_config(st.cfg, o.seed, o.recompute, &o.model);
+    const bool loads = !o.checkpoint.load_dir.empty() || !o.checkpoint.init_from.empty();
     ckpt::check_before_start(checkpoint_settings(o, st.cfg), run_facts(o, st.cfg, eo, W, st.data.description),
-                             dtype_name(eo.precision), eo.optimizer.type, eo.optimizer.momentum != 0.0, st.cfg.run_steps.value, d);
+                             dtype_name(eo.precision), eo.optimizer.type, eo.optimizer.momentum != 0.0, st.cfg.run_steps.value,
+                             loads ? checkpoint_needed_ranges(o.model, eo, backend, comm) : std::vector<ElementRange>{}, d);
     if (d.has_errors()) throw UserError(d);
   }
   remove_stale_swap_files_of(st.cfg, rank);

@@ -1,7 +1,8 @@
 // Bad checkpoints: a truncated shard, a corrupted header, corrupted data, a manifest from another
 // model shape, a missing rank file, a newer format version, a folder without `latest`. Each is a
 // UserError naming the file, the byte offset or key, what was expected and the fix; no state is
-// written before the header checks pass, commit() never runs, and the checkpoint is not modified.
+// written before the header checks pass, commit() never runs, and the checkpoint is not modified;
+// the pre-start check (verify_needed) reads the blocks a rank will load and finds damage in them.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -163,6 +164,36 @@ TEST_F(BadCheckpoint, EveryErrorOfARankIsReportedTogether) {
   ASSERT_EQ(::unlink((tag + "/rank00001.safetensors").c_str()), 0);
   // At world 1 the one rank needs both files: both are named in one report.
   expect({"rank00000.safetensors", "rank00001.safetensors"}, 1);
+}
+
+// What a run checks before its engine exists (check_before_start): only the files holding this
+// rank's needed ranges are read, every block of them checked; damage elsewhere is another rank's.
+TEST_F(BadCheckpoint, VerifyNeededReadsWhatTheRankLoadsAndFindsDamageThere) {
+  const ModelConfig m = test::small_model();
+  const std::string f1 = tag + "/rank00001.safetensors";
+  const int64_t size0 = FileReader(tag + "/rank00000.safetensors").size(), size1 = FileReader(f1).size();
+  patch(f1, size1 - 10, '\x7f');
+  auto verify = [&](int rank, int stage, Diagnostics& d) {
+    FakeShardedState st(m, 2, rank, stage);
+    LoadPlan plan;
+    EXPECT_TRUE(prepare_manifest(st.units(), st.arrays(), st.optimizer(), o, plan, d)) << d.format();
+    return verify_needed(plan, st.needed(), "load an earlier tag with --load-tag", d);
+  };
+  Diagnostics d0;
+  const uint64_t bytes0 = verify(0, 1, d0);  // rank 0's shard lies in rank 0's file alone
+  EXPECT_FALSE(d0.has_errors()) << d0.format();
+  EXPECT_GE(bytes0, uint64_t(size0) - 4096) << "every block of its ranges is read";
+  EXPECT_LE(bytes0, uint64_t(size0)) << "the other rank's file is not read";
+  for (int stage : {1, 0}) {  // rank 1's shard, or (stage 0) everything
+    Diagnostics d;
+    verify(stage == 0 ? 0 : 1, stage, d);
+    const std::string e = d.format();
+    EXPECT_NE(e.find(f1 + ": block 0 of tensor \"exp_avg_sq/"), std::string::npos) << e;
+    EXPECT_NE(e.find("has checksum xxh3:"), std::string::npos) << e;
+    EXPECT_NE(e.find("load an earlier tag with --load-tag (the complete tags in " + dir.path() + ": global_step3)"),
+              std::string::npos)
+        << e;
+  }
 }
 
 }  // namespace
