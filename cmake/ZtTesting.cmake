@@ -17,6 +17,18 @@ function(zt_add_unit_test name)
   gtest_discover_tests(${name} PROPERTIES LABELS unit ENVIRONMENT OMP_NUM_THREADS=1 DISCOVERY_TIMEOUT 60)
 endfunction()
 
+# zt_mpirun_flags(VAR) — the flags of every mpirun a test starts itself, as one string for a script
+# argument: oversubscribe on a machine with fewer cores than ranks, no binding, and as root
+# --allow-run-as-root.
+function(zt_mpirun_flags var)
+  set(flags "--oversubscribe --bind-to none")
+  execute_process(COMMAND id -u OUTPUT_VARIABLE uid OUTPUT_STRIP_TRAILING_WHITESPACE)
+  if(uid STREQUAL "0")
+    string(APPEND flags " --allow-run-as-root")
+  endif()
+  set(${var} "${flags}" PARENT_SCOPE)
+endfunction()
+
 # zt_add_mpi_test(NAME TARGET NP [ARGS ...]) — runs TARGET under mpirun with NP ranks, label "mpi".
 function(zt_add_mpi_test name target np)
   if(NOT ZT_MPI)
