@@ -83,9 +83,13 @@ double synthetic_conditional_entropy() {
   return h;
 }
 
-double unigram_entropy(const std::vector<uint16_t>& tokens) {
-  std::vector<double> counts(65536, 0.0);
-  for (uint16_t t : tokens) counts[t] += 1;
+namespace {
+
+// −Σ p log p over the tokens' frequencies.
+template <class Tokens>
+double entropy_of(const Tokens& tokens, size_t vocab) {
+  std::vector<double> counts(std::max<size_t>(vocab, 1), 0.0);
+  for (auto t : tokens) counts[size_t(t)] += 1;
   double h = 0;
   const double n = double(tokens.size());
   for (double c : counts)
@@ -93,15 +97,13 @@ double unigram_entropy(const std::vector<uint16_t>& tokens) {
   return h;
 }
 
+}  // namespace
+
+double unigram_entropy(const std::vector<uint16_t>& tokens) { return entropy_of(tokens, 65536); }
+
 double unigram_entropy(const TokenCorpus& corpus, int64_t max_tokens) {
   const auto t = corpus.tokens(0, std::min(corpus.size(), max_tokens));
-  std::vector<double> counts(size_t(t.empty() ? 1 : *std::max_element(t.begin(), t.end()) + 1), 0.0);
-  for (uint32_t x : t) counts[x] += 1;
-  double h = 0;
-  const double n = double(t.size());
-  for (double c : counts)
-    if (c > 0) h -= c / n * std::log(c / n);
-  return h;
+  return entropy_of(t, t.empty() ? 1 : size_t(*std::max_element(t.begin(), t.end())) + 1);
 }
 
 }  // namespace zt
