@@ -105,6 +105,12 @@ class Backend {
   virtual void attention_backward(void* dqkv, const void* dout, const void* qkv, const void* saved, int B,
                                   int T, int C, int NH) = 0;
 
+  // One new query row per sequence against a key/value cache (generation): cache [B, Tmax, 3C]
+  // holds q, k, v of positions 0..t-1 packed as attention_forward's qkv (rows 3C apart, sequences
+  // Tmax rows apart); out [B, C] = softmax(q_{t-1} · K[0..t)ᵀ · scale) · V[0..t), i.e. row t - 1
+  // of attention_forward over the first t positions (equal up to rounding; tests pin it).
+  virtual void attention_decode(void* out, const void* qkv_cache, int B, int Tmax, int t, int C, int NH) = 0;
+
   // GELU, tanh approximation (GPT-2's).
   virtual void gelu_forward(void* out, const void* inp, size_t n) = 0;
   virtual void gelu_backward(void* dinp, const void* inp, const void* dout, size_t n) = 0;  // dinp +=

@@ -221,4 +221,44 @@ void attention_backward(float* dqkv, const float* dout, const float* qkv, const 
   }
 }
 
+void attention_decode(float* out, const float* qkv_cache, int B, int Tmax, int t, int C, int NH) {
+  if (t < 1 || t > Tmax || NH < 1 || C % NH != 0)
+    throw std::invalid_argument("attention_decode: t=" + std::to_string(t) + " outside 1..Tmax=" +
+                                std::to_string(Tmax) + ", or C=" + std::to_string(C) + " not divisible by NH=" +
+                                std::to_string(NH));
+  const int hs = C / NH;
+  const int64_t C3 = 3 * int64_t(C);
+  const float scale = 1.0f / std::sqrt(float(hs));
+#pragma omp parallel
+  {
+    std::vector<float> scores(static_cast<size_t>(t));
+#pragma omp for schedule(static)
+    for (int bh = 0; bh < B * NH; ++bh) {
+      const int b = bh / NH, h = bh % NH;
+      const float* seq = qkv_cache + int64_t(b) * Tmax * C3;
+      const float* q = seq + int64_t(t - 1) * C3 + int64_t(h) * hs;
+      float max_score = -INFINITY;
+      for (int j = 0; j < t; ++j) {
+        const float* k = seq + int64_t(j) * C3 + C + int64_t(h) * hs;
+        float dot = 0.f;
+        for (int i = 0; i < hs; ++i) dot += q[i] * k[i];
+        scores[size_t(j)] = dot * scale;
+        max_score = std::max(max_score, scores[size_t(j)]);
+      }
+      float sum = 0.f;
+      for (int j = 0; j < t; ++j) {
+        scores[size_t(j)] = std::exp(scores[size_t(j)] - max_score);
+        sum += scores[size_t(j)];
+      }
+      float* o = out + int64_t(b) * C + int64_t(h) * hs;
+      for (int i = 0; i < hs; ++i) o[i] = 0.f;
+      for (int j = 0; j < t; ++j) {
+        const float* v = seq + int64_t(j) * C3 + 2 * int64_t(C) + int64_t(h) * hs;
+        const float p = scores[size_t(j)] / sum;
+        for (int i = 0; i < hs; ++i) o[i] += p * v[i];
+      }
+    }
+  }
+}
+
 }  // namespace zt::cpu

@@ -104,6 +104,9 @@ class CpuBackend final : public Backend {
                           int NH) override {
     cpu::attention_backward(F(dqkv), F(dout), F(qkv), F(saved), B, T, C, NH);
   }
+  void attention_decode(void* out, const void* qkv_cache, int B, int Tmax, int t, int C, int NH) override {
+    cpu::attention_decode(F(out), F(qkv_cache), B, Tmax, t, C, NH);
+  }
   void gelu_forward(void* out, const void* inp, size_t n) override { cpu::gelu_forward(F(out), F(inp), n); }
   void gelu_backward(void* dinp, const void* inp, const void* dout, size_t n) override {
     cpu::gelu_backward(F(dinp), F(inp), F(dout), n);

@@ -11,6 +11,7 @@
 #include "kernels/backend.h"
 #include "kernels/cuda/adamw.cuh"
 #include "kernels/cuda/attention.cuh"
+#include "kernels/cuda/attention_decode.cuh"
 #include "kernels/cuda/conversions.cuh"
 #include "kernels/cuda/copy_streams.h"
 #include "kernels/cuda/crossentropy.cuh"
@@ -180,6 +181,9 @@ class CudaBackend final : public Backend {
     }
     float* scratch = scratch_floats(cuda::naive_attention_backward_scratch_floats(B, T, NH));
     cuda::naive_attention_backward(dqkv, dout, qkv, static_cast<const float*>(saved), B, T, C, NH, scratch, stream_);
+  }
+  void attention_decode(void* out, const void* qkv_cache, int B, int Tmax, int t, int C, int NH) override {
+    cuda::attention_decode(out, qkv_cache, B, Tmax, t, C, NH, stream_);
   }
   void gelu_forward(void* out, const void* inp, size_t n) override { cuda::gelu_forward(out, inp, n, stream_); }
   void gelu_backward(void* dinp, const void* inp, const void* dout, size_t n) override {

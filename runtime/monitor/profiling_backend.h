@@ -77,6 +77,10 @@ class ProfilingBackend final : public Backend {
     return in_.attention_saved_bytes(B, T, C, NH);
   }
   void attention_forward(void* out, void* saved, const void* qkv, int B, int T, int C, int NH) override;
+  // Generation only (never inside a profiled step): forwarded without a record.
+  void attention_decode(void* out, const void* qkv_cache, int B, int Tmax, int t, int C, int NH) override {
+    in_.attention_decode(out, qkv_cache, B, Tmax, t, C, NH);
+  }
   void attention_backward(void* dqkv, const void* dout, const void* qkv, const void* saved, int B, int T, int C,
                           int NH) override;
   void gelu_forward(void* out, const void* inp, size_t n) override;

@@ -11,6 +11,7 @@
 // feeds the CPU the same bf16 intermediate (so one rounding remains) or says why it allows more.
 // Outputs that stay fp32 (LayerNorm statistics, losses) get 1e-5 relative (no bf16 rounding).
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -165,6 +166,27 @@ TEST_F(GpuOps, MatmulForwardBackward) {
 }
 
 // Attention (flash kernels and the reference) is tested in test_gpu_attention.cpp.
+
+// Generation's attention: one query against a bf16 key/value cache longer than what is filled
+// (T = 1, a few, past one 128-thread pass, 1024) against the CPU backend on identical inputs; one
+// rounding of the output plus the fp32 softmax's reordering.
+TEST_F(GpuOps, AttentionDecodeMatchesCpu) {
+  for (const auto [B, Tmax, t, C, NH] : std::vector<std::array<int, 5>>{{1, 4, 1, 64, 4}, {2, 16, 9, 96, 3},
+                                                                       {1, 300, 257, 128, 2}, {1, 1024, 1024, 768, 12}}) {
+    const size_t cache_n = size_t(B) * Tmax * 3 * C, out_n = size_t(B) * C;
+    const auto cache = random_bf16(cache_n, rng, -2, 2);
+    std::vector<float> res[2];
+    Backend* bes[2] = {gpu.get(), cpu.get()};
+    for (int k = 0; k < 2; ++k) {
+      auto K = act_from(*bes[k], cache);
+      auto O = act_poisoned(*bes[k], out_n);
+      bes[k]->attention_decode(O->get(), K->get(), B, Tmax, t, C, NH);
+      res[k] = act_to_host(*bes[k], *O, out_n);
+    }
+    EXPECT_TRUE(all_close(res[0], res[1], kRtol, kAtol,
+                          "attention_decode B=" + std::to_string(B) + " t=" + std::to_string(t) + " C=" + std::to_string(C)));
+  }
+}
 
 TEST_F(GpuOps, GeluResidualAccumulate) {
   const size_t n = 1001;
