@@ -2,28 +2,30 @@
 // and the head (final LayerNorm, LM head, softmax cross-entropy), with optional block recompute.
 #include "runtime/model/gpt2.h"
 
+#include "runtime/model/gpt2_block.h"
+
 #include <stdexcept>
 #include <string>
 
 namespace zt {
 
-struct GPT2::BlockActs {
-  void *ln1 = nullptr, *qkv = nullptr, *att = nullptr, *atty = nullptr, *r2 = nullptr, *ln2 = nullptr,
-       *fch = nullptr, *fch_gelu = nullptr;
-  float *ln1_mean = nullptr, *ln1_rstd = nullptr, *ln2_mean = nullptr, *ln2_rstd = nullptr;
+struct GPT2::BlockActs : BlockForwardBuffers {
+  void* att = nullptr;  // what the attention's backward needs (attention_saved_bytes)
 };
 
-namespace {
-
-// Typed views into a unit's flat buffer.
-struct View {
-  const UnitLayout& layout;
-  char* base;
-  size_t es;
-  void* operator()(const char* name) const { return base + size_t(layout.offset(name)) * es; }
-};
-
-}  // namespace
+void gpt2_block_forward(Backend& backend, const UnitLayout& layout, const void* params, const void* x, void* out,
+                        const BlockForwardBuffers& a, int N, int C, const std::function<void()>& attention) {
+  const UnitView p{layout, (char*)params, dtype_size(backend.act_dtype())};
+  backend.layernorm_forward(a.ln1, a.ln1_mean, a.ln1_rstd, x, p("ln1_w"), p("ln1_b"), N, C);
+  backend.matmul_forward(a.qkv, a.ln1, p("qkv_w"), p("qkv_b"), N, C, 3 * C);
+  attention();
+  backend.matmul_forward(a.r2, a.atty, p("attproj_w"), p("attproj_b"), N, C, C);  // attention branch
+  // r2 = x + attention branch, and ln2 = LayerNorm(r2), in one pass
+  backend.residual_layernorm_forward(a.r2, a.ln2, a.ln2_mean, a.ln2_rstd, a.r2, x, p("ln2_w"), p("ln2_b"), N, C);
+  backend.matmul_bias_gelu_forward(a.fch_gelu, a.fch, a.ln2, p("fc_w"), p("fc_b"), N, C, 4 * C);
+  backend.matmul_forward(out, a.fch_gelu, p("fcproj_w"), p("fcproj_b"), N, 4 * C, C);  // MLP branch
+  backend.residual_forward(out, out, a.r2, size_t(N) * C);
+}
 
 void* GPT2::take(size_t bytes) {
   void* p = backend_.alloc(bytes);
@@ -107,20 +109,9 @@ void GPT2::check_unit(int u, const void* params) const {
 }
 
 void GPT2::block_forward(int l, const float* params, BlockActs& a) {
-  const int B = B_, T = T_, C = config_.dim, NH = config_.heads, N = B * T;
-  const size_t es = dtype_size(backend_.act_dtype());
-  const View p{layouts_[size_t(l) + 1], (char*)params, es};
-  const void* x = resid_[size_t(l)];
-  void* out = resid_[size_t(l) + 1];
-  backend_.layernorm_forward(a.ln1, a.ln1_mean, a.ln1_rstd, x, p("ln1_w"), p("ln1_b"), N, C);
-  backend_.matmul_forward(a.qkv, a.ln1, p("qkv_w"), p("qkv_b"), N, C, 3 * C);
-  backend_.attention_forward(a.atty, a.att, a.qkv, B, T, C, NH);
-  backend_.matmul_forward(a.r2, a.atty, p("attproj_w"), p("attproj_b"), N, C, C);  // attention branch
-  // r2 = x + attention branch, and ln2 = LayerNorm(r2), in one pass
-  backend_.residual_layernorm_forward(a.r2, a.ln2, a.ln2_mean, a.ln2_rstd, a.r2, x, p("ln2_w"), p("ln2_b"), N, C);
-  backend_.matmul_bias_gelu_forward(a.fch_gelu, a.fch, a.ln2, p("fc_w"), p("fc_b"), N, C, 4 * C);
-  backend_.matmul_forward(out, a.fch_gelu, p("fcproj_w"), p("fcproj_b"), N, 4 * C, C);  // MLP branch
-  backend_.residual_forward(out, out, a.r2, size_t(N) * C);
+  const int B = B_, T = T_, C = config_.dim, NH = config_.heads;
+  gpt2_block_forward(backend_, layouts_[size_t(l) + 1], params, resid_[size_t(l)], resid_[size_t(l) + 1], a, B * T, C,
+                     [&] { backend_.attention_forward(a.atty, a.att, a.qkv, B, T, C, NH); });
 }
 
 void GPT2::forward_unit(int u, const void* params, const void* embedding_params) {
@@ -129,7 +120,7 @@ void GPT2::forward_unit(int u, const void* params, const void* embedding_params)
             L = config_.layers;
   const size_t es = dtype_size(backend_.act_dtype());
   const UnitLayout& lay = layouts_[size_t(u)];
-  const View p{lay, (char*)params, es};
+  const UnitView p{lay, (char*)params, es};
   if (lay.kind == UnitKind::Embedding) {
     backend_.embedding_forward(resid_[0], tokens_, p("wte"), p("wpe"), B, T, C);
   } else if (lay.kind == UnitKind::Block) {
@@ -140,7 +131,7 @@ void GPT2::forward_unit(int u, const void* params, const void* embedding_params)
     if (config_.tied_embeddings) {
       if (!embedding_params)
         throw std::invalid_argument("GPT2: the tied head's forward needs the embedding unit's parameters");
-      wte = View{layouts_[0], (char*)embedding_params, es}("wte");
+      wte = UnitView{layouts_[0], (char*)embedding_params, es}("wte");
     } else {
       wte = p("lm_head_w");
     }
@@ -161,8 +152,8 @@ void GPT2::backward_unit(int u, const void* params, void* grads, const void* emb
   const size_t es = dtype_size(backend_.act_dtype());
   const size_t NC = size_t(N) * C;
   const UnitLayout& lay = layouts_[size_t(u)];
-  const View p{lay, (char*)params, es};
-  const View g{lay, (char*)grads, es};
+  const UnitView p{lay, (char*)params, es};
+  const UnitView g{lay, (char*)grads, es};
   if (lay.kind == UnitKind::Head) {
     const void* wte;
     void* dwte;
@@ -170,8 +161,8 @@ void GPT2::backward_unit(int u, const void* params, void* grads, const void* emb
       if (!embedding_params || !embedding_grads)
         throw std::invalid_argument("GPT2: the tied head's backward needs the embedding unit's parameters and "
                                     "gradients");
-      wte = View{layouts_[0], (char*)embedding_params, es}("wte");
-      dwte = View{layouts_[0], (char*)embedding_grads, es}("wte");
+      wte = UnitView{layouts_[0], (char*)embedding_params, es}("wte");
+      dwte = UnitView{layouts_[0], (char*)embedding_grads, es}("wte");
     } else {
       wte = p("lm_head_w");
       dwte = g("lm_head_w");
@@ -207,15 +198,17 @@ void GPT2::backward_unit(int u, const void* params, void* grads, const void* emb
   }
 }
 
-float GPT2::loss() {
+double GPT2::loss_sum() {
   const size_t n = size_t(B_) * size_t(T_);
   std::vector<float> host(n);
   backend_.synchronize();
   backend_.copy_to_host(host.data(), losses_, n * sizeof(float));
   double sum = 0.0;
   for (float x : host) sum += x;
-  return valid_targets_ > 0 ? float(sum / double(valid_targets_)) : 0.f;
+  return sum;
 }
+
+float GPT2::loss() { return valid_targets_ > 0 ? float(loss_sum() / double(valid_targets_)) : 0.f; }
 
 float forward_only(GPT2& model, const std::vector<void*>& params) {
   for (int u = 0; u < model.num_units(); ++u)

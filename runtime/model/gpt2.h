@@ -50,6 +50,8 @@ class GPT2 {
                      void* embedding_grads = nullptr);
   // Mean loss over the valid targets of the last head forward (synchronises the backend).
   float loss();
+  // Sum of the per-position losses of the last head forward, in position order (ignored targets add 0).
+  double loss_sum();
   // Logits of the last head forward (act_dtype), rows config().padded_vocab() apart, the first
   // vocab columns real, the rest 0. Only with ModelRunOptions::keep_logits (else nullptr): the head
   // overwrites its logits with their gradient in place.
