@@ -7,13 +7,11 @@
 #include <algorithm>
 
 #include "collectives/half_convert.h"
-#include "runtime/checkpoint/checkpoint_load.h"
+#include "runtime/checkpoint/consolidated.h"
 #include "runtime/checkpoint/file_io.h"
 #include "runtime/checkpoint/hf_gpt2.h"
 #include "runtime/checkpoint/manifest.h"
-#include "runtime/checkpoint/reshard.h"
 #include "runtime/checkpoint/safetensors.h"
-#include "runtime/checkpoint/shard_file.h"
 
 namespace zt::ckpt {
 
@@ -30,14 +28,11 @@ ExportResult export_weights(const ExportOptions& o) {
     if (!hf && is_directory(o.out))
       d.error("--out", o.out, "is a folder (--format zerotrain writes one file)", "name a .safetensors file");
   }
+  if (d.has_errors()) throw UserError(d);
+  const ConsolidatedWeights weights(o.checkpoint, o.tag, o.verify);
+  const Manifest& m = weights.manifest();
   ExportResult res;
-  res.tag_dir = d.has_errors() ? "" : resolve_checkpoint(o.checkpoint, o.tag, d);
-  Manifest m;
-  if (!res.tag_dir.empty()) read_manifest(res.tag_dir, m, d);
-  if (d.has_errors()) throw UserError(d);
-  std::vector<std::unique_ptr<ShardFileReader>> files(size_t(m.world_size));
-  for (int r = 0; r < m.world_size; ++r) files[size_t(r)] = ShardFileReader::open(res.tag_dir, m, r, d);
-  if (d.has_errors()) throw UserError(d);
+  res.tag_dir = weights.tag_dir();
 
   // Output tensors, unit by unit, in walk order. --format hf writes the vocabulary the weights were
   // imported with: rows a smaller HF file lacked (added at import) are never exported.
@@ -91,8 +86,7 @@ ExportResult export_weights(const ExportOptions& o) {
     for (int u = 0; u < int(m.units.size()); ++u) {
       const UnitLayout& ul = m.units[size_t(u)];
       unit.resize(size_t(ul.numel));
-      for (const auto& p : plan_reads(m.ranks, ElementRange{u, 0, ul.numel}))
-        files[size_t(p.rank)]->read("master", p.source, p.src_offset, p.n, unit.data() + p.dst_offset, o.verify);
+      weights.read_unit(u, unit.data());
       int64_t largest = 0;
       for (const auto& t : ul.tensors) {
         const float* src = unit.data() + t.offset;
@@ -142,7 +136,7 @@ ExportResult export_weights(const ExportOptions& o) {
     res.bytes_written += int64_t(text.size());
   }
   res.tensors = int64_t(tensors.size());
-  for (const auto& f : files) res.bytes_read += f->bytes_read();
+  res.bytes_read = weights.bytes_read();
   return res;
 }
 
