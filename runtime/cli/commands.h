@@ -14,5 +14,7 @@ void register_prepare_command(CLI::App& app, int& exit_code);  // runtime/data: 
 void register_train(CLI::App& app, int& exit_code);            // runtime/train: options of the root app
 void register_export_command(CLI::App& app, int& exit_code);     // runtime/cli: checkpoint -> consolidated weights
 void register_checkpoint_command(CLI::App& app, int& exit_code); // runtime/cli: checkpoint info
+void register_sample_command(CLI::App& app, int& exit_code);     // runtime/train: generate from weights
+void register_eval_command(CLI::App& app, int& exit_code);       // runtime/train: loss over a whole split
 
 }  // namespace zt

@@ -33,6 +33,8 @@ int main(int argc, char** argv) {
   zt::register_prepare_command(app, exit_code);
   zt::register_export_command(app, exit_code);
   zt::register_checkpoint_command(app, exit_code);
+  zt::register_sample_command(app, exit_code);
+  zt::register_eval_command(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -45,8 +47,11 @@ int main(int argc, char** argv) {
   } catch (const zt::UserError& e) {
     const std::string who = rank_prefix();
     zt::write_all(stderr, zt::format_report(e.diagnostics(), who));
-    std::fprintf(stderr, "%szerotrain: %zu error(s); stopped before training.\n", who.c_str(),
-                 e.diagnostics().error_count());
+    // A subcommand (sample, export, ...) stopped before it did anything; the root command trains.
+    const auto subcommands = app.get_subcommands();
+    const std::string what = subcommands.empty() ? "zerotrain" : "zerotrain " + subcommands.front()->get_name();
+    std::fprintf(stderr, "%s%s: %zu error(s); stopped before %s.\n", who.c_str(), what.c_str(),
+                 e.diagnostics().error_count(), subcommands.empty() ? "training" : "doing anything");
     return zt::kUserErrorExit;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%szerotrain: fatal: %s\n", rank_prefix().c_str(), e.what());

@@ -192,36 +192,48 @@ uint64_t Engine::expected_comm_bytes_per_step() const { return s_->part->expecte
 int64_t Engine::grad_buckets() const { return int64_t(s_->reducer->buckets().size()); }
 int64_t Engine::param_sync_buckets() const { return int64_t(s_->gatherer->sync_buckets().size()); }
 
-double Engine::evaluate(const BatchFn& fill, int micro_steps) {
+Engine::EvalSums Engine::evaluate(const BatchFn& fill, int micro_steps) {
   State& s = *s_;
-  double sum = 0;
+  double loss_sum = 0, tokens = 0;
   for (int m = 0; m < micro_steps; ++m) {
     fill(m, s.tokens.data(), s.targets.data());
     s.model->set_batch(s.tokens.data(), s.targets.data(), s.opt.micro_batch, s.model_cfg.seq_len, 0.0f);
     s.forward_walk();
-    sum += s.model->loss();
+    loss_sum += s.model->loss_sum();
+    tokens += double(s.model->valid_targets());
   }
   s.gatherer->release_all();
-  double total = 0;
-  for (double l : allgather_doubles(*s.z, {sum})) total += l;
-  return total / (double(micro_steps) * s.comm.world_size());
+  const std::vector<double> per_rank = allgather_doubles(*s.z, {loss_sum, tokens});
+  EvalSums out;
+  for (size_t r = 0; r + 1 < per_rank.size(); r += 2) {
+    out.loss_sum += per_rank[r];
+    out.tokens += int64_t(per_rank[r + 1]);
+  }
+  return out;
 }
 
-ParamSummary Engine::param_summary() {
+void Engine::for_each_full_master(const std::function<void(int, const float*, int64_t)>& each) {
   State& s = *s_;
   const Partition& p = *s.part;
-  ParamSummary out;
-  uint64_t h = 1469598103934665603ull;  // FNV-1a 64 offset basis
-  double sq = 0;
   std::vector<float> full;
   const std::vector<std::vector<float>> masters = s.optimizer->masters();
   for (int u = 0; u < p.units(); ++u) {
-    const int64_t numel = p.shard(u).numel;
     const float* values = masters[size_t(u)].data();
     if (!p.all_reduces_grads() && p.world_size() > 1) {
       s.gather_unit(u, values, full);  // the unit from every rank's master shard
       values = full.data();
     }
+    each(u, values, p.shard(u).numel);
+  }
+}
+
+const ModelConfig& Engine::model_config() const { return s_->model_cfg; }
+
+ParamSummary Engine::param_summary() {
+  ParamSummary out;
+  uint64_t h = 1469598103934665603ull;  // FNV-1a 64 offset basis
+  double sq = 0;
+  for_each_full_master([&](int, const float* values, int64_t numel) {
     for (int64_t i = 0; i < numel; ++i) {
       uint32_t bits;
       std::memcpy(&bits, &values[i], 4);
@@ -232,7 +244,7 @@ ParamSummary Engine::param_summary() {
       sq += double(values[i]) * double(values[i]);
     }
     out.count += numel;
-  }
+  });
   out.checksum = h;
   out.l2 = std::sqrt(sq);
   return out;

@@ -58,11 +58,21 @@ class Engine {
 
   // One optimizer step over grad_accum micro-steps. Collective: every rank calls it.
   StepStats train_step(const BatchFn& fill);
-  // Mean loss over `micro_steps` forward-only micro-batches on every rank. Collective.
-  double evaluate(const BatchFn& fill, int micro_steps);
+  // Forward-only: `micro_steps` micro-batches on every rank (targets < 0 are padding, not counted).
+  // The sums over every rank, in rank order. Collective.
+  struct EvalSums {
+    double loss_sum = 0;  // Σ per-token cross-entropy
+    int64_t tokens = 0;   // targets counted
+    double mean() const { return tokens > 0 ? loss_sum / double(tokens) : 0.0; }
+  };
+  EvalSums evaluate(const BatchFn& fill, int micro_steps);
   // Checksum and L2 of the consolidated fp32 parameters (the master copy). Collective; its own
   // communication is not counted in any step's bytes.
   ParamSummary param_summary();
+  // Every unit's consolidated fp32 master (numel values, unit order) handed to `each` on every rank
+  // (stages 1–3 gather the shards first). Collective; not counted in any step's bytes.
+  void for_each_full_master(const std::function<void(int unit, const float* values, int64_t numel)>& each);
+  const ModelConfig& model_config() const;
 
   // The timeline recorded so far when options.trace is on; null otherwise.
   const Trace* trace() const;

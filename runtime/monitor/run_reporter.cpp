@@ -115,7 +115,7 @@ std::string RunReporter::header() const {
                 m.name.c_str(), m.layers, m.dim, m.vocab, m.seq_len, engine_.params(), eo.micro_batch, eo.grad_accum,
                 world_, (long long)samples_per_step_, s_.data_description.c_str());
   std::string out = b;
-  out += "  run: " + describe_run_length(*s_.cfg) + "\n";
+  out += "  run: " + (s_.run_length.empty() ? describe_run_length(*s_.cfg) : s_.run_length) + "\n";
   std::vector<std::string> where;
   if (!s_.metrics_path.empty()) where.push_back("metrics -> " + s_.metrics_path);
   if (!s_.trace_path.empty()) where.push_back("trace -> " + s_.trace_path);

@@ -48,6 +48,7 @@ struct ReportSetup {
   std::string metrics_path, trace_path;
   std::string checkpoints = "none (no --save)";  // where and when the run saves
   int64_t steps = 0;
+  std::string run_length;         // what the header's "run:" line says ("" : the config's run length)
   std::FILE* say = nullptr;       // rank 0's console (null: quiet)
   OutputFile* metrics = nullptr;     // --metrics, opened at start-up; every write checked
   OutputFile* trace_file = nullptr;  // --trace, likewise

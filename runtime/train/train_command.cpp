@@ -8,12 +8,16 @@
 #include "collectives/factory.h"
 #include "kernels/cpu/cpu_threads.h"
 #include "runtime/cli/commands.h"
+#include "runtime/checkpoint/checkpoint_load.h"
+#include "runtime/checkpoint/manifest.h"
 #include "runtime/common/diagnostics.h"
 #include "runtime/data/synthetic.h"
 #include "runtime/plan/gpu_memory.h"
 #include "runtime/config/report.h"
 #include "runtime/plan/env_report.h"
+#include "runtime/train/backend_choice.h"
 #include "runtime/train/job_report.h"
+#include "runtime/train/model_flags.h"
 #include "runtime/train/training_run.h"
 
 namespace zt {
@@ -22,56 +26,20 @@ namespace {
 
 struct TrainFlags {
   RunOptions run;
-  std::string model = "small";
-  std::optional<int> layers, heads, dim, vocab, seq_len;
-  bool untied = false;
+  ModelFlags model;
+  std::optional<ModelConfig> recorded_model;  // zerotrain eval: the checkpoint's, instead of the flags'
   std::string backend = "auto";
   std::string comm = "auto";
   int threads = 0;
 };
 
-std::string preset_list() {
-  std::string s;
-  for (const auto& n : model_preset_names()) s += (s.empty() ? "" : ", ") + n;
-  return s;
-}
-
-ModelConfig resolve_model(const TrainFlags& f) {
-  auto preset = model_preset(f.model);
-  if (!preset) throw UserError("--model", f.model, "unknown model preset", "use one of: " + preset_list());
-  ModelConfig m = *preset;
-  if (f.layers) m.layers = *f.layers;
-  if (f.heads) m.heads = *f.heads;
-  if (f.dim) m.dim = *f.dim;
-  if (f.vocab) m.vocab = *f.vocab;
-  if (f.seq_len) m.seq_len = *f.seq_len;
-  if (f.layers || f.heads || f.dim || f.vocab || f.seq_len) m.name = f.model + "+custom";
-  if (f.untied) m.tied_embeddings = false;
-  return m;
-}
-
-// --backend auto: CUDA when this build has it and a GPU is visible, else the CPU; says which and why.
-std::string resolve_backend(const std::string& asked, std::string& why) {
-  if (asked != "auto") return asked;
-  if (!cuda_backend_compiled()) {
-    why = "this zerotrain was built without CUDA";
-    return "cpu";
-  }
-  if (!query_gpu_memory()) {
-    why = "no GPU is visible to this process";
-    return "cpu";
-  }
-  why = "a GPU is visible and this build has CUDA";
-  return "cuda";
-}
-
 // The command line's own checks, before MPI starts: every rank of the job finds the same problem, so
 // launcher rank 0 alone reports it.
 void check_command_line(TrainFlags& f) {
   try {
-    if (f.backend != "cpu" && f.backend != "cuda" && f.backend != "auto")
-      throw UserError("--backend", f.backend, "unknown backend", "use --backend auto, cpu or cuda");
-    f.run.model = resolve_model(f);
+    std::string unused;
+    resolve_backend(f.backend, unused);  // an unknown name
+    f.run.model = f.recorded_model ? *f.recorded_model : resolve_model(f.model);
   } catch (const UserError&) {
     const FailureText f = describe_failure(std::current_exception());
     if (Bootstrap::launcher_rank() == 0) write_all(stderr, f.text);
@@ -86,10 +54,10 @@ int run(TrainFlags& f) {
   // chose one: every preset runs on the built-in data as it is.
   const int data_vocab = make_synthetic_dataset(f.run.seed, 1, 1).vocab;
   const bool builtin_data = f.run.data_dir.empty() && f.run.data_train.empty() && f.run.data_val.empty();
-  if (builtin_data && !f.vocab && f.run.model.vocab < data_vocab) {
+  if (builtin_data && !f.model.vocab && f.run.model.vocab < data_vocab) {
     if (boot.rank() == 0)
       std::printf("zerotrain: --model %s: vocab %d raised to the built-in data's %d (pass --vocab to choose)\n",
-                  f.model.c_str(), f.run.model.vocab, data_vocab);
+                  f.model.preset.c_str(), f.run.model.vocab, data_vocab);
     f.run.model.vocab = data_vocab;
   }
   std::string why;
@@ -112,12 +80,7 @@ int run(TrainFlags& f) {
     if (!gpus.gpus.empty()) device %= int(gpus.gpus.size());
   }
 #endif
-  std::unique_ptr<Backend> backend;
-  try {
-    backend = cuda ? make_cuda_backend(device) : make_cpu_backend();
-  } catch (const std::runtime_error& e) {
-    throw UserError("--backend", f.backend, e.what(), "use --backend cpu on a machine without a usable GPU");
-  }
+  std::unique_ptr<Backend> backend = open_backend(f.backend, device);
   const CommBackend choice = staged ? CommBackend::MpiHostStaged
                              : f.comm == "mpi" ? CommBackend::Mpi
                              : cuda ? CommBackend::Nccl
@@ -132,20 +95,62 @@ int run(TrainFlags& f) {
   return run_training(f.run, *comm, *backend).exit_code();
 }
 
+// The checkpoint's model and tag folder (zerotrain eval), read before MPI starts: a bad path is
+// reported once by launcher rank 0.
+void use_checkpoint_model(TrainFlags& f, const std::string& checkpoint, const std::string& tag) {
+  try {
+    Diagnostics d;
+    const std::string tag_dir = ckpt::resolve_checkpoint(checkpoint, tag, d);
+    ckpt::Manifest m;
+    if (!tag_dir.empty()) ckpt::read_manifest(tag_dir, m, d);
+    if (d.has_errors()) throw UserError(d);
+    f.recorded_model = m.model;
+    f.run.checkpoint.init_from = tag_dir;
+  } catch (const UserError&) {
+    const FailureText failure = describe_failure(std::current_exception());
+    if (Bootstrap::launcher_rank() == 0) write_all(stderr, failure.text);
+    throw ReportedError(failure.exit_code);
+  }
+}
+
 }  // namespace
+
+void register_eval_command(CLI::App& app, int& exit_code) {
+  auto* cmd = app.add_subcommand("eval", "Validation loss and perplexity of a checkpoint's weights over a whole "
+                                         "validation split, sharded over the ranks (mpirun -np N)");
+  auto f = std::make_shared<TrainFlags>();
+  struct Where {
+    std::string checkpoint, tag;
+  };
+  auto where = std::make_shared<Where>();
+  f->run.evaluate_only = true;
+  f->run.eval_every = 0;
+  cmd->add_option("--checkpoint", where->checkpoint, "zerotrain save directory (uses its `latest`) or DIR/TAG")
+      ->required();
+  cmd->add_option("--tag", where->tag, "A tag inside the save directory instead of `latest`");
+  cmd->add_option("--config", f->run.config_path,
+                  "ds_config.json for the stage, precision and micro-batch (default: built-in, all \"auto\")");
+  cmd->add_option("--micro-batch", f->run.flags.micro_batch, "Windows per rank per forward (an \"auto\" micro batch)");
+  cmd->add_option("--data", f->run.data_dir, "Folder with *train*.bin / *val*.bin shards (default: the built-in data)");
+  cmd->add_option("--data-train", f->run.data_train, "Train shards by glob (with --data-val)");
+  cmd->add_option("--data-val", f->run.data_val, "Validation shards by glob: the split evaluated");
+  cmd->add_option("--seed", f->run.seed, "Seed of the built-in data (the one training used)")->capture_default_str();
+  cmd->add_option("--backend", f->backend, "auto, cpu or cuda")->capture_default_str();
+  cmd->add_option("--comm", f->comm, "auto, mpi or nccl")->check(CLI::IsMember({"auto", "mpi", "nccl"}))
+      ->capture_default_str();
+  cmd->add_option("--threads", f->threads, "CPU threads per rank (default: cores / ranks on this host)");
+  cmd->callback([f, where, &exit_code] {
+    use_checkpoint_model(*f, where->checkpoint, where->tag);
+    exit_code = run(*f);
+  });
+}
 
 void register_train(CLI::App& app, int& exit_code) {
   auto f = std::make_shared<TrainFlags>();
   add_auto_flags(app, f->run.flags);
   app.add_option("--config", f->run.config_path, "DeepSpeed-style ds_config.json (default: built-in, all \"auto\")");
   app.add_flag("--allow-unknown-keys", f->run.allow_unknown_keys, "Unknown config keys are warnings, not errors");
-  app.add_option("--model", f->model, "Model preset: " + preset_list())->capture_default_str();
-  app.add_option("--layers", f->layers, "Override the preset's number of blocks");
-  app.add_option("--heads", f->heads, "Override the preset's attention heads");
-  app.add_option("--dim", f->dim, "Override the preset's width (divisible by --heads)");
-  app.add_option("--vocab", f->vocab, "Override the preset's vocabulary size");
-  app.add_option("--seq-len", f->seq_len, "Override the preset's context length");
-  app.add_flag("--untied-embeddings", f->untied, "Give the LM head its own matrix instead of reusing wte");
+  add_model_flags(app, f->model);
   app.add_option("--seed", f->run.seed, "Seed for initialisation, built-in data and sample order")->capture_default_str();
   app.add_option("--data", f->run.data_dir,
                  "Folder of .bin token shards: *train*.bin and *val*.bin in name order, uint16 or uint32 "
@@ -155,6 +160,10 @@ void register_train(CLI::App& app, int& exit_code) {
   app.add_option("--eval-every", f->run.eval_every, "Validation loss every K steps (0: only at the end)")
       ->capture_default_str();
   app.add_option("--eval-batches", f->run.eval_batches, "Micro-batches per rank per validation")->capture_default_str();
+  app.add_option("--sample-every", f->run.sample_every, "Print a sample from rank 0 every K steps (0: never)")
+      ->capture_default_str();
+  app.add_option("--sample-tokens", f->run.sample_tokens, "Tokens per --sample-every sample")->capture_default_str();
+  app.add_option("--tokenizer", f->run.tokenizer, "tokenizer.json for the samples' text (token ids without one)");
   app.add_flag("--recompute,--checkpoint-activations", f->run.recompute,
                "Activation checkpointing: recompute each block's forward in backward");
   app.add_option("--metrics", f->run.metrics_path, "Write JSON lines (start, one per step, end) here (rank 0)");

@@ -4,6 +4,7 @@
 #include "runtime/train/training_run.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cinttypes>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -26,6 +27,8 @@
 #include "runtime/train/run_fingerprint.h"
 #include "runtime/train/step_boundary.h"
 #include "runtime/train/stop_signals.h"
+#include "runtime/train/sampling.h"
+#include "runtime/train/validation.h"
 
 namespace zt {
 
@@ -43,6 +46,49 @@ void check_inputs(const RunOptions& o, const TokenDataset* data, Diagnostics& d)
     d.error("--dim", std::to_string(m.dim), "must be divisible by --heads " + std::to_string(m.heads),
             "pick a width that is a multiple of the head count");
   if (data) d.append(check_dataset(*data, m.seq_len, m.vocab));
+  if (o.sample_every < 0)
+    d.error("--sample-every", std::to_string(o.sample_every), "must be >= 0", "0 prints no samples");
+  if (o.sample_every > 0 && (o.sample_tokens < 1 || o.sample_tokens >= m.seq_len))
+    d.error("--sample-tokens", std::to_string(o.sample_tokens),
+            "must be in [1, " + std::to_string(m.seq_len - 1) + "] (one prompt token and the rest of the context)",
+            "ask for fewer tokens");
+  if (!o.tokenizer.empty()) {
+    try {
+      const BpeTokenizer t = BpeTokenizer::load(o.tokenizer);
+      if (t.vocab_size() > m.vocab)
+        d.error("--tokenizer", o.tokenizer,
+                "has " + std::to_string(t.vocab_size()) + " tokens, more than the model's vocabulary of " +
+                    std::to_string(m.vocab),
+                "give the tokenizer the data was prepared with");
+    } catch (const UserError& e) {
+      d.append(e.diagnostics());
+    }
+  }
+}
+
+// --sample-every: every rank gathers the weights (stages 1–3 hold shards), rank 0 generates from
+// the first token of the validation split (the tokenizer's <|endoftext|> when it has one) and
+// prints one line.
+void print_sample(Engine& engine, Backend& backend, const RunOptions& o, const TokenCorpus& val, int64_t step,
+                  int rank, std::FILE* say) {
+  std::vector<std::vector<float>> units;
+  engine.for_each_full_master([&](int, const float* values, int64_t numel) {
+    if (rank == 0) units.emplace_back(values, values + numel);
+  });
+  if (rank != 0 || !say) return;
+  TextCodec codec;
+  if (!o.tokenizer.empty()) codec.tokenizer = std::make_unique<BpeTokenizer>(BpeTokenizer::load(o.tokenizer));
+  codec.ids_out = !codec.tokenizer;
+  SampleRequest request;
+  const std::optional<int32_t> eot = codec.end_of_text();
+  request.prompt = {eot ? *eot : int32_t(val.tokens(0, 1).at(0))};
+  request.tokens = o.sample_tokens;
+  request.sampling = SamplingOptions{1.0, 0, o.seed + uint64_t(step)};
+  request.stop = eot;
+  std::string text;
+  for (int32_t id : sample_from_weights(engine.model_config(), backend, units, request).tokens) text += codec.decode(id);
+  std::fprintf(say, "sample (step %lld, from token %d):%s%s\n", (long long)step, request.prompt[0],
+               codec.ids_out ? "" : " ", text.c_str());
 }
 
 // Start-up checks run on every rank (data, this machine's memory, the swap file); a rank that
@@ -249,6 +295,7 @@ RunReport run_training(const RunOptions& o, Communicator& comm, Backend& backend
                      (o.checkpoint.save_every > 0 ? "every " + std::to_string(o.checkpoint.save_every) + " steps, " : "") +
                      "at the end and on SIGTERM/SIGINT)";
   rs.steps = steps;
+  if (o.evaluate_only) rs.run_length = "no steps: the loss of " + o.checkpoint.init_from + "'s weights over the whole validation split";
   rs.say = say;
   rs.metrics = started.metrics.get();
   rs.trace_file = started.trace.get();
@@ -257,16 +304,14 @@ RunReport run_training(const RunOptions& o, Communicator& comm, Backend& backend
   BatchSampler train_sampler(data.train, T, o.seed, data.train_source);
   const BatchSampler val_sampler(data.val, T, o.seed, data.val_source);
   const BatchGeometry geom{W, eo.micro_batch, eo.grad_accum};
+  // The first eval_batches·W·M windows of the split (the whole split for zerotrain eval).
   auto validate = [&](int64_t step) {
-    const int64_t windows = std::max<int64_t>(1, val_sampler.num_windows() - eo.micro_batch);
-    const double val = engine.evaluate(
-        [&](int micro, int32_t* tok, int32_t* tgt) {
-          const int64_t first = (int64_t(micro) * W + rank) * eo.micro_batch % windows;
-          val_sampler.fill_sequential(first, eo.micro_batch, tok, tgt);
-        },
-        o.eval_batches);
-    rep.val_losses.emplace_back(step, val);
-    reporter.validation(step, val);
+    const int64_t windows = o.evaluate_only ? val_sampler.num_windows() : int64_t(o.eval_batches) * W * eo.micro_batch;
+    const ValidationResult v = validate_windows(engine, val_sampler, T, geom, rank, windows);
+    rep.val_losses.emplace_back(step, v.sums.mean());
+    rep.val_tokens = v.sums.tokens;
+    rep.val_windows = v.windows;
+    if (!o.evaluate_only) reporter.validation(step, v.sums.mean());  // eval prints its own line
   };
 
   // The first write: a file that cannot be written (--metrics /dev/full) stops every rank here.
@@ -293,6 +338,16 @@ RunReport run_training(const RunOptions& o, Communicator& comm, Backend& backend
   if (say)
     for (const auto& w : ckpt_state.warnings().all()) std::fprintf(say, "%s\n", format_diagnostic(w).c_str());
   rep.first_step = first;
+  if (o.evaluate_only) {
+    validate(first);
+    const double loss = rep.val_losses.back().second;
+    if (say)
+      std::fprintf(say, "eval: loss %.6f, perplexity %.4f, over %lld tokens: the whole validation split (%lld windows of "
+                        "%d) of %s, on %d rank(s)\n",
+                   loss, std::exp(loss), (long long)rep.val_tokens, (long long)rep.val_windows, T,
+                   data.description.c_str(), W);
+    return rep;
+  }
   auto saved_tags = [&] {
     for (const auto& r : checkpoints->saves())
       if (r.ok && std::find(rep.checkpoints.begin(), rep.checkpoints.end(), r.tag_dir) == rep.checkpoints.end())
@@ -317,6 +372,7 @@ RunReport run_training(const RunOptions& o, Communicator& comm, Backend& backend
       }
       rep.losses.push_back(st.loss);
       if (o.eval_every > 0 && (s + 1) % o.eval_every == 0 && s + 1 < steps) validate(s + 1);
+      if (o.sample_every > 0 && (s + 1) % o.sample_every == 0) print_sample(engine, backend, o, data.val, s + 1, rank, say);
       checkpoints->after_step(s + 1);
       stopped = boundary.agree(signals.pending(), output_error != nullptr);
       if (stopped.stop()) {

@@ -30,6 +30,11 @@ struct RunOptions {
   std::string data_train, data_val;  // --data-train GLOB / --data-val GLOB (instead of data_dir)
   int64_t eval_every = 50;    // validation every K steps (0: only after the last step)
   int eval_batches = 4;       // micro-batches per rank per validation
+  int64_t sample_every = 0;   // rank 0 prints a sample every K steps (0: never), as llm.c does
+  int sample_tokens = 32;     // tokens per sample
+  std::string tokenizer;      // tokenizer.json for the samples' text (ids without one)
+  // zerotrain eval: the weights (checkpoint.init_from) over the whole validation split, no step.
+  bool evaluate_only = false;
   bool recompute = false;     // activation checkpointing: recompute each block in backward
   std::string metrics_path;   // JSON lines, rank 0
   std::string trace_path;     // Chrome trace events of rank 0's steps (compute and collectives)
@@ -43,6 +48,7 @@ struct RunOptions {
 struct RunReport {
   std::vector<double> losses;
   std::vector<std::pair<int64_t, double>> val_losses;
+  int64_t val_tokens = 0, val_windows = 0;  // what the last validation read, over every rank
   double unigram_entropy = 0;
   double tokens_per_s = 0;  // median over steps after the first, whole job
   int64_t params = 0;

@@ -1,0 +1,118 @@
+#!/usr/bin/env python3
+"""`zerotrain sample` and `zerotrain eval` through the binary, with a model trained here on one
+sentence (byte-level data from `zerotrain prepare`): greedy sampling continues the sentence it
+memorised; a seed repeats its draws; `eval` over the whole validation split equals the final
+validation loss the training run wrote, at another world size and stage; --sample-every prints one
+sample per K steps from rank 0 alone; bad input (a tokenizer file that does not parse, a missing
+checkpoint, ids that are not ids, more tokens than the context) exits 2 naming the file or flag.
+Usage: sample_eval_test.py ZEROTRAIN MPIRUN"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+ZT, MPIRUN = sys.argv[1], sys.argv[2]
+MPI = [MPIRUN, "-q", "--oversubscribe", "--bind-to", "none"] + (["--allow-run-as-root"] if os.geteuid() == 0 else [])
+ENV = dict(os.environ, OMP_NUM_THREADS="1", OMPI_MCA_mpi_yield_when_idle="1")
+ROOT = tempfile.mkdtemp(prefix="zt_sample_eval_")
+FAILURES = []
+SENTENCE = "the quick brown fox jumps over the lazy dog. "
+MODEL = ["--model", "tiny", "--vocab", "256", "--seq-len", "32", "--dim", "64", "--heads", "4"]
+
+
+def check(name, ok, what):
+    if not ok:
+        FAILURES.append(name)
+        print("FAIL %s: %s" % (name, what), flush=True)
+    return ok
+
+
+def run(cmd, expect_rc=0, name=""):
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=ENV, stdin=subprocess.DEVNULL, timeout=300)
+    out, err = p.stdout.decode(errors="replace"), p.stderr.decode(errors="replace")
+    check(name or cmd[-1], p.returncode == expect_rc,
+          "exit %d, want %d: %s\nstdout:\n%s\nstderr:\n%s" % (p.returncode, expect_rc, " ".join(cmd), out[-1500:], err[-1500:]))
+    return out, err
+
+
+def config(stage):
+    path = os.path.join(ROOT, "stage%d.json" % stage)
+    json.dump({"train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": 1, "gradient_clipping": 1.0,
+               "optimizer": {"type": "AdamW", "params": {"lr": 1e-2, "betas": [0.9, 0.95], "weight_decay": 0.0}},
+               "zero_optimization": {"stage": stage}}, open(path, "w"))
+    return path
+
+
+def main():
+    text = os.path.join(ROOT, "sentence.txt")
+    open(text, "w").write(SENTENCE * 400)
+    data = os.path.join(ROOT, "data")
+    run([ZT, "prepare", "--text", text, "--out", data], name="prepare")
+    ckpt = os.path.join(ROOT, "ckpt")
+    metrics = os.path.join(ROOT, "train.jsonl")
+    # Whole-split validation at the end (--eval-batches past the split), a sample every 100 steps.
+    out, err = run(MPI + ["-np", "2", ZT, "--config", config(3)] + MODEL +
+                   ["--data", data, "--steps", "200", "--eval-every", "0", "--eval-batches", "1000",
+                    "--sample-every", "100", "--sample-tokens", "20", "--save", ckpt, "--metrics", metrics, "--threads", "1"],
+                   name="train")
+    samples = [l for l in out.splitlines() if l.startswith("sample (step")]
+    check("sample_every", len(samples) == 2 and samples[0].startswith("sample (step 100") and
+          samples[1].startswith("sample (step 200"), "want one sample line at steps 100 and 200 (rank 0 only):\n%s" % samples)
+    end = [json.loads(l) for l in open(metrics) if '"end"' in l][-1]
+    final_val = end["val_loss"]
+    check("memorised", final_val < 0.2, "final val loss %.4f: the sentence was not learned" % final_val)
+
+    # Greedy: the sentence continues from its own start, byte for byte.
+    out, err = run([ZT, "sample", "--checkpoint", ckpt, "--prompt", "the quick ", "--tokens", "22", "--temperature", "0"],
+                   name="greedy")
+    want = (SENTENCE * 2)[:len("the quick ") + 22]
+    check("greedy", out.rstrip("\n") == want, "greedy sample %r, want %r" % (out, want))
+    check("greedy_report", "key/value cache" in err and "22 tokens" in err, "stderr: %s" % err)
+    # A seed repeats its draws (at temperature 1 over every token), under a launcher too (one process prints).
+    a, _ = run([ZT, "sample", "--checkpoint", ckpt, "--prompt", "th", "--tokens", "25", "--seed", "7", "--top-k", "0"],
+               name="seed_a")
+    b, _ = run(MPI + ["-np", "2", ZT, "sample", "--checkpoint", ckpt, "--prompt", "th", "--tokens", "25", "--seed", "7",
+                      "--top-k", "0"], name="seed_b")
+    check("seeded", a == b and len(a) == 2 + 25 + 1, "seed 7 twice: %r vs %r" % (a, b))
+    ids, _ = run([ZT, "sample", "--checkpoint", ckpt, "--prompt-ids", "116,104,101,32,113", "--tokens", "3", "--temperature", "0"],
+                 name="ids")
+    check("ids_out", ids.split() == [str(ord(c)) for c in "the quic"], "ids output %r" % ids)
+
+    # eval: the whole validation split, at 1 rank and stage 0, equals the run's final validation.
+    out, err = run([ZT, "eval", "--checkpoint", ckpt, "--data", data, "--config", config(0), "--threads", "1"],
+                   name="eval_np1")
+    line = [l for l in out.splitlines() if l.startswith("eval: loss")]
+    if check("eval_line", len(line) == 1, "no eval line:\n%s" % out):
+        got = float(line[0].split()[2].rstrip(","))
+        check("eval_equals_training", abs(got - final_val) <= 1e-5 * max(1.0, abs(final_val)),
+              "eval %.8f, training's final validation %.8f" % (got, final_val))
+    out2, _ = run(MPI + ["-np", "2", ZT, "eval", "--checkpoint", ckpt, "--data", data, "--config", config(2),
+                         "--threads", "1"], name="eval_np2")
+    check("eval_once", out2.count("eval: loss") == 1, "eval line count at 2 ranks:\n%s" % out2)
+
+    # Bad input: exit 2, the file or flag named, nothing on stdout.
+    bad_tok = os.path.join(ROOT, "tokenizer.json")
+    open(bad_tok, "w").write("{ not json")
+    for name, cmd, needle in [
+        ("bad_tokenizer", [ZT, "sample", "--checkpoint", ckpt, "--tokenizer", bad_tok, "--prompt", "x"], bad_tok),
+        ("missing_checkpoint", [ZT, "sample", "--checkpoint", os.path.join(ROOT, "nope"), "--prompt", "x"], "nope"),
+        ("bad_ids", [ZT, "sample", "--checkpoint", ckpt, "--prompt-ids", "1,x"], "--prompt-ids"),
+        ("too_long", [ZT, "sample", "--checkpoint", ckpt, "--prompt", "ab", "--tokens", "31"], "--tokens"),
+        ("bad_temperature", [ZT, "sample", "--checkpoint", ckpt, "--prompt", "ab", "--temperature", "-1"], "--temperature"),
+        ("eval_missing", [ZT, "eval", "--checkpoint", os.path.join(ROOT, "nope")], "nope"),
+        ("train_bad_tokenizer", [ZT] + MODEL + ["--steps", "1", "--tokenizer", bad_tok], bad_tok),
+    ]:
+        out, err = run(cmd, expect_rc=2, name=name)
+        check(name + "_message", needle in err, "stderr does not name %s:\n%s" % (needle, err))
+    if FAILURES:
+        print("FAILED: %s (files in %s)" % (", ".join(FAILURES), ROOT))
+        return 1
+    shutil.rmtree(ROOT)
+    print("sample/eval: all cases passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
