@@ -6,7 +6,7 @@
 # hidden, configure the whole project against the prefix, check that every dependency CMake found
 # lies in the prefix, and build a representative set of targets:
 #   deps_link_probe_test  includes, links and runs every third-party library (protobuf + protoc,
-#                         ISA-L via pkg-config, xxHash, liburing, nlohmann, CLI11, GTest, OpenBLAS,
+#                         ISA-L and PCRE2 via pkg-config, xxHash, liburing, nlohmann, CLI11, GTest, OpenBLAS,
 #                         MPI, and the CUDA runtime / cuBLASLt / NCCL where nvcc is present)
 #   collectives_*_test    a real project executable (MPI, liburing, NCCL and cuBLASLt link)
 #   and the project's own objects that include protobuf/ISA-L, xxHash and CBLAS headers; then it
@@ -59,8 +59,12 @@ fi
 zt_deps_unpack "$debs" "$prefix"  # before hiding: dpkg itself loads bundled libraries (libmd)
 mapfile -t pkgs < <(ls "$root/.debs"/*.deb | xargs -n1 basename | cut -d_ -f1 | sort -u)
 files=()
+# Runtime libraries the system's own tools load stay visible: mount itself (libmount → libselinux)
+# needs libpcre2-8, and every Debian or Ubuntu image has it; the bundle carries it for the link.
+keep_visible=" libpcre2-8-0 "
 for p in "${pkgs[@]}"; do
   [ "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null)" = "install ok installed" ] || continue
+  [[ "$keep_visible" == *" $p "* ]] && continue
   while IFS= read -r f; do
     case "$f" in /usr/share/doc/* | /usr/share/man/* | /usr/share/locale/* | /usr/share/lintian/*) continue ;; esac
     # Regular files only: a bind mount over a link would hide its target, which may belong to
@@ -72,7 +76,7 @@ done
 for f in "${files[@]}"; do mount --bind /dev/null "$f"; done
 echo "debs_build_check: hid ${#files[@]} files of the system's copies of the ${#pkgs[@]} bundled packages"
 # The hiding works: the system's headers and tools of those packages are empty now.
-for f in /usr/include/xxhash.h /usr/include/nlohmann/json.hpp /usr/bin/protoc; do
+for f in /usr/include/xxhash.h /usr/include/nlohmann/json.hpp /usr/include/pcre2.h /usr/bin/protoc; do
   [ ! -e "$f" ] || [ ! -s "$f" ] || { echo "debs_build_check: $f is still visible" >&2; exit 1; }
 done
 
@@ -106,6 +110,9 @@ grep -q '^ZT_MPI:BOOL=ON' "$cache" && check_key MPI_C_HEADER_DIR && check_key MP
 isal="$(grep -E '^ISAL_LIBDIR:INTERNAL=' "$cache" | cut -d= -f2-)"
 [[ "$isal" == "$prefix"/* ]] && echo "  ISA-L (pkg-config) libdir = ${isal#"$prefix"/}" ||
   { echo "  ISA-L (pkg-config) libdir = $isal: NOT in the prefix"; bad=1; }
+pcre2="$(grep -E '^PCRE2_LIBDIR:INTERNAL=' "$cache" | cut -d= -f2-)"
+[[ "$pcre2" == "$prefix"/* ]] && echo "  PCRE2 (pkg-config) libdir = ${pcre2#"$prefix"/}" ||
+  { echo "  PCRE2 (pkg-config) libdir = $pcre2: NOT in the prefix"; bad=1; }
 [ "$bad" -eq 0 ] || { echo "debs_build_check: a dependency was found outside the prefix" >&2; exit 1; }
 
 # CMAKE_OPTIMIZE_DEPENDENCIES (configure above) lets these objects build without first building
@@ -113,7 +120,8 @@ isal="$(grep -E '^ISAL_LIBDIR:INTERNAL=' "$cache" | cut -d= -f2-)"
 targets=(deps_link_probe_test
          runtime/monitor/CMakeFiles/zt_monitor.dir/tb_event_writer.cpp.o   # ISA-L, protoc's header
          runtime/checkpoint/CMakeFiles/zt_checkpoint.dir/checksum.cpp.o    # xxHash
-         kernels/cpu/CMakeFiles/zt_kernels_cpu.dir/matmul.cpp.o)           # CBLAS
+         kernels/cpu/CMakeFiles/zt_kernels_cpu.dir/matmul.cpp.o            # CBLAS
+         runtime/data/CMakeFiles/zt_data.dir/bpe_tokenizer.cpp.o)          # PCRE2
 if grep -q '^ZT_CUDA:BOOL=ON' "$cache"; then
   targets+=(collectives_nccl_test)  # MPI, liburing, NCCL, cuBLASLt
 else
@@ -124,7 +132,7 @@ cmake --build "$build" -j "$jobs" --target "${targets[@]}" >"$work/build.log" 2>
   { grep -E -B2 -A12 'FAILED:|error:' "$work/build.log" | head -60
     echo "debs_build_check: build FAILED (log: $work/build.log)" >&2; exit 1; }
 echo "debs_build_check: built $(grep -c '^\[' "$work/build.log") steps"
-(cd "$build" && ctest -R '^DepsLinkProbe\.' --output-on-failure -V 2>&1 | grep -E '^[0-9]+: (protobuf|xxhash|liburing|MPI|CUDA)|tests passed|tests failed' | sort -u)
+(cd "$build" && ctest -R '^DepsLinkProbe\.' --output-on-failure -V 2>&1 | grep -E '^[0-9]+: (protobuf|xxhash|pcre2|liburing|MPI|CUDA)|tests passed|tests failed' | sort -u)
 (cd "$build" && ctest -R '^DepsLinkProbe\.' >/dev/null) || { echo "debs_build_check: the probe failed" >&2; exit 1; }
 
 # gpu_check.sh's GPU-only fallback project against the same prefix: its configure fails if any

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Downloads, into .debs/ (git-ignored), the Debian 12 packages scripts/gpu_check.sh unpacks on the
 # lent GPU machine, which has no apt: header-only/static build deps, the checkpoint and monitor
-# libraries (xxHash, protobuf with protoc, ISA-L) and pkg-config (pkgconf) to find ISA-L, the
+# libraries (xxHash, protobuf with protoc, ISA-L), PCRE2 for the tokenizer and pkg-config (pkgconf) to find ISA-L, the
 # OpenBLAS runtime, and Open MPI with its runtime libraries (that machine has no MPI launcher:
 # gpu_check.sh runs this one from its unpacked prefix, relocated with OPAL_PREFIX, for the
 # multi-rank runs on one GPU). scripts/debs_build_check.sh builds against this set alone.
@@ -21,6 +21,7 @@ pkgs=(
   libprotobuf-dev libprotobuf32 libprotobuf-lite32 zlib1g-dev  # monitor's TensorBoard event records
   protobuf-compiler libprotoc32      # protoc (the build generates the .pb.cc files)
   libisal-dev libisal2               # monitor's CRC32C (found through pkg-config)
+  libpcre2-dev libpcre2-8-0 libpcre2-16-0 libpcre2-32-0 libpcre2-posix3  # the BPE tokenizer's regex (pkg-config)
   pkgconf pkgconf-bin libpkgconf3    # pkg-config / pkgconf executables
   # Open MPI 4.1 (mpirun, libmpi, headers) and the libraries it loads that a CUDA image may lack
   openmpi-bin openmpi-common libopenmpi3 libopenmpi-dev libpmix2 libhwloc15 libevent-core-2.1-7

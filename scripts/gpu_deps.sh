@@ -73,11 +73,11 @@ zt_deps_report() {
       printf 'deps: %-14s MISSING from %s\n' "$t" "$prefix/usr/bin"
     fi
   done
-  for t in nlohmann/json.hpp CLI/CLI.hpp gtest/gtest.h xxhash.h isa-l.h liburing.h google/protobuf/message_lite.h \
+  for t in nlohmann/json.hpp CLI/CLI.hpp gtest/gtest.h xxhash.h isa-l.h liburing.h pcre2.h google/protobuf/message_lite.h \
            x86_64-linux-gnu/openblas-pthread/cblas.h; do
     [ -e "$prefix/usr/include/$t" ] && printf 'deps: header %-40s ok\n' "$t" || printf 'deps: header %-40s MISSING\n' "$t"
   done
-  for t in libxxhash.so libisal.so liburing.so libprotobuf-lite.so libopenblas.so libgtest.a openmpi/lib/libmpi.so; do
+  for t in libxxhash.so libisal.so libpcre2-8.so liburing.so libprotobuf-lite.so libopenblas.so libgtest.a openmpi/lib/libmpi.so; do
     [ -e "$lib/$t" ] && printf 'deps: library %-39s ok\n' "$t" || printf 'deps: library %-39s MISSING\n' "$t"
   done
   echo "deps: pkg-config libisal: $("$prefix/usr/bin/pkgconf" --cflags --libs libisal 2>&1)"
