@@ -18,11 +18,11 @@ TokenCorpus::TokenCorpus(const std::vector<uint16_t>& tokens, std::string source
 TokenCorpus TokenCorpus::open(const std::vector<std::string>& paths, const std::string& what) {
   TokenCorpus c;
   for (const auto& p : paths) {
-    auto shard = MappedShard::open(p);
+    auto shard = TokenShardFile::open(p);
     if (shard->size() == 0)
       throw UserError(p, "0 tokens", "empty token shard (its header counts no tokens)",
                       "remove it from the " + what + " shards or regenerate it");
-    if (!c.mapped_.empty() && shard->token_bytes() != c.token_bytes_)
+    if (!c.files_.empty() && shard->token_bytes() != c.token_bytes_)
       throw UserError(p, std::to_string(shard->token_bytes() * 8) + "-bit tokens",
                       "mixed token widths in the " + what + " shards: " + c.sources_.front() + " holds " +
                           std::to_string(c.token_bytes_ * 8) + "-bit tokens",
@@ -31,27 +31,18 @@ TokenCorpus TokenCorpus::open(const std::vector<std::string>& paths, const std::
     c.sources_.push_back(p);
     c.counts_.push_back(shard->size());
     c.total_ += shard->size();
-    c.mapped_.push_back(std::move(shard));
+    c.files_.push_back(std::move(shard));
   }
   return c;
 }
 
-const unsigned char* TokenCorpus::data(int s) const {
-  return mapped_.empty() ? reinterpret_cast<const unsigned char*>(memory_->data()) : mapped_[size_t(s)]->tokens();
-}
-
 void TokenCorpus::copy(int s, int64_t first, int64_t n, int32_t* out) const {
-  const unsigned char* p = data(s);
-  if (token_bytes_ == 2) {
-    const auto* t = reinterpret_cast<const uint16_t*>(p) + first;
-    for (int64_t i = 0; i < n; ++i) out[i] = int32_t(t[i]);
-  } else {
-    // uint32 ids above INT32_MAX cannot be a vocabulary index; scan() refuses them before any read.
-    std::memcpy(out, reinterpret_cast<const uint32_t*>(p) + first, size_t(n) * sizeof(uint32_t));
+  if (!files_.empty()) {
+    files_[size_t(s)]->read(first, n, out);
+    return;
   }
-  // Released at once: a page fault on a file maps its neighbours too (fault-around, large folios),
-  // so pages kept until a later batch of releases would add up to far more than the windows read.
-  if (!mapped_.empty()) mapped_[size_t(s)]->release(first, n);
+  const uint16_t* t = memory_->data() + first;
+  for (int64_t i = 0; i < n; ++i) out[i] = int32_t(t[i]);
 }
 
 std::vector<uint32_t> TokenCorpus::tokens(int64_t first, int64_t n) const {
@@ -78,10 +69,9 @@ TokenCorpus::Scan TokenCorpus::scan(uint32_t vocab) const {
   constexpr int64_t kChunk = int64_t(1) << 18;  // tokens per read: a buffer of 0.5 or 1 MiB
   std::vector<unsigned char> buf;
   for (int s = 0; s < shards(); ++s) {
-    // A file is read with ordinary sequential reads (the kernel reads ahead; nothing is mapped into
-    // this process), an in-memory shard in place.
+    // A file is read with ordinary sequential reads (the kernel reads ahead), an in-memory shard in place.
     File f;
-    if (!mapped_.empty()) {
+    if (!files_.empty()) {
       f = open_regular_file(sources_[size_t(s)], "token shard", "check that the shard is still there");
       if (std::fseek(f.get(), long(kShardHeaderBytes), SEEK_SET) != 0)
         throw UserError(sources_[size_t(s)], "", "cannot seek past the header", "check the file");
@@ -89,7 +79,7 @@ TokenCorpus::Scan TokenCorpus::scan(uint32_t vocab) const {
     }
     for (int64_t first = 0; first < counts_[size_t(s)]; first += kChunk) {
       const int64_t n = std::min(kChunk, counts_[size_t(s)] - first);
-      const unsigned char* p = data(s) + size_t(first) * size_t(token_bytes_);
+      const unsigned char* p = f ? nullptr : reinterpret_cast<const unsigned char*>(memory_->data() + first);
       if (f) {
         if (std::fread(buf.data(), size_t(token_bytes_), size_t(n), f.get()) != size_t(n))
           throw UserError(sources_[size_t(s)] + ":byte " + std::to_string(kShardHeaderBytes + size_t(first) * size_t(token_bytes_)),

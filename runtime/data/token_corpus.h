@@ -1,4 +1,4 @@
-// TokenCorpus: one split's tokens as an ordered list of shards (memory-mapped .bin files, or one
+// TokenCorpus: one split's tokens as an ordered list of shards (.bin files read with pread, or one
 // in-memory stream for the built-in data and tests), all of one token width. Cheap to copy (the
 // shards are shared); nothing is read until asked for.
 #pragma once
@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/data/mapped_shard.h"
+#include "runtime/data/token_shard_file.h"
 
 namespace zt {
 
@@ -17,7 +17,7 @@ class TokenCorpus {
   TokenCorpus() = default;
   // One in-memory shard holding a copy of `tokens` (implicit: a stream is a one-shard corpus).
   TokenCorpus(const std::vector<uint16_t>& tokens, std::string source = "<memory>");  // NOLINT
-  // The shards at `paths`, in that order, memory-mapped. Throws zt::UserError naming the file: one
+  // The shards at `paths`, in that order, kept open. Throws zt::UserError naming the file: one
   // that check_shard_header refuses, an empty shard, a shard whose token width differs from the
   // first one's. `what` names the split in messages ("train", "val").
   static TokenCorpus open(const std::vector<std::string>& paths, const std::string& what);
@@ -28,8 +28,7 @@ class TokenCorpus {
     int64_t index = -1;
     uint32_t value = 0;
   };
-  // Reads every token once with sequential reads into a small buffer (nothing of the mapping
-  // becomes resident): the largest id and the first id >= vocab (vocab 0: none looked for).
+  // Reads every token once with sequential reads into a small buffer: the largest id and the first id >= vocab (vocab 0: none looked for).
   Scan scan(uint32_t vocab = 0) const;
 
   int shards() const { return int(sources_.size()); }
@@ -37,10 +36,8 @@ class TokenCorpus {
   int64_t shard_size(int s) const { return counts_[size_t(s)]; }
   const std::string& source(int s) const { return sources_[size_t(s)]; }
   int token_bytes() const { return token_bytes_; }
-  bool from_files() const { return !mapped_.empty(); }
-  // Tokens [first, first + n) of shard s as int32; a mapped shard's pages are released after the
-  // read, so that a rank's resident set does not grow with the part of the corpus it has read (one
-  // madvise per read: about 10 µs per 1,024-token window on the development machine).
+  bool from_files() const { return !files_.empty(); }
+  // Tokens [first, first + n) of shard s as int32 (a file shard: one pread).
   void copy(int s, int64_t first, int64_t n, int32_t* out) const;
   // Tokens [first, first + n) of the concatenation of the shards (tests, small reads).
   std::vector<uint32_t> tokens(int64_t first, int64_t n) const;
@@ -48,8 +45,7 @@ class TokenCorpus {
   std::string summary() const;
 
  private:
-  const unsigned char* data(int s) const;
-  std::vector<std::shared_ptr<const MappedShard>> mapped_;  // empty for an in-memory corpus
+  std::vector<std::shared_ptr<const TokenShardFile>> files_;  // empty for an in-memory corpus
   std::shared_ptr<const std::vector<uint16_t>> memory_;
   std::vector<std::string> sources_;
   std::vector<int64_t> counts_;

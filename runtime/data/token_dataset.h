@@ -24,7 +24,7 @@ struct TokenDataset {
   int64_t train_max = -1, val_max = -1;
 };
 
-// --data DIR: the folder's *train*.bin and *val*.bin shards (shard_files.h), memory-mapped; or, with
+// --data DIR: the folder's *train*.bin and *val*.bin shards (shard_files.h), read with pread; or, with
 // dir empty, --data-train GLOB and --data-val GLOB. vocab is the largest id + 1 (every token is read
 // once, without staying resident). Throws zt::UserError naming the flag or the file.
 TokenDataset load_token_dataset(const std::string& dir, const std::string& train_glob = "",
