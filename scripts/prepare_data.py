@@ -26,6 +26,7 @@ import json
 import os
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -230,8 +231,19 @@ def main(argv=None):
     consumed = 0  # input bytes read so far (the pieces' order decides the split)
     batch, batch_bytes = [], 0  # (text, starts_document, split)
 
+    # Batches are encoded on a worker thread (the tokenizers package releases the GIL and encodes a
+    # batch on every core) while this thread turns the previous batch's ids into shard arrays: the
+    # conversion no longer leaves the cores idle between batches.
+    pool = ThreadPoolExecutor(max_workers=1)
+    pending = []  # at most one (future, batch), encoding
+
     def encode(batch):
-        encs = tok.encode_batch_fast([t for t, _, _ in batch], add_special_tokens=False)
+        pending.append((pool.submit(tok.encode_batch_fast, [t for t, _, _ in batch], add_special_tokens=False), batch))
+        if len(pending) > 1:
+            write(*pending.pop(0))
+
+    def write(future, batch):
+        encs = future.result()
         for (_, starts, split), e in zip(batch, encs):
             ids = e.ids
             if starts:
@@ -259,6 +271,9 @@ def main(argv=None):
                 batch, batch_bytes = [], 0
     if batch:
         encode(batch)
+    while pending:
+        write(*pending.pop(0))
+    pool.shutdown()
     for w in writers.values():
         w.close()
     bar.close()
