@@ -14,6 +14,7 @@ TokenPicker::TokenPicker(const SamplingOptions& o) : o_(o), state_(o.seed) {
   if (!(o.temperature >= 0) || !std::isfinite(o.temperature))
     throw std::invalid_argument("temperature " + std::to_string(o.temperature) + " must be a number >= 0");
   if (o.top_k < 0) throw std::invalid_argument("top-k " + std::to_string(o.top_k) + " must be >= 0");
+  if (o.vocab_limit < 0) throw std::invalid_argument("vocab_limit " + std::to_string(o.vocab_limit) + " must be >= 0");
 }
 
 double TokenPicker::uniform() {
@@ -29,10 +30,10 @@ int32_t TokenPicker::pick(const std::vector<float>& logits) {
   const auto by_logit = [&](int32_t a, int32_t b) {
     return logits[size_t(a)] > logits[size_t(b)] || (logits[size_t(a)] == logits[size_t(b)] && a < b);
   };
+  const size_t n = o_.vocab_limit > 0 ? std::min(logits.size(), size_t(o_.vocab_limit)) : logits.size();
   if (o_.temperature == 0)
-    return int32_t(std::min_element(logits.begin(), logits.end(),
+    return int32_t(std::min_element(logits.begin(), logits.begin() + std::ptrdiff_t(n),
                                     [](float a, float b) { return a > b; }) - logits.begin());
-  const size_t n = logits.size();
   const size_t keep = o_.top_k > 0 ? std::min(n, size_t(o_.top_k)) : n;
   order_.resize(n);
   std::iota(order_.begin(), order_.end(), 0);

@@ -12,6 +12,7 @@ struct SamplingOptions {
   double temperature = 1.0;  // 0: greedy (argmax; ties go to the lowest id)
   int top_k = 0;             // keep the k most likely tokens (0: every token)
   uint64_t seed = 1;
+  int vocab_limit = 0;       // draw only ids below this (a tokenizer smaller than the model's vocabulary; 0: all)
 };
 
 class TokenPicker {

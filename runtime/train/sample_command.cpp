@@ -105,6 +105,8 @@ int run_sample(const SampleFlags& f, const CLI::App& cmd) {
 
   std::vector<int32_t> prompt;
   const std::optional<int32_t> end_of_text = codec.end_of_text();
+  SamplingOptions sampling = f.sampling;
+  if (codec.tokenizer) sampling.vocab_limit = codec.tokenizer->vocab_size();  // ids past it have no text
   if (!f.prompt_ids.empty()) {
     prompt = parse_ids(f.prompt_ids);
     codec.ids_out = f.print_ids || !codec.tokenizer;
@@ -145,7 +147,7 @@ int run_sample(const SampleFlags& f, const CLI::App& cmd) {
   std::string prompt_text;
   for (int32_t id : prompt) prompt_text += codec.decode(id);
   std::fputs(codec.ids_out ? prompt_text.substr(1).c_str() : prompt_text.c_str(), stdout);
-  SampleRequest request{prompt, f.tokens, f.sampling, f.ignore_eos ? std::nullopt : end_of_text};
+  SampleRequest request{prompt, f.tokens, sampling, f.ignore_eos ? std::nullopt : end_of_text};
   const SampleResult r = sample_from_weights(m, *backend, w.units, request, [&](int32_t id) {
     std::fputs(codec.decode(id).c_str(), stdout);
     std::fflush(stdout);

@@ -83,7 +83,7 @@ void print_sample(Engine& engine, Backend& backend, const RunOptions& o, const T
   const std::optional<int32_t> eot = codec.end_of_text();
   request.prompt = {eot ? *eot : int32_t(val.tokens(0, 1).at(0))};
   request.tokens = o.sample_tokens;
-  request.sampling = SamplingOptions{1.0, 0, o.seed + uint64_t(step)};
+  request.sampling = SamplingOptions{1.0, 0, o.seed + uint64_t(step), codec.tokenizer ? codec.tokenizer->vocab_size() : 0};
   request.stop = eot;
   std::string text;
   for (int32_t id : sample_from_weights(engine.model_config(), backend, units, request).tokens) text += codec.decode(id);

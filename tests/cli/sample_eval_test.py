@@ -5,7 +5,9 @@ memorised; a seed repeats its draws; `eval` over the whole validation split equa
 validation loss the training run wrote, at another world size and stage; --sample-every prints one
 sample per K steps from rank 0 alone; bad input (a tokenizer file that does not parse, a missing
 checkpoint, ids that are not ids, more tokens than the context) exits 2 naming the file or flag.
-Usage: sample_eval_test.py ZEROTRAIN MPIRUN"""
+A safetensors export samples as its checkpoint does; a tokenizer (the BPE fixture of
+tests/model/data/bpe) turns text into ids and back.
+Usage: sample_eval_test.py ZEROTRAIN MPIRUN TOKENIZER_JSON"""
 import json
 import os
 import shutil
@@ -13,7 +15,7 @@ import subprocess
 import sys
 import tempfile
 
-ZT, MPIRUN = sys.argv[1], sys.argv[2]
+ZT, MPIRUN, TOKENIZER = sys.argv[1], sys.argv[2], sys.argv[3]
 MPI = [MPIRUN, "-q", "--oversubscribe", "--bind-to", "none"] + (["--allow-run-as-root"] if os.geteuid() == 0 else [])
 ENV = dict(os.environ, OMP_NUM_THREADS="1", OMPI_MCA_mpi_yield_when_idle="1")
 ROOT = tempfile.mkdtemp(prefix="zt_sample_eval_")
@@ -70,6 +72,12 @@ def main():
     want = (SENTENCE * 2)[:len("the quick ") + 22]
     check("greedy", out.rstrip("\n") == want, "greedy sample %r, want %r" % (out, want))
     check("greedy_report", "key/value cache" in err and "22 tokens" in err, "stderr: %s" % err)
+    # The same weights exported to safetensors sample the same (the model from the flags).
+    weights = os.path.join(ROOT, "weights.safetensors")
+    run([ZT, "export", "--checkpoint", ckpt, "--out", weights], name="export")
+    out2, _ = run([ZT, "sample", "--init-from", weights] + MODEL +
+                  ["--prompt", "the quick ", "--tokens", "22", "--temperature", "0"], name="init_from")
+    check("init_from_same", out2 == out, "--init-from export %r, --checkpoint %r" % (out2, out))
     # A seed repeats its draws (at temperature 1 over every token), under a launcher too (one process prints).
     a, _ = run([ZT, "sample", "--checkpoint", ckpt, "--prompt", "th", "--tokens", "25", "--seed", "7", "--top-k", "0"],
                name="seed_a")
@@ -92,6 +100,16 @@ def main():
                          "--threads", "1"], name="eval_np2")
     check("eval_once", out2.count("eval: loss") == 1, "eval line count at 2 ranks:\n%s" % out2)
 
+    # Text through a tokenizer: a model whose vocabulary holds the tokenizer's ids.
+    ckpt_bpe = os.path.join(ROOT, "ckpt_bpe")
+    run([ZT] + MODEL[:2] + ["--vocab", "1024", "--seq-len", "16", "--data", data, "--steps", "3", "--eval-every", "0",
+                            "--eval-batches", "1", "--save", ckpt_bpe, "--threads", "1"], name="train_bpe")
+    out, err = run([ZT, "sample", "--checkpoint", ckpt_bpe, "--tokenizer", TOKENIZER, "--prompt", "the quick",
+                    "--tokens", "5", "--seed", "3"], name="tokenizer_text")
+    check("tokenizer_text_out", out.startswith("the quick") and len(out) > len("the quick\n"),
+          "stdout %r: the prompt then decoded text" % out)
+    check("tokenizer_prompt_tokens", "prompt tokens" in err and "sample: " in err, "stderr %s" % err)
+
     # Bad input: exit 2, the file or flag named, nothing on stdout.
     bad_tok = os.path.join(ROOT, "tokenizer.json")
     open(bad_tok, "w").write("{ not json")
@@ -101,6 +119,10 @@ def main():
         ("bad_ids", [ZT, "sample", "--checkpoint", ckpt, "--prompt-ids", "1,x"], "--prompt-ids"),
         ("too_long", [ZT, "sample", "--checkpoint", ckpt, "--prompt", "ab", "--tokens", "31"], "--tokens"),
         ("bad_temperature", [ZT, "sample", "--checkpoint", ckpt, "--prompt", "ab", "--temperature", "-1"], "--temperature"),
+        ("tokenizer_too_big", [ZT, "sample", "--checkpoint", ckpt, "--tokenizer", TOKENIZER, "--prompt", "the quick"],
+         "--tokenizer"),
+        ("model_flags_with_checkpoint", [ZT, "sample", "--checkpoint", ckpt, "--model", "small", "--prompt", "x"],
+         "--model"),
         ("eval_missing", [ZT, "eval", "--checkpoint", os.path.join(ROOT, "nope")], "nope"),
         ("train_bad_tokenizer", [ZT] + MODEL + ["--steps", "1", "--tokenizer", bad_tok], bad_tok),
     ]:

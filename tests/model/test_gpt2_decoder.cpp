@@ -110,6 +110,11 @@ TEST(TokenPicker, GreedyIsTheArgmaxLowestIdOnTies) {
   EXPECT_EQ(greedy.pick({-1.f, -2.f}), 0);
   TokenPicker top1(SamplingOptions{1.0, 1, 9});  // top-k 1 draws only the most likely
   for (int i = 0; i < 20; ++i) EXPECT_EQ(top1.pick({0.5f, 0.1f, 2.f, 1.9f}), 2);
+  // A vocabulary limit (a tokenizer smaller than the model) never picks past it, greedy or drawn.
+  TokenPicker limited_greedy(SamplingOptions{0.0, 0, 1, 2});
+  EXPECT_EQ(limited_greedy.pick({0.5f, 0.1f, 2.f, 1.9f}), 0);
+  TokenPicker limited(SamplingOptions{1.0, 0, 5, 2});
+  for (int i = 0; i < 200; ++i) EXPECT_LT(limited.pick({0.5f, 0.1f, 9.f, 9.f}), 2);
 }
 
 TEST(TokenPicker, SeededDrawsRepeatAndFollowTheSoftmax) {
