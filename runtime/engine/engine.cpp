@@ -126,7 +126,11 @@ Engine::State::State(const ModelConfig& m, const EngineOptions& o, Backend& b, C
   go.max_reuse_distance = o.max_reuse_distance;
   go.allgather_bucket_size = o.allgather_bucket_size;
   gatherer = std::make_unique<ParamGatherer>(*z, *pool, *store, go);
-  optimizer = std::make_unique<ShardOptimizer>(*z, o.optimizer, o.sub_group_size,
+  UpdateRules rules;
+  rules.scheduler = o.scheduler;
+  rules.gradient_clipping = o.gradient_clipping;
+  if (o.precision == DType::F16) rules.loss_scaler = o.loss_scaler;
+  optimizer = std::make_unique<ShardOptimizer>(*z, o.optimizer, rules, o.sub_group_size,
                                                StateOffloadOptions{o.offload.nvme_path, o.offload.buffer_count, o.offload.aio},
                                                pinned, transfer.get(), *store);
   // Initial values of the range this rank keeps (the whole unit for stages 0–2, its shard for 3).
@@ -136,7 +140,6 @@ Engine::State::State(const ModelConfig& m, const EngineOptions& o, Backend& b, C
         init_unit_params(model->layout(u), o.seed, first, first + part->unit(u).param_len, values);
       },
       true);
-  if (o.precision == DType::F16) scaler = std::make_unique<LossScaler>(o.loss_scaler);
   tokens.resize(size_t(o.micro_batch) * m.seq_len);
   targets.resize(tokens.size());
   backend.synchronize();
@@ -186,7 +189,7 @@ const Trace* Engine::trace() const { return s_->trace.get(); }
 const MemoryLedger& Engine::ledger() const { return s_->ledger; }
 const std::vector<std::string>& Engine::setup_warnings() const { return s_->setup_warnings; }
 const EngineOptions& Engine::options() const { return s_->opt; }
-int64_t Engine::applied_steps() const { return s_->applied; }
+int64_t Engine::applied_steps() const { return s_->optimizer->counters().applied; }
 int64_t Engine::params() const { return s_->part->map().total_numel(); }
 uint64_t Engine::expected_comm_bytes_per_step() const { return s_->part->expected_comm_bytes_per_step(s_->z->es()); }
 int64_t Engine::grad_buckets() const { return int64_t(s_->reducer->buckets().size()); }
@@ -252,22 +255,18 @@ ParamSummary Engine::param_summary() {
 
 Engine::Counters Engine::counters() const {
   const State& s = *s_;
-  Counters c{s.steps, s.applied, s.skipped, std::nullopt};
-  if (s.scaler) c.scaler = s.scaler->state();
-  return c;
+  const UpdateCounters u = s.optimizer->counters();
+  return Counters{s.steps, u.applied, u.skipped, u.scaler};
 }
 
 void Engine::restore_counters(const Counters& c) {
   State& s = *s_;
   s.steps = c.steps;
-  s.applied = c.applied;
-  s.skipped = c.skipped;
-  if (s.scaler && c.scaler) s.scaler->restore(*c.scaler);
+  s.optimizer->restore_counters(UpdateCounters{c.applied, c.skipped, c.scaler});
 }
 
 double Engine::next_lr() const {
-  const State& s = *s_;
-  return s.opt.scheduler ? s.opt.scheduler->lr_for_step(s.applied) : s.opt.optimizer.lr;
+  return s_->optimizer->next_lr();
 }
 
 bool Engine::has_state(StateArray a) const { return s_->optimizer->has_state(a); }

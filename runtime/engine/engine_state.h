@@ -1,5 +1,5 @@
 // Engine::State: the ZeRO objects one engine conducts — partition, parameter store, gradient
-// reducer, parameter gatherer, shard optimizer, loss scaler — and the model they run.
+// reducer, parameter gatherer, shard optimizer (with the loss scaler) — and the model they run.
 #pragma once
 
 #include <functional>
@@ -7,7 +7,6 @@
 #include <vector>
 
 #include "offload/pinned_memory.h"
-#include "optim/loss_scaler.h"
 #include "runtime/engine/engine.h"
 #include "runtime/model/gpt2.h"
 #include "runtime/zero/grad_reducer.h"
@@ -42,9 +41,8 @@ struct Engine::State {
   std::unique_ptr<GradReducer> reducer;
   std::unique_ptr<ParamGatherer> gatherer;
   std::unique_ptr<ShardOptimizer> optimizer;
-  std::unique_ptr<LossScaler> scaler;  // fp16
 
-  int64_t steps = 0, applied = 0, skipped = 0;
+  int64_t steps = 0;  // steps attempted (the optimizer counts the applied and skipped ones)
   std::vector<int32_t> tokens, targets;
 
   // Every unit's working parameters from param_len fp32 values each (`fill(u, out)`: the range this

@@ -1,11 +1,8 @@
 // One training step, in one direction: the micro-steps' forward (parameters fetched) and backward
-// (gradients reduced bucket by bucket) → the global norm from per-rank partials added in rank
-// order → the fp16 scaler, clipping → the update of this rank's shard → the updated parameters
-// gathered. Each arrow is a verb of one object: ParamGatherer, GradReducer, ShardOptimizer.
-#include <cmath>
-#include <stdexcept>
-
-#include "optim/grad_clip.h"
+// (gradients reduced bucket by bucket) → the optimizer's step (global norm from per-rank partials
+// added in rank order, the fp16 scaler, clipping, the update of this rank's shard, each updated
+// unit handed to the parameter sync) → the sync finished. Each arrow is a verb of one object:
+// ParamGatherer, GradReducer, ShardOptimizer.
 #include "runtime/engine/engine_state.h"
 
 namespace zt {
@@ -46,8 +43,7 @@ void Engine::State::backward_walk(bool last_micro_step) {
 
 StepStats Engine::train_step(const BatchFn& fill) {
   State& s = *s_;
-  const Partition& part = *s.part;
-  const int W = part.world_size();
+  const int W = s.part->world_size();
   StepStats st;
   st.step = ++s.steps;
   s.z->times = StepTimes{};
@@ -56,8 +52,7 @@ StepStats Engine::train_step(const BatchFn& fill) {
   const uint64_t out_before = s.optimizer->grad_bytes_to_host();
 
   // Micro-steps: forward, backward and the gradient buckets.
-  const double loss_scale = s.scaler ? s.scaler->scale() : 1.0;
-  const float dloss = float(loss_scale / (double(s.opt.grad_accum) * s.predivide()));
+  const float dloss = float(s.optimizer->loss_scale() / (double(s.opt.grad_accum) * s.predivide()));
   s.reducer->start_step();
   double loss_sum = 0;
   for (int m = 0; m < s.opt.grad_accum; ++m) {
@@ -72,47 +67,21 @@ StepStats Engine::train_step(const BatchFn& fill) {
   for (double l : allgather_doubles(*s.z, {loss_sum})) loss_total += l;
   st.loss = loss_total / (double(s.opt.grad_accum) * W);
 
-  // Global norm of the averaged (still loss-scaled) gradients: every rank's partial, in rank order.
-  const float post = float(s.predivide() / W);  // turns the pre-divided rank sum into the mean
-  std::vector<double> partials = s.optimizer->prepare_and_norm(*s.reducer, post);
-  if (part.norm_ranks().size() == 1 && W > 1) partials = allgather_doubles(*s.z, partials);
-  double total = 0;
-  for (double p : partials) total += p;
-  const double scaled_norm = std::sqrt(total);
-  st.loss_scale = loss_scale;
-  st.grad_norm = scaled_norm / loss_scale;
-
-  // fp16: the scaler skips the step on overflow; clipping and unscaling fold into one factor.
-  bool skip = !std::isfinite(total);
-  if (s.scaler) {
-    const auto ev = s.scaler->update(skip);
-    if (s.scaler->failed()) throw std::runtime_error(s.scaler->failure_message());
-    skip = is_skip(ev);
-  }
-  st.lr = s.opt.scheduler ? s.opt.scheduler->lr_for_step(s.applied) : s.opt.optimizer.lr;
-  if (skip) {
-    st.skipped = true;
-    ++s.skipped;
-  } else {
-    StepHyper h;
-    h.lr = st.lr;
-    h.beta1 = s.opt.optimizer.beta1;
-    h.beta2 = s.opt.optimizer.beta2;
-    if (s.opt.scheduler) {
-      if (auto b = s.opt.scheduler->beta1_for_step(s.applied)) h.beta1 = *b;
-      if (auto b = s.opt.scheduler->beta2_for_step(s.applied)) h.beta2 = *b;
-    }
-    h.step = int(++s.applied);
-    h.grad_scale = float(unscale_and_clip_multiplier(scaled_norm, loss_scale, s.opt.gradient_clipping));
-    // The update, with stages 1–2 gathering each bucket of updated parameters as soon as it is ready.
-    const auto t1 = Clock::now();
-    s.optimizer->step(h, *s.reducer, [&](int u) { s.gatherer->start_param_sync(u); });
-    s.z->times.optimizer_s += seconds_since(t1);
-    s.z->traced("optimizer step", TraceTrack::Compute, t1);
-    s.gatherer->finish_param_sync();
-  }
+  // The update: norm → skip or clip → this rank's shard, stages 1–2 gathering each bucket of
+  // updated parameters as soon as it is ready; `post` turns the pre-divided rank sum into the mean.
+  const auto t1 = Clock::now();
+  const float post = float(s.predivide() / W);
+  const StepOutcome update =
+      s.optimizer->step(s.reducer->reduced(), post, [&](int u) { s.gatherer->start_param_sync(u); });
+  s.z->times.optimizer_s += seconds_since(t1);
+  s.z->traced("optimizer step", TraceTrack::Compute, t1);
+  if (!update.skipped) s.gatherer->finish_param_sync();
   s.gatherer->release_all();  // stage 3: gathered copies are stale after the update
   s.backend.synchronize();
+  st.loss_scale = update.loss_scale;
+  st.grad_norm = update.grad_norm;
+  st.lr = update.lr;
+  st.skipped = update.skipped;
 
   const CommStats after = s.comm.stats();
   for (int i = 0; i < kCommOpCount; ++i) {
@@ -126,7 +95,7 @@ StepStats Engine::train_step(const BatchFn& fill) {
   st.gather_wait_s = t.gather_wait_s;
   st.optimizer_s = t.optimizer_s;
   st.grad_bytes_to_host = s.optimizer->grad_bytes_to_host() - out_before;
-  st.skipped_total = s.skipped;
+  st.skipped_total = s.optimizer->counters().skipped;
   st.seconds = seconds_since(t0);
   st.mem_peak = s.ledger.peak_total();
   return st;

@@ -44,8 +44,10 @@ GradReducer::~GradReducer() {
   }
 }
 
-int64_t GradReducer::calls_per_step(int micro_steps) const {
-  return int64_t(buckets_.size()) * (z_.part.reduces_each_micro_step() ? micro_steps : 1);
+ReducedGrads GradReducer::reduced() const {
+  ReducedGrads r;
+  for (int u = 0; u < z_.part.units(); ++u) r.unit.push_back(z_.at(grads_[size_t(u)], z_.part.unit(u).state_in_grad));
+  return r;
 }
 
 void GradReducer::start_step() {

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "runtime/zero/buckets.h"
+#include "runtime/zero/reduced_grads.h"
 #include "runtime/zero/unit_buffers.h"
 #include "runtime/zero/zero_context.h"
 
@@ -35,12 +36,10 @@ class GradReducer {
 
   // --- results (after finish) -----------------------------------------------------------------------
   void* grads(int u) const { return grads_[size_t(u)]; }  // grad_len elements (full or this rank's shard)
-  // This rank's reduced sum, state element 0 onward (state_len elements; the rest is not reduced).
-  void* reduced(int u) const { return z_.at(grads_[size_t(u)], z_.part.unit(u).state_in_grad); }
+  // This rank's reduced sums, state element 0 onward (state_len elements; the rest is not reduced).
+  ReducedGrads reduced() const;
 
   const std::vector<Bucket>& buckets() const { return buckets_; }
-  // Collective calls one step issues: buckets per reduction × reductions per step.
-  int64_t calls_per_step(int micro_steps) const;
 
  private:
   struct InFlight {

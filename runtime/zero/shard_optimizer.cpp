@@ -2,20 +2,23 @@
 #include "runtime/zero/shard_optimizer.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <stdexcept>
 #include <string>
 
 #include "offload/cpu_adam.h"
+#include "optim/grad_clip.h"
 #include "optim/sgd.h"
 
 namespace zt {
 
-ShardOptimizer::ShardOptimizer(ZeroContext& z, const OptimizerOptions& o, int64_t sub_group_size,
-                               const StateOffloadOptions& off, offload::PinnedAllocator& pinned, HostTransfer* transfer,
-                               ParamStore& store)
-    : z_(z), o_(o), transfer_(transfer), store_(store), off_(off), pinned_(pinned) {
+ShardOptimizer::ShardOptimizer(ZeroContext& z, const OptimizerOptions& o, const UpdateRules& rules,
+                               int64_t sub_group_size, const StateOffloadOptions& off, offload::PinnedAllocator& pinned,
+                               HostTransfer* transfer, ParamStore& store)
+    : z_(z), o_(o), rules_(rules), transfer_(transfer), store_(store), off_(off), pinned_(pinned) {
   if (sub_group_size < 1) throw std::invalid_argument("ShardOptimizer: sub_group_size must be >= 1");
+  if (rules.loss_scaler) scaler_ = std::make_unique<LossScaler>(*rules.loss_scaler);
   const Partition& p = z.part;
   const int U = p.units();
   bool nvme = false;
@@ -88,17 +91,70 @@ void ShardOptimizer::finish_initialize() {
   initial_.clear();
 }
 
-std::vector<double> ShardOptimizer::prepare_and_norm(const GradReducer& grads, float post) {
+double ShardOptimizer::next_lr() const {
+  return rules_.scheduler ? rules_.scheduler->lr_for_step(applied_) : o_.lr;
+}
+
+UpdateCounters ShardOptimizer::counters() const {
+  UpdateCounters c{applied_, skipped_, std::nullopt};
+  if (scaler_) c.scaler = scaler_->state();
+  return c;
+}
+
+void ShardOptimizer::restore_counters(const UpdateCounters& c) {
+  applied_ = c.applied;
+  skipped_ = c.skipped;
+  if (scaler_ && c.scaler) scaler_->restore(*c.scaler);
+}
+
+StepOutcome ShardOptimizer::step(const ReducedGrads& grads, float post, const std::function<void(int)>& units_done) {
+  const Partition& p = z_.part;
+  StepOutcome out;
+  out.loss_scale = loss_scale();
+  // Global norm of the averaged (still loss-scaled) gradients: every rank's partial, in rank order.
+  std::vector<double> partials = prepare_and_norm(grads, post);
+  if (p.norm_ranks().size() == 1 && p.world_size() > 1) partials = allgather_doubles(z_, partials);
+  double total = 0;
+  for (double partial : partials) total += partial;
+  const double scaled_norm = std::sqrt(total);
+  out.grad_norm = scaled_norm / out.loss_scale;
+  // fp16: the scaler skips the step on overflow; clipping and unscaling fold into one factor.
+  out.skipped = !std::isfinite(total);
+  if (scaler_) {
+    const LossScaleEvent event = scaler_->update(out.skipped);
+    if (scaler_->failed()) throw std::runtime_error(scaler_->failure_message());
+    out.skipped = is_skip(event);
+  }
+  out.lr = next_lr();
+  if (out.skipped) {
+    ++skipped_;
+    return out;
+  }
+  StepHyper h;
+  h.lr = out.lr;
+  h.beta1 = o_.beta1;
+  h.beta2 = o_.beta2;
+  if (rules_.scheduler) {
+    if (auto b = rules_.scheduler->beta1_for_step(applied_)) h.beta1 = *b;
+    if (auto b = rules_.scheduler->beta2_for_step(applied_)) h.beta2 = *b;
+  }
+  h.step = int(++applied_);
+  h.grad_scale = float(unscale_and_clip_multiplier(scaled_norm, out.loss_scale, rules_.gradient_clipping));
+  update(h, grads, units_done);
+  return out;
+}
+
+std::vector<double> ShardOptimizer::prepare_and_norm(const ReducedGrads& grads, float post) {
   const Partition& p = z_.part;
   const bool f32 = z_.act() == DType::F32;
   post_ = f32 ? 1.0f : post;
   if (f32 && post != 1.0f)
-    for (int u = 0; u < p.units(); ++u) z_.backend.scale(grads.reduced(u), post, size_t(p.unit(u).state_len));
+    for (int u = 0; u < p.units(); ++u) z_.backend.scale(grads.unit[size_t(u)], post, size_t(p.unit(u).state_len));
   std::vector<double> partials;
   for (int q : p.norm_ranks()) {
     double sum = 0;
     for (const UnitRange& r : p.norm_ranges(q))
-      sum += z_.backend.sum_squares(z_.at(grads.reduced(r.unit), r.begin), size_t(r.n), post_);
+      sum += z_.backend.sum_squares(z_.at(grads.unit[size_t(r.unit)], r.begin), size_t(r.n), post_);
     partials.push_back(sum);
   }
   return partials;
@@ -106,7 +162,7 @@ std::vector<double> ShardOptimizer::prepare_and_norm(const GradReducer& grads, f
 
 // fp32 host pointers to every host-updated unit's (averaged) gradients: in place for state that
 // lives in host-addressable backend memory, copied out for staged units; null for device units.
-std::vector<float*> ShardOptimizer::host_grads(const GradReducer& grads) {
+std::vector<float*> ShardOptimizer::host_grads(const ReducedGrads& grads) {
   const Partition& p = z_.part;
   std::vector<float*> g(size_t(p.units()), nullptr);
   std::vector<HostTransfer::Out> out;
@@ -114,11 +170,11 @@ std::vector<float*> ShardOptimizer::host_grads(const GradReducer& grads) {
     const UnitPart& up = p.unit(u);
     if (up.device_update) continue;
     if (!up.staged()) {
-      g[size_t(u)] = static_cast<float*>(grads.reduced(u));
+      g[size_t(u)] = static_cast<float*>(grads.unit[size_t(u)]);
       continue;
     }
     g[size_t(u)] = grad_host_[size_t(u)];
-    out.push_back({grads.reduced(u), grad_host_[size_t(u)], up.state_len});
+    out.push_back({grads.unit[size_t(u)], grad_host_[size_t(u)], up.state_len});
   }
   if (!out.empty()) {
     if (!transfer_) throw std::logic_error("ShardOptimizer: staged units need the transfer ring");
@@ -153,7 +209,7 @@ void ShardOptimizer::host_update(int u, int64_t begin, int64_t n, float* p, cons
   store_.write(u, begin, n, p);
 }
 
-void ShardOptimizer::step(const StepHyper& h, const GradReducer& grads, const std::function<void(int)>& units_done) {
+void ShardOptimizer::update(const StepHyper& h, const ReducedGrads& grads, const std::function<void(int)>& units_done) {
   const Partition& p = z_.part;
   const int U = p.units();
   const std::vector<float*> g = host_grads(grads);
@@ -206,7 +262,7 @@ void ShardOptimizer::step(const StepHyper& h, const GradReducer& grads, const st
       for (const SubGroup& sg : subgroups_) {
         const int u = sg.unit;
         if (!p.unit(u).device_update) continue;
-        chunks.push_back({master_[size_t(u)] + sg.begin, z_.at(grads.reduced(u), sg.begin), m_[size_t(u)] + sg.begin,
+        chunks.push_back({master_[size_t(u)] + sg.begin, z_.at(grads.unit[size_t(u)], sg.begin), m_[size_t(u)] + sg.begin,
                           v_[size_t(u)] + sg.begin, store_.working_at(u, sg.begin), size_t(sg.n)});
       }
       z_.backend.adamw_multi_tensor(chunks.data(), chunks.size(), z_.act(), dh);

@@ -1,31 +1,51 @@
 // ShardOptimizer: this rank's fp32 master weights and optimizer moments for every unit, wherever the
-// partition puts them (backend memory, host memory apart from it, NVMe records), and the update of
-// that shard: the global norm's partials from the reduced gradients (no gradient leaves the device
-// for them), then Adam/AdamW, SGD or Lamb over sub-groups of sub_group_size elements — the
-// backend's multi-tensor AdamW for device-resident state, the SIMD CPU Adam (or SGD, Lamb) on the
-// host otherwise — and the new working parameters handed to the ParamStore.
+// partition puts them (backend memory, host memory apart from it, NVMe records), and the whole
+// update of a step from the reduced gradient shards: averaging, the global norm from every rank's
+// partial (no gradient leaves the device for it) → the fp16 loss scaler's skip decision →
+// clipping folded into one factor → Adam/AdamW, SGD or Lamb over sub-groups of sub_group_size
+// elements (the backend's multi-tensor AdamW for device-resident state, the SIMD CPU Adam, SGD or
+// Lamb on the host otherwise) → the new working parameters handed to the ParamStore, each unit
+// announced as it is done so that the parameter sync can start. It owns the loss scaler and the
+// count of applied updates (the scheduler's position).
 #pragma once
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "base/optimizer.h"
 #include "offload/aio_uring.h"
 #include "offload/nvme_swapper.h"
 #include "offload/swap_pipeline.h"
-#include "runtime/zero/grad_reducer.h"
+#include "optim/loss_scaler.h"
+#include "optim/lr_scheduler.h"
 #include "runtime/zero/host_transfer.h"
 #include "runtime/zero/param_store.h"
+#include "runtime/zero/reduced_grads.h"
 #include "runtime/zero/zero_context.h"
 
 namespace zt {
 
-// The hyper-parameters of one step (the scheduler's lr and betas, the combined unscale/clip factor).
-struct StepHyper {
-  double lr = 1e-3, beta1 = 0.9, beta2 = 0.999;
-  int step = 1;              // 1-based count of applied updates
-  float grad_scale = 1.0f;   // unscale (fp16) and clip, folded
+// What a step's update follows beyond the optimizer's own hyper-parameters.
+struct UpdateRules {
+  std::shared_ptr<const LrScheduler> scheduler;   // lr and betas per applied step; null: constant
+  double gradient_clipping = 0.0;                 // max global norm; 0: off
+  std::optional<LossScalerConfig> loss_scaler;    // fp16: dynamic or static loss scaling
+};
+
+// What one step did.
+struct StepOutcome {
+  double grad_norm = 0;   // global L2 norm of the averaged, unscaled gradients (before clipping)
+  double loss_scale = 1;  // the scale the step's backward ran with
+  double lr = 0;          // the scheduler's lr for this step (also when it was skipped)
+  bool skipped = false;   // non-finite gradients (or the fp16 scaler's overflow): no update
+};
+
+// The counters a checkpoint keeps of the update: applied updates, fp16 overflow skips, the scaler.
+struct UpdateCounters {
+  int64_t applied = 0, skipped = 0;
+  std::optional<LossScaler::State> scaler;
 };
 
 struct StateOffloadOptions {
@@ -47,22 +67,28 @@ enum class StateArray { Master, Moment1, Moment2 };
 
 class ShardOptimizer {
  public:
-  ShardOptimizer(ZeroContext& z, const OptimizerOptions& o, int64_t sub_group_size, const StateOffloadOptions& off,
-                 offload::PinnedAllocator& pinned, HostTransfer* transfer, ParamStore& store);
+  ShardOptimizer(ZeroContext& z, const OptimizerOptions& o, const UpdateRules& rules, int64_t sub_group_size,
+                 const StateOffloadOptions& off, offload::PinnedAllocator& pinned, HostTransfer* transfer,
+                 ParamStore& store);
   ~ShardOptimizer();
 
   // Initial master values of unit u (state_len fp32 values) — before finish_initialize.
   void initialize(int u, const float* master_values);
   void finish_initialize();  // NVMe: every record written
 
-  // The reduced gradients become averages (× post, the factor that turns the pre-divided rank sum
-  // into the mean): fp32 gradients are scaled in place; 16-bit ones keep it as a factor. Returns the
-  // squared-norm partial of each rank in partition().norm_ranks(), in rank order, of the averaged
-  // (still loss-scaled) gradients, each a sum of per-unit fixed-order sums on the backend.
-  std::vector<double> prepare_and_norm(const GradReducer& grads, float post);
-  // The update (after prepare_and_norm). `units_done(u)` is called in unit order as soon as units
-  // 0..u have their new master and working values (stages 1–2 start gathering them then).
-  void step(const StepHyper& h, const GradReducer& grads, const std::function<void(int)>& units_done);
+  // The scale the next step's loss gradient is multiplied by (1 without a loss scaler).
+  double loss_scale() const { return scaler_ ? scaler_->scale() : 1.0; }
+  // The lr the next applied update uses.
+  double next_lr() const;
+  // One step's update from the reduced gradient sums (× post: the factor that turns the pre-divided
+  // rank sum into the mean): the norm, the skip decision, clipping, the update of this rank's shard.
+  // `units_done(u)` is called in unit order as soon as units 0..u have their new master and working
+  // values (stages 1–2 start gathering them then); not at all when the step is skipped. Collective
+  // (the norm's partials). Throws std::runtime_error when a static or minimum loss scale keeps
+  // overflowing (DeepSpeed's failure).
+  StepOutcome step(const ReducedGrads& grads, float post, const std::function<void(int)>& units_done);
+  UpdateCounters counters() const;
+  void restore_counters(const UpdateCounters& c);  // a scaler state is ignored without a scaler
 
   // Every unit's fp32 master values (its state range, state_len each), on the host.
   std::vector<std::vector<float>> masters();
@@ -73,21 +99,34 @@ class ShardOptimizer {
   bool has_state(StateArray a) const;
   void read_state(StateArray a, int u, int64_t begin, int64_t n, float* out);
   void write_state(StateArray a, int u, int64_t begin, int64_t n, const float* in);
-  const std::vector<SubGroup>& subgroups() const { return subgroups_; }
   uint64_t grad_bytes_to_host() const { return transfer_ ? transfer_->grad_bytes_out() : 0; }
 
  private:
+  // The averaged gradients' squared-norm partial of each rank in partition().norm_ranks(), in rank
+  // order, each a sum of per-unit fixed-order sums on the backend; fp32 gradients are averaged in
+  // place, 16-bit ones keep the factor (post_) for the update.
+  std::vector<double> prepare_and_norm(const ReducedGrads& grads, float post);
+  // The update proper (after prepare_and_norm): lr, betas, the step number and the folded factor.
+  struct StepHyper {
+    double lr = 1e-3, beta1 = 0.9, beta2 = 0.999;
+    int step = 1;             // 1-based count of applied updates
+    float grad_scale = 1.0f;  // unscale (fp16) and clip, folded
+  };
+  void update(const StepHyper& h, const ReducedGrads& grads, const std::function<void(int)>& units_done);
   bool has_m() const { return optimizer_state_arrays(o_.type, o_.momentum != 0.0) >= 1; }
   bool has_v() const { return o_.type != OptimizerType::SGD; }
   size_t record_floats(int64_t n) const;
   float* host_array(MemCategory c, int64_t n, bool apart);
-  std::vector<float*> host_grads(const GradReducer& grads);
+  std::vector<float*> host_grads(const ReducedGrads& grads);
   void host_update(int u, int64_t begin, int64_t n, float* p, const float* g, float* m, float* v);
   void lamb_step(const std::vector<float*>& g, const LambHyper& h);  // shard_lamb.cpp
   void access_state(StateArray a, int u, int64_t begin, int64_t n, float* host, bool write);
 
   ZeroContext& z_;
   OptimizerOptions o_;
+  UpdateRules rules_;
+  std::unique_ptr<LossScaler> scaler_;  // fp16
+  int64_t applied_ = 0, skipped_ = 0;
   HostTransfer* transfer_;
   ParamStore& store_;
   float post_ = 1.0f;  // averaging factor still to apply (16-bit gradients)
