@@ -14,12 +14,15 @@ import re
 import statistics
 import sys
 
+import zt_metrics
+
 PEAK = 989e12
 N_PARAMS, LAYERS, DIM, SEQ = 124_439_808, 12, 768, 1024
 FLOPS_PER_TOKEN = 6 * N_PARAMS + 12 * LAYERS * DIM * SEQ
 
 
 def json_lines(path):
+    """The JSON lines among a log's other lines (the bench log, the PyTorch peer's output)."""
     out = []
     if not os.path.exists(path):
         return out
@@ -34,8 +37,9 @@ def json_lines(path):
 
 
 def step_rate(path):
-    """Median tokens/s over the steps after the first (warm-up), or None."""
-    steps = [r for r in json_lines(path) if r.get("event") == "step"]
+    """Median tokens/s of a zerotrain --metrics file over the steps after the first (warm-up), or None."""
+    # The runs go under `timeout`: one killed mid-write leaves a last line cut short, the rest is whole.
+    steps = zt_metrics.read_metrics(path, truncated_tail_ok=True).of("step")
     if not steps:
         return None
     rest = steps[1:] or steps

@@ -29,6 +29,8 @@ import statistics
 import subprocess
 import sys
 
+import zt_metrics
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CATEGORIES = ["params", "grads", "master", "optimizer", "activations", "buffers"]
 LEDGER_KEYS = {"params": "params", "grads": "grads", "master": "master_weights", "optimizer": "optimizer_states",
@@ -75,20 +77,6 @@ def machine_name(zerotrain):
         return f"{cpu.get('model', 'CPU')}, {cpu.get('logical_cpus', '?')} CPUs"
     except Exception:  # the title only
         return "this machine"
-
-
-def read_metrics(path):
-    start, steps, end = None, [], None
-    with open(path) as f:
-        for line in f:
-            r = json.loads(line)
-            if r["event"] == "start":
-                start = r
-            elif r["event"] == "step":
-                steps.append(r)
-            elif r["event"] == "end":
-                end = r
-    return start, steps, end
 
 
 def paper_formula(stage, psi, n, w, k):
@@ -361,9 +349,9 @@ def main():
             with open(log) as f:
                 sys.stderr.write(f.read())
             sys.exit(f"sweep: {name} failed (exit {rc}); its log: {log}")
-        start, steps, end = read_metrics(metrics)
+        m = zt_metrics.read_metrics(metrics, missing_ok=False)  # the run exited 0: its file must be there
         row = summarize({"name": name, "offload": off, **{k: v for (k, _), v in zip(varies, values)}},
-                        start, steps, end, a.world_size)
+                        m.start, m.of("step"), m.end, a.world_size)
         rows.append(row)
     title = f"{a.model} ({rows[0]['params'] / 1e6:.2f} M params), N = {a.world_size}, {machine_name(zt)}"
     keys = []

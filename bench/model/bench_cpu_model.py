@@ -22,6 +22,9 @@ import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+import zt_metrics  # noqa: E402 (found through the path above)
+
 GOAL = 1.2
 
 
@@ -35,13 +38,12 @@ def run_zerotrain(a, threads):
         p = subprocess.run(cmd, capture_output=True, text=True)
         if p.returncode != 0:
             sys.exit(f"zerotrain failed ({p.returncode}): {' '.join(cmd)}\n{p.stderr[-4000:]}")
-        recs = [json.loads(line) for line in open(metrics) if line.strip()]
-    steps = [r for r in recs if "tokens_per_s" in r and "step" in r][a.warmup:]
-    end = [r for r in recs if "param_checksum" in r]
-    if len(steps) != a.steps or not end:
+        m = zt_metrics.read_metrics(metrics, missing_ok=False)  # read before the folder goes
+    steps = m.of("step")[a.warmup:]
+    if len(steps) != a.steps or m.end is None:
         sys.exit(f"zerotrain metrics: expected {a.steps} timed step records and an end record, got {len(steps)}")
     rate = statistics.median(r["tokens_per_s"] for r in steps)
-    return {"tokens_per_s": rate, "checksum": end[-1]["param_checksum"]}
+    return {"tokens_per_s": rate, "checksum": m.end["param_checksum"]}
 
 
 def run_torch(a, threads):

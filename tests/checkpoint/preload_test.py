@@ -19,6 +19,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
+import zt_metrics  # noqa: E402 (found through the path above)
+
 ZT, MPIRUN, CONFIGS = sys.argv[1], sys.argv[2], sys.argv[3]
 TEST_PYTHON = sys.argv[4] if len(sys.argv) > 4 else ""
 MAKE_HF = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts", "make_hf_gpt2.py")
@@ -53,15 +56,8 @@ def run(world, stage, extra, steps, micro, name, expect_rc=0, base=BASE):
     out = p.stdout.decode(errors="replace")
     if p.returncode != expect_rc:
         raise AssertionError("exit %d, expected %d: %s\n%s" % (p.returncode, expect_rc, " ".join(cmd), out[-3000:]))
-    steps_, end = [], None
-    if os.path.exists(metrics):
-        for line in open(metrics):
-            r = json.loads(line)
-            if r.get("event") == "step":
-                steps_.append(r)
-            elif r.get("event") == "end":
-                end = r
-    return out, steps_, end, metrics
+    m = zt_metrics.read_metrics(metrics)  # a refused run leaves no file: no steps, no end
+    return out, m.of("step"), m.end, metrics
 
 
 def check(name, ok, what):

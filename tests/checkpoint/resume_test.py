@@ -14,6 +14,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
+import zt_metrics  # noqa: E402 (found through the path above)
+
 ZT, MPIRUN, CONFIGS = sys.argv[1], sys.argv[2], sys.argv[3]
 ONLY = set(sys.argv[4:])
 MPI = [MPIRUN, "--oversubscribe", "--bind-to", "none"] + (["--allow-run-as-root"] if os.geteuid() == 0 else [])
@@ -61,17 +64,10 @@ def run(world, cfg, extra, steps=N, micro=None, accum=1, name="run", expect_rc=0
     p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=ENV, stdin=subprocess.DEVNULL,
                        timeout=120)
     out = p.stdout.decode(errors="replace")
-    records, end = {}, None
-    if os.path.exists(metrics):
-        for line in open(metrics):
-            r = json.loads(line)
-            if r.get("event") == "step":
-                records[r["step"]] = r
-            elif r.get("event") == "end":
-                end = r
+    m = zt_metrics.read_metrics(metrics)  # a refused run leaves no file: no steps, no end
     if p.returncode != expect_rc:
         raise AssertionError("exit %d, expected %d: %s\n%s" % (p.returncode, expect_rc, " ".join(cmd), out[-3000:]))
-    return out, records, end
+    return out, m.steps, m.end
 
 
 def check(name, ok, what):
@@ -197,7 +193,7 @@ def export_and_info(save):
     manifest = json.load(open(os.path.join(save, "global_step%d" % N, "manifest.json")))
     tensors = safetensors_tensors(out_file)
     chunks = [tensors["%s.%s" % (u["name"], t["name"])] for u in manifest["units"] for t in u["tensors"]]
-    ref_end = [json.loads(l) for l in open(os.path.join(ROOT, "w2_s1_fp32_a.jsonl")) if '"event":"end"' in l][0]
+    ref_end = zt_metrics.read_metrics(os.path.join(ROOT, "w2_s1_fp32_a.jsonl"), missing_ok=False).end
     ok = check(name, "0x%016x" % fnv1a64(chunks) == ref_end["param_checksum"],
                "the export hashes to 0x%016x, the run's param_checksum is %s" % (fnv1a64(chunks), ref_end["param_checksum"]))
     out, _, _ = run(2, config("init_from", 2), ["--init-from", out_file], steps=2, name="init_from")

@@ -12,6 +12,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
+import zt_metrics  # noqa: E402 (found through the path above)
+
 ZT, MPIRUN = sys.argv[1], sys.argv[2]
 MPI = [MPIRUN, "-q", "--oversubscribe", "--bind-to", "none"] + (["--allow-run-as-root"] if os.geteuid() == 0 else [])
 ENV = dict(os.environ, OMP_NUM_THREADS="1", OMPI_MCA_mpi_yield_when_idle="1")
@@ -41,16 +44,9 @@ def run(name, cfg, extra, expect_rc=0):
     p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=ENV, stdin=subprocess.DEVNULL,
                        timeout=120)
     out = p.stdout.decode(errors="replace")
-    steps, end = {}, None
-    if os.path.exists(metrics):
-        for line in open(metrics):
-            r = json.loads(line)
-            if r.get("event") == "step":
-                steps[r["step"]] = r
-            elif r.get("event") == "end":
-                end = r
+    m = zt_metrics.read_metrics(metrics)  # a refused run leaves no file: no steps, no end
     check(name, p.returncode == expect_rc, "exit %d, want %d:\n%s" % (p.returncode, expect_rc, out[-2000:]))
-    return out, steps, end
+    return out, m.steps, m.end
 
 
 def check(name, ok, what):

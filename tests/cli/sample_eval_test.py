@@ -15,6 +15,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
+import zt_metrics  # noqa: E402 (found through the path above)
+
 ZT, MPIRUN, TOKENIZER = sys.argv[1], sys.argv[2], sys.argv[3]
 MPI = [MPIRUN, "-q", "--oversubscribe", "--bind-to", "none"] + (["--allow-run-as-root"] if os.geteuid() == 0 else [])
 ENV = dict(os.environ, OMP_NUM_THREADS="1", OMPI_MCA_mpi_yield_when_idle="1")
@@ -62,7 +65,7 @@ def main():
     samples = [l for l in out.splitlines() if l.startswith("sample (step")]
     check("sample_every", len(samples) == 2 and samples[0].startswith("sample (step 100") and
           samples[1].startswith("sample (step 200"), "want one sample line at steps 100 and 200 (rank 0 only):\n%s" % samples)
-    end = [json.loads(l) for l in open(metrics) if '"end"' in l][-1]
+    end = zt_metrics.read_metrics(metrics, missing_ok=False).end
     final_val = end["val_loss"]
     check("memorised", final_val < 0.2, "final val loss %.4f: the sentence was not learned" % final_val)
 

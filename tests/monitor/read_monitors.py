@@ -5,26 +5,12 @@ every step is there with the value the metrics file (JSON lines) recorded. Exit 
 import argparse
 import csv
 import glob
-import json
 import math
 import os
 import sys
 
-
-def metrics_steps(path):
-    start, steps, end, profiles = None, [], None, []
-    with open(path) as f:
-        for line in f:
-            r = json.loads(line)
-            if r["event"] == "start":
-                start = r
-            elif r["event"] == "step":
-                steps.append(r)
-            elif r["event"] == "end":
-                end = r
-            elif r["event"] == "flops_profile":
-                profiles.append(r)
-    return start, steps, end, profiles
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
+import zt_metrics  # noqa: E402 (found through the path above)
 
 
 def expected_scalars(steps):
@@ -92,7 +78,8 @@ def main():
     p.add_argument("--tensorboard", help="tensorboard folder (output_path/job_name)")
     p.add_argument("--world-size", type=int, default=1)
     a = p.parse_args()
-    start, steps, end, profiles = metrics_steps(a.metrics)
+    metrics = zt_metrics.read_metrics(a.metrics, missing_ok=False)  # the run under test must have written it
+    steps, end, profiles = metrics.of("step"), metrics.end, metrics.of("flops_profile")
     problems = []
     if not steps:
         problems.append("the metrics file has no step records")
