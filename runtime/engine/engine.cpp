@@ -106,7 +106,7 @@ Engine::State::State(const ModelConfig& m, const EngineOptions& o, Backend& b, C
   z = std::make_unique<ZeroContext>(ZeroContext{b, c, ledger, *part, o.precision, o.comm_precision.value_or(o.precision),
                                                 o.grad_accum_precision.value_or(o.precision), trace.get(), {}});
   const int U = part->units();
-  pool = std::make_unique<UnitBufferPool>(ledger, b, z->es());
+  pool = std::make_unique<UnitBufferPool>(ledger, b, z->element_bytes());
   if (part->any_staged()) {
     int64_t largest = 1;
     for (int u = 0; u < U; ++u)
@@ -191,7 +191,7 @@ const std::vector<std::string>& Engine::setup_warnings() const { return s_->setu
 const EngineOptions& Engine::options() const { return s_->opt; }
 int64_t Engine::applied_steps() const { return s_->optimizer->counters().applied; }
 int64_t Engine::params() const { return s_->part->map().total_numel(); }
-uint64_t Engine::expected_comm_bytes_per_step() const { return s_->part->expected_comm_bytes_per_step(s_->z->es()); }
+uint64_t Engine::expected_comm_bytes_per_step() const { return s_->part->expected_comm_bytes_per_step(s_->z->element_bytes()); }
 int64_t Engine::grad_buckets() const { return int64_t(s_->reducer->buckets().size()); }
 int64_t Engine::param_sync_buckets() const { return int64_t(s_->gatherer->sync_buckets().size()); }
 

@@ -68,11 +68,11 @@ StepStats Engine::train_step(const BatchFn& fill) {
   st.loss = loss_total / (double(s.opt.grad_accum) * W);
 
   // The update: norm → skip or clip → this rank's shard, stages 1–2 gathering each bucket of
-  // updated parameters as soon as it is ready; `post` turns the pre-divided rank sum into the mean.
+  // updated parameters as soon as it is ready; `mean_factor` turns the pre-divided rank sum into the mean.
   const auto t1 = Clock::now();
-  const float post = float(s.predivide() / W);
+  const float mean_factor = float(s.predivide() / W);
   const StepOutcome update =
-      s.optimizer->step(s.reducer->reduced(), post, [&](int u) { s.gatherer->start_param_sync(u); });
+      s.optimizer->step(s.reducer->reduced(), mean_factor, [&](int u) { s.gatherer->start_param_sync(u); });
   s.z->times.optimizer_s += seconds_since(t1);
   s.z->traced("optimizer step", TraceTrack::Compute, t1);
   if (!update.skipped) s.gatherer->finish_param_sync();

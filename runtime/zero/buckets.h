@@ -10,6 +10,7 @@
 // the cut never changes a result.)
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -37,5 +38,28 @@ struct OwnedPart {
   int64_t begin = 0, n = 0;
 };
 std::vector<OwnedPart> split_by_owner(const BucketPiece& piece, int64_t shard);
+
+// The buckets of one stream and the cursor of the next one to issue: once the unit at stream
+// position `done_pos` is done, every bucket whose last unit is at or before it is ready, in order.
+// Both sides of ZeRO walk their stream this way (gradients in backward order, updated parameters in
+// update order).
+class BucketStream {
+ public:
+  BucketStream() = default;
+  BucketStream(const std::vector<int>& order, const std::vector<int64_t>& len, int64_t bucket_elems)
+      : buckets_(cut_buckets(order, len, bucket_elems)) {}
+  const std::vector<Bucket>& buckets() const { return buckets_; }
+  // Calls issue(k) for each bucket k not yet issued that is complete through done_pos, in order.
+  template <class Issue>
+  void issue_ready(int done_pos, Issue&& issue) {
+    while (next_ < buckets_.size() && buckets_[next_].last_pos <= done_pos) issue(next_++);
+  }
+  size_t unissued() const { return buckets_.size() - next_; }
+  void rewind() { next_ = 0; }  // a new pass over the stream
+
+ private:
+  std::vector<Bucket> buckets_;
+  size_t next_ = 0;
+};
 
 }  // namespace zt

@@ -1,9 +1,8 @@
 // GradReducer: bucketed gradient reduction in backward order, with each stage's timing.
 #include "runtime/zero/grad_reducer.h"
 
-#include <cstdio>
-#include <cstdlib>
 #include <stdexcept>
+#include <string>
 
 namespace zt {
 
@@ -21,38 +20,31 @@ GradReducer::GradReducer(ZeroContext& z, UnitBufferPool& pool, int64_t bucket_el
   for (int u = U - 1; u >= 0; --u) order.push_back(u);
   for (int u = 0; u < U; ++u) {
     len[size_t(u)] = p.shard(u).padded;
-    grads_.push_back(z.ledger.alloc(MemCategory::Grads, size_t(p.unit(u).grad_len) * z.es()));
+    grads_.push_back(z.ledger.alloc(MemCategory::Grads, size_t(p.unit(u).grad_len) * z.element_bytes()));
   }
-  buckets_ = cut_buckets(order, len, bucket_elems);
+  stream_ = BucketStream(order, len, bucket_elems);
   buckets_of_unit_.assign(size_t(U), 0);
-  for (const Bucket& b : buckets_)
+  for (const Bucket& b : stream_.buckets())
     for (const BucketPiece& piece : b.pieces) ++buckets_of_unit_[size_t(piece.unit)];
   full_.assign(size_t(U), nullptr);
   pending_.assign(size_t(U), 0);
 }
 
 GradReducer::~GradReducer() {
-  try {
-    while (!in_flight_.empty()) {
-      in_flight_.front().handle->wait();
-      in_flight_.pop_front();
-    }
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "zerotrain: rank %d: a gradient collective failed while shutting down: %s\n", z_.comm.rank(),
-                 e.what());
-    std::abort();  // the other ranks cannot be left waiting on a half-finished collective
-  }
+  wait_or_abort(z_, "a gradient collective", [&] {
+    for (; !in_flight_.empty(); in_flight_.pop_front()) in_flight_.front().handle->wait();
+  });
 }
 
 ReducedGrads GradReducer::reduced() const {
   ReducedGrads r;
-  for (int u = 0; u < z_.part.units(); ++u) r.unit.push_back(z_.at(grads_[size_t(u)], z_.part.unit(u).state_in_grad));
+  for (int u = 0; u < z_.part.units(); ++u) r.unit.push_back(z_.element_at(grads_[size_t(u)], z_.part.unit(u).state_in_grad));
   return r;
 }
 
 void GradReducer::start_step() {
   for (int u = 0; u < z_.part.units(); ++u)
-    z_.backend.zero(grads_[size_t(u)], size_t(z_.part.unit(u).grad_len) * z_.es());
+    z_.backend.zero(grads_[size_t(u)], size_t(z_.part.unit(u).grad_len) * z_.element_bytes());
 }
 
 void GradReducer::start_micro_step(bool last) {
@@ -60,8 +52,7 @@ void GradReducer::start_micro_step(bool last) {
   // forward); its buffers must be back before backward asks for them again.
   drain(0);
   reducing_now_ = z_.part.reduces_each_micro_step() || last;
-  done_pos_ = -1;
-  next_bucket_ = 0;
+  stream_.rewind();
   pending_ = buckets_of_unit_;
 }
 
@@ -75,7 +66,7 @@ void GradReducer::unit_done(int u) {
   const Partition& p = z_.part;
   const int64_t P = p.shard(u).padded;
   void* full = grad_buffer(u);
-  z_.emulate(full, P, z_.train);  // backward writes gradients in the working type
+  z_.emulate(full, P, z_.train_precision);  // backward writes gradients in the working type
   if (!p.reduces_each_micro_step()) {
     // Stages 0–1: micro-steps add up in the full gradient, reduced once at the boundary.
     z_.backend.accumulate(grads_[size_t(u)], full, size_t(P));
@@ -86,14 +77,13 @@ void GradReducer::unit_done(int u) {
     z_.emulate(full, P, z_.comm_precision);  // sent in the communication type
   }
   if (!reducing_now_) return;
-  done_pos_ = position_of(u, p.units());
-  while (next_bucket_ < buckets_.size() && buckets_[next_bucket_].last_pos <= done_pos_) issue(next_bucket_++);
+  stream_.issue_ready(position_of(u, p.units()), [&](size_t k) { issue(k); });
 }
 
 std::string GradReducer::bucket_name(size_t k) const {
   // "reduce_scatter bucket 3: block1+block0" — the units it holds pieces of, in backward order.
   std::string units;
-  for (const BucketPiece& piece : buckets_[k].pieces) units += (units.empty() ? "" : "+") + z_.part.map().unit(piece.unit).name;
+  for (const BucketPiece& piece : stream_.buckets()[k].pieces) units += (units.empty() ? "" : "+") + z_.part.map().unit(piece.unit).name;
   return std::string(z_.part.all_reduces_grads() ? "all_reduce" : "reduce_scatter") + " bucket " + std::to_string(k) +
          ": " + units;
 }
@@ -101,21 +91,17 @@ std::string GradReducer::bucket_name(size_t k) const {
 void GradReducer::issue(size_t k) {
   const Partition& p = z_.part;
   const bool each = p.reduces_each_micro_step();
-  std::vector<Segment> segs;
-  for (const BucketPiece& piece : buckets_[k].pieces) {
+  const Bucket& bucket = stream_.buckets()[k];
+  if (!each)  // stages 0–1: the accumulated gradient is sent in the communication type
+    for (const BucketPiece& piece : bucket.pieces) z_.emulate(z_.element_at(grads_[size_t(piece.unit)], piece.begin), piece.n, z_.comm_precision);
+  const std::vector<Segment> segs = bucket_segments(z_, bucket, !p.all_reduces_grads(), [&](const BucketPiece& piece) {
     void* buf = each ? full_[size_t(piece.unit)] : grads_[size_t(piece.unit)];
     if (!buf) throw std::logic_error("GradReducer: bucket " + std::to_string(k) + " issued before unit " +
                                      std::to_string(piece.unit) + "'s gradient exists");
-    if (!each) z_.emulate(z_.at(buf, piece.begin), piece.n, z_.comm_precision);  // sent in the communication type
-    if (p.all_reduces_grads()) {
-      segs.push_back({z_.at(buf, piece.begin), size_t(piece.n), 0});
-      continue;
-    }
-    for (const OwnedPart& part : split_by_owner(piece, p.shard(piece.unit).shard))
-      segs.push_back({z_.at(buf, part.begin), size_t(part.n), part.owner});
-  }
-  CommHandlePtr h = p.all_reduces_grads() ? z_.comm.all_reduce_segments_async(segs, z_.act(), ReduceOp::Sum)
-                                          : z_.comm.reduce_scatter_segments_async(segs, z_.act(), ReduceOp::Sum);
+    return buf;
+  });
+  CommHandlePtr h = p.all_reduces_grads() ? z_.comm.all_reduce_segments_async(segs, z_.working_type(), ReduceOp::Sum)
+                                          : z_.comm.reduce_scatter_segments_async(segs, z_.working_type(), ReduceOp::Sum);
   in_flight_.push_back({k, std::move(h), Clock::now()});
   if (!overlap_) drain(0);
   else if (each) drain(1);  // one bucket in flight beside backward: full buffers go back to the pool
@@ -136,22 +122,22 @@ void GradReducer::complete_front() {
   z_.traced(name, TraceTrack::Comm, f.issued);
   const Partition& p = z_.part;
   const int me = p.rank();
-  for (const BucketPiece& piece : buckets_[f.bucket].pieces) {
+  for (const BucketPiece& piece : stream_.buckets()[f.bucket].pieces) {
     const int u = piece.unit;
     const UnitShard& sh = p.shard(u);
     if (p.all_reduces_grads()) {
-      z_.emulate(z_.at(grads_[size_t(u)], piece.begin), piece.n, z_.comm_precision);  // the sum as sent
+      z_.emulate(z_.element_at(grads_[size_t(u)], piece.begin), piece.n, z_.comm_precision);  // the sum as sent
       continue;
     }
     for (const OwnedPart& part : split_by_owner(piece, sh.shard)) {
       if (part.owner != me) continue;
       if (!p.reduces_each_micro_step()) {  // stage 1: the sum landed in place in the full gradient
-        z_.emulate(z_.at(grads_[size_t(u)], part.begin), part.n, z_.comm_precision);
+        z_.emulate(z_.element_at(grads_[size_t(u)], part.begin), part.n, z_.comm_precision);
         continue;
       }
       // Stages 2–3: this rank's part of the micro-step's sum joins its accumulated shard.
-      void* sum = z_.at(full_[size_t(u)], part.begin);
-      void* acc = z_.at(grads_[size_t(u)], part.begin - sh.rank_begin);
+      void* sum = z_.element_at(full_[size_t(u)], part.begin);
+      void* acc = z_.element_at(grads_[size_t(u)], part.begin - sh.rank_begin);
       z_.emulate(sum, part.n, z_.comm_precision);
       z_.backend.accumulate(acc, sum, size_t(part.n));
       z_.emulate(acc, part.n, z_.accum_precision);
@@ -164,8 +150,8 @@ void GradReducer::complete_front() {
 }
 
 void GradReducer::finish() {
-  if (reducing_now_ && next_bucket_ < buckets_.size())
-    throw std::logic_error("GradReducer::finish: " + std::to_string(buckets_.size() - next_bucket_) +
+  if (reducing_now_ && stream_.unissued() > 0)
+    throw std::logic_error("GradReducer::finish: " + std::to_string(stream_.unissued()) +
                            " bucket(s) were never issued (a unit's backward did not report done)");
   drain(0);
 }

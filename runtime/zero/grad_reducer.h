@@ -39,7 +39,7 @@ class GradReducer {
   // This rank's reduced sums, state element 0 onward (state_len elements; the rest is not reduced).
   ReducedGrads reduced() const;
 
-  const std::vector<Bucket>& buckets() const { return buckets_; }
+  const std::vector<Bucket>& buckets() const { return stream_.buckets(); }
 
  private:
   struct InFlight {
@@ -57,13 +57,11 @@ class GradReducer {
   bool overlap_;
   std::vector<void*> grads_;         // accumulated gradients (ledger: Grads)
   std::vector<void*> full_;          // unit -> this micro-step's full buffer, while in use
-  std::vector<Bucket> buckets_;
+  BucketStream stream_;              // the buckets in backward order and the next to issue
   std::vector<int> buckets_of_unit_; // how many buckets hold a piece of unit u
   std::vector<int> pending_;         // of those, still to complete this micro-step
   std::deque<InFlight> in_flight_;
   bool reducing_now_ = false;        // this micro-step issues reductions
-  int done_pos_ = -1;                // last backward position whose unit is done
-  size_t next_bucket_ = 0;
 };
 
 }  // namespace zt

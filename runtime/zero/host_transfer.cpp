@@ -9,7 +9,7 @@ namespace zt {
 HostTransfer::HostTransfer(ZeroContext& z, offload::PinnedAllocator& pinned, int buffer_count, int64_t chunk_elems,
                            int64_t largest_range)
     : z_(z), chunk_(std::max<int64_t>(1, std::min(chunk_elems, largest_range))) {
-  ring_ = std::make_unique<offload::StagingRing>(z.backend, pinned, std::max(2, buffer_count), size_t(chunk_) * z.es());
+  ring_ = std::make_unique<offload::StagingRing>(z.backend, pinned, std::max(2, buffer_count), size_t(chunk_) * z.element_bytes());
   z.ledger.record_host(MemCategory::CommBuffers, ring_->bytes_allocated());
   published_.assign(size_t(z.part.units()), 0);
 }
@@ -23,8 +23,8 @@ void HostTransfer::copy_out(const std::vector<Out>& ranges) {
   for (size_t r = 0; r < ranges.size(); ++r)
     for (int64_t b = 0; b < ranges[r].n; b += chunk_) chunks.push_back({r, b, std::min(chunk_, ranges[r].n - b)});
   if (chunks.empty()) return;
-  const size_t es = z_.es();
-  const bool bf16 = z_.act() == DType::BF16;
+  const size_t es = z_.element_bytes();
+  const bool bf16 = z_.working_type() == DType::BF16;
   ring_->stream_out(
       chunks.size(),
       [&](size_t k) {
@@ -50,7 +50,7 @@ void HostTransfer::publish(int u, void* dst, int64_t n,
   for (int64_t off = 0; off < n; off += chunk_) {
     const int64_t len = std::min(chunk_, n - off);
     published_[size_t(u)] =
-        ring_->publish(z_.at(dst, off), size_t(len) * z_.es(), [&](void* slot) { fill(slot, off, len); });
+        ring_->publish(z_.element_at(dst, off), size_t(len) * z_.element_bytes(), [&](void* slot) { fill(slot, off, len); });
   }
 }
 

@@ -2,8 +2,6 @@
 #include "runtime/zero/param_gatherer.h"
 
 #include <algorithm>
-#include <cstdio>
-#include <cstdlib>
 
 namespace zt {
 
@@ -17,19 +15,16 @@ ParamGatherer::ParamGatherer(ZeroContext& z, UnitBufferPool& pool, ParamStore& s
       order.push_back(u);
       len.push_back(z.part.shard(u).padded);
     }
-    sync_buckets_ = cut_buckets(order, len, o.allgather_bucket_size);
+    sync_ = BucketStream(order, len, o.allgather_bucket_size);
   }
 }
 
 ParamGatherer::~ParamGatherer() {
-  try {
+  wait_or_abort(z_, "a parameter gather", [&] {
     for (auto& h : syncing_) h->wait();
     for (auto& g : gathered_)
       if (g.pending) g.pending->wait();
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "zerotrain: rank %d: a parameter gather failed while shutting down: %s\n", z_.comm.rank(), e.what());
-    std::abort();
-  }
+  });
 }
 
 // --- stage 3 ------------------------------------------------------------------------------------
@@ -40,8 +35,8 @@ void ParamGatherer::gather(int u, bool wait) {
   if (!g.full) {
     g.full = pool_.acquire(P, false);
     live_elements_ += P;
-    const void* shard = store_.bring_in(u);
-    g.pending = z_.comm.all_gather_async(shard, g.full, size_t(P), z_.act());
+    const void* shard = store_.gather_source(u);
+    g.pending = z_.comm.all_gather_async(shard, g.full, size_t(P), z_.working_type());
     g.issued = Clock::now();
   }
   if (wait && g.pending) {
@@ -52,7 +47,7 @@ void ParamGatherer::gather(int u, bool wait) {
     z_.traced("wait " + name, TraceTrack::Wait, t0);
     z_.traced(name, TraceTrack::Comm, g.issued);
     g.pending.reset();
-    store_.drop_in(u);
+    store_.release_gather_source(u);
   }
 }
 
@@ -87,7 +82,7 @@ void ParamGatherer::release(int u) {
   if (!g.full) return;
   if (g.pending) g.pending->wait();
   g.pending.reset();
-  store_.drop_in(u);
+  store_.release_gather_source(u);
   const int64_t P = z_.part.shard(u).padded;
   pool_.release(P, g.full);
   live_elements_ -= P;
@@ -123,21 +118,17 @@ void ParamGatherer::release_all() {
 
 void ParamGatherer::start_param_sync(int u) {
   if (!z_.part.gathers_params_after_update()) return;
-  updated_through_ = std::max(updated_through_, u);
-  while (next_sync_ < sync_buckets_.size() && sync_buckets_[next_sync_].last_pos <= updated_through_) {
-    std::vector<Segment> segs;
-    for (const BucketPiece& piece : sync_buckets_[next_sync_].pieces) {
+  sync_.issue_ready(u, [&](size_t k) {
+    const std::vector<Segment> segs = bucket_segments(z_, sync_.buckets()[k], true, [&](const BucketPiece& piece) {
       store_.wait_written(piece.unit);  // a staged unit's copy-in must land before its shard is sent
-      for (const OwnedPart& part : split_by_owner(piece, z_.part.shard(piece.unit).shard))
-        segs.push_back({z_.at(store_.resident(piece.unit), part.begin), size_t(part.n), part.owner});
-    }
-    ++next_sync_;
-    syncing_.push_back(z_.comm.all_gather_segments_async(segs, z_.act()));
+      return store_.resident(piece.unit);
+    });
+    syncing_.push_back(z_.comm.all_gather_segments_async(segs, z_.working_type()));
     if (!o_.overlap) {
       syncing_.back()->wait();
       syncing_.pop_back();
     }
-  }
+  });
 }
 
 void ParamGatherer::finish_param_sync() {
@@ -148,8 +139,7 @@ void ParamGatherer::finish_param_sync() {
   syncing_.clear();
   z_.times.gather_wait_s += seconds_since(t0);
   z_.traced("wait all_gather (updated params)", TraceTrack::Wait, t0);
-  next_sync_ = 0;
-  updated_through_ = -1;
+  sync_.rewind();
 }
 
 }  // namespace zt

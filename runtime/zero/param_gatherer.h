@@ -49,7 +49,7 @@ class ParamGatherer {
   // --- after the update (stages 1–2) ----------------------------------------------------------------
   void start_param_sync(int u);  // units 0..u are updated: issue the buckets they complete
   void finish_param_sync();      // every bucket issued and waited
-  const std::vector<Bucket>& sync_buckets() const { return sync_buckets_; }
+  const std::vector<Bucket>& sync_buckets() const { return sync_.buckets(); }
 
  private:
   struct Gathered {
@@ -71,9 +71,7 @@ class ParamGatherer {
   std::vector<Gathered> gathered_;
   int64_t live_elements_ = 0;
   // stages 1–2
-  std::vector<Bucket> sync_buckets_;
-  size_t next_sync_ = 0;
-  int updated_through_ = -1;
+  BucketStream sync_;  // the update-order buckets and the next to issue
   std::vector<CommHandlePtr> syncing_;
 };
 

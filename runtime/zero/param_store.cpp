@@ -11,10 +11,10 @@ namespace zt {
 
 ParamStore::ParamStore(ZeroContext& z, offload::PinnedAllocator& pinned, HostTransfer* transfer,
                        const ParamOffloadOptions& o)
-    : z_(z), pinned_(pinned), transfer_(transfer), opt_(o) {
+    : z_(z), pinned_(pinned), transfer_(transfer), opt_(o), shard_pool_(z.ledger, z.backend, z.element_bytes()) {
   const Partition& p = z.part;
   const int U = p.units();
-  const size_t es = z.es();
+  const size_t es = z.element_bytes();
   std::vector<size_t> record_bytes;
   bool nvme = false;
   for (int u = 0; u < U; ++u) {
@@ -58,11 +58,11 @@ ParamStore::ParamStore(ZeroContext& z, offload::PinnedAllocator& pinned, HostTra
 }
 
 void ParamStore::to_act(void* dst, const float* src, int64_t n) const {
-  if (z_.act() == DType::F32) {
+  if (z_.working_type() == DType::F32) {
     std::memcpy(dst, src, size_t(n) * 4);
-    round_to_precision(static_cast<float*>(dst), size_t(n), z_.train);  // emulated 16-bit storage
+    round_to_precision(static_cast<float*>(dst), size_t(n), z_.train_precision);  // emulated 16-bit storage
   } else {
-    offload::convert_f32(dst, z_.act(), src, size_t(n));
+    offload::convert_f32(dst, z_.working_type(), src, size_t(n));
   }
 }
 
@@ -72,7 +72,7 @@ void ParamStore::initialize(int u, const float* values) {
   switch (up.param) {
     case ParamHome::Nvme:
       if (initial_.empty()) initial_.resize(size_t(z_.part.units()));  // set anew after finish_initialize
-      initial_[size_t(u)].assign(size_t(n) * z_.es(), 0);
+      initial_[size_t(u)].assign(size_t(n) * z_.element_bytes(), 0);
       to_act(initial_[size_t(u)].data(), values, n);
       return;
     case ParamHome::Host:
@@ -84,7 +84,7 @@ void ParamStore::initialize(int u, const float* values) {
       } else {
         stage16_.resize(size_t(n));
         to_act(stage16_.data(), values, n);
-        z_.backend.copy_to_device(work_[size_t(u)], stage16_.data(), size_t(n) * z_.es());
+        z_.backend.copy_to_device(work_[size_t(u)], stage16_.data(), size_t(n) * z_.element_bytes());
       }
       return;
   }
@@ -95,7 +95,7 @@ void ParamStore::finish_initialize() {
   for (int u = 0; u < z_.part.units(); ++u) {
     image_ = std::move(initial_[size_t(u)]);
     image_unit_ = u;
-    commit(u);
+    finish_update(u);
   }
   initial_.clear();
   std::vector<uint16_t>().swap(stage16_);
@@ -109,18 +109,11 @@ void* ParamStore::next_buffer() {
   return b;
 }
 
-const void* ParamStore::bring_in(int u) {
+const void* ParamStore::gather_source(int u) {
   const UnitPart& up = z_.part.unit(u);
   if (up.param == ParamHome::Backend) return work_[size_t(u)];
   const int64_t n = up.param_len;
-  auto& free_list = shard_pool_[n];
-  void* dst;
-  if (free_list.empty()) {
-    dst = z_.ledger.alloc(MemCategory::CommBuffers, size_t(n) * z_.es());
-  } else {
-    dst = free_list.back();
-    free_list.pop_back();
-  }
+  void* dst = shard_pool_.acquire(n, false);  // overwritten whole by the copy below
   const void* src = work_[size_t(u)];
   if (up.param == ParamHome::Nvme) {
     void* buf = next_buffer();
@@ -128,15 +121,15 @@ const void* ParamStore::bring_in(int u) {
     src = buf;
   }
   // Waited here: the all-gather is issued right after.
-  z_.backend.wait_copy(z_.backend.copy_to_device_async(dst, src, size_t(n) * z_.es()));
+  z_.backend.wait_copy(z_.backend.copy_to_device_async(dst, src, size_t(n) * z_.element_bytes()));
   shard_in_[size_t(u)] = dst;
   return dst;
 }
 
-void ParamStore::drop_in(int u) {
+void ParamStore::release_gather_source(int u) {
   void*& p = shard_in_[size_t(u)];
   if (!p) return;
-  shard_pool_[z_.part.unit(u).param_len].push_back(p);
+  shard_pool_.release(z_.part.unit(u).param_len, p);
   p = nullptr;
 }
 
@@ -144,12 +137,12 @@ void ParamStore::write(int u, int64_t begin, int64_t n, const float* values) {
   const Partition& p = z_.part;
   const UnitPart& up = p.unit(u);
   if (p.master_aliases_params()) return;  // the update wrote the working params themselves
-  if (up.param == ParamHome::Nvme) {      // rebuild the shard (padding stays zero); commit writes it back
+  if (up.param == ParamHome::Nvme) {      // rebuild the shard (padding stays zero); finish_update writes it back
     if (image_unit_ != u) {
-      image_.assign(size_t(up.param_len) * z_.es(), 0);
+      image_.assign(size_t(up.param_len) * z_.element_bytes(), 0);
       image_unit_ = u;
     }
-    to_act(image_.data() + (up.state_in_param + begin) * int64_t(z_.es()), values, n);
+    to_act(image_.data() + (up.state_in_param + begin) * int64_t(z_.element_bytes()), values, n);
     return;
   }
   if (up.staged() && up.param == ParamHome::Backend) {
@@ -163,7 +156,7 @@ void ParamStore::write(int u, int64_t begin, int64_t n, const float* values) {
   to_act(working_at(u, begin), values, n);
 }
 
-void ParamStore::commit(int u) {
+void ParamStore::finish_update(int u) {
   if (z_.part.unit(u).param != ParamHome::Nvme || image_unit_ != u) return;  // no element of u here: record stays zero
   void* buf = next_buffer();
   std::memset(buf, 0, swapper_->padded_bytes(size_t(u)));

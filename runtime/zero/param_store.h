@@ -12,6 +12,7 @@
 #include "offload/nvme_swapper.h"
 #include "offload/pinned_memory.h"
 #include "runtime/zero/host_transfer.h"
+#include "runtime/zero/unit_buffers.h"
 #include "runtime/zero/zero_context.h"
 
 namespace zt {
@@ -33,16 +34,17 @@ class ParamStore {
   // null for an NVMe record.
   void* resident(int u) const { return work_[size_t(u)]; }
   // Where state element `e` of unit u sits in its working buffer.
-  void* working_at(int u, int64_t e) const { return z_.at(work_[size_t(u)], z_.part.unit(u).state_in_param + e); }
+  void* working_at(int u, int64_t e) const { return z_.element_at(work_[size_t(u)], z_.part.unit(u).state_in_param + e); }
   // Initial values of what this rank keeps (param_len fp32 values, rounded to the working type here).
   // Also between steps, to set every unit anew (a checkpoint load), followed by finish_initialize.
   void initialize(int u, const float* values);
   void finish_initialize();  // NVMe: every record written
 
   // Stage 3: the shard of unit u in backend memory, ready to be the all-gather's source (a host or
-  // NVMe shard is copied into a pooled buffer, the copy waited); give it back with drop_in.
-  const void* bring_in(int u);
-  void drop_in(int u);
+  // NVMe shard is copied into a pooled buffer, the copy waited); give it back with
+  // release_gather_source.
+  const void* gather_source(int u);
+  void release_gather_source(int u);
 
   // New working values of state elements [begin, begin + n) of unit u from fp32 master values:
   // nothing when the master is the working copy; the NVMe image; a copy-in through the ring for a
@@ -52,7 +54,7 @@ class ParamStore {
   // working type): true for a pinned host shard on a 16-bit backend.
   bool host_working_copy(int u) const { return z_.part.unit(u).param == ParamHome::Host; }
   // After unit u's update: its NVMe record is rewritten.
-  void commit(int u);
+  void finish_update(int u);
   // Unit u's new working values are in place in backend memory (a staged unit's copies-in landed).
   void wait_written(int u) {
     if (transfer_ && z_.part.unit(u).staged()) transfer_->wait_unit(u);
@@ -69,7 +71,7 @@ class ParamStore {
   ParamOffloadOptions opt_;
   std::vector<void*> work_;
   std::vector<offload::PinnedBuffer> host_shards_;    // ParamHome::Host
-  std::map<int64_t, std::vector<void*>> shard_pool_;  // backend buffers for shards brought in
+  UnitBufferPool shard_pool_;                         // backend buffers for the gather sources
   std::vector<void*> shard_in_;                       // unit -> its shard in backend memory
   // NVMe records: one per unit's shard, through buffer_count reused pinned buffers.
   std::unique_ptr<offload::NvmeSwapper> swapper_;

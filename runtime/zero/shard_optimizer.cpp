@@ -107,12 +107,12 @@ void ShardOptimizer::restore_counters(const UpdateCounters& c) {
   if (scaler_ && c.scaler) scaler_->restore(*c.scaler);
 }
 
-StepOutcome ShardOptimizer::step(const ReducedGrads& grads, float post, const std::function<void(int)>& units_done) {
+StepOutcome ShardOptimizer::step(const ReducedGrads& grads, float mean_factor, const std::function<void(int)>& units_done) {
   const Partition& p = z_.part;
   StepOutcome out;
   out.loss_scale = loss_scale();
   // Global norm of the averaged (still loss-scaled) gradients: every rank's partial, in rank order.
-  std::vector<double> partials = prepare_and_norm(grads, post);
+  std::vector<double> partials = prepare_and_norm(grads, mean_factor);
   if (p.norm_ranks().size() == 1 && p.world_size() > 1) partials = allgather_doubles(z_, partials);
   double total = 0;
   for (double partial : partials) total += partial;
@@ -144,17 +144,17 @@ StepOutcome ShardOptimizer::step(const ReducedGrads& grads, float post, const st
   return out;
 }
 
-std::vector<double> ShardOptimizer::prepare_and_norm(const ReducedGrads& grads, float post) {
+std::vector<double> ShardOptimizer::prepare_and_norm(const ReducedGrads& grads, float mean_factor) {
   const Partition& p = z_.part;
-  const bool f32 = z_.act() == DType::F32;
-  post_ = f32 ? 1.0f : post;
-  if (f32 && post != 1.0f)
-    for (int u = 0; u < p.units(); ++u) z_.backend.scale(grads.unit[size_t(u)], post, size_t(p.unit(u).state_len));
+  const bool f32 = z_.working_type() == DType::F32;
+  pending_mean_factor_ = f32 ? 1.0f : mean_factor;
+  if (f32 && mean_factor != 1.0f)
+    for (int u = 0; u < p.units(); ++u) z_.backend.scale(grads.unit[size_t(u)], mean_factor, size_t(p.unit(u).state_len));
   std::vector<double> partials;
   for (int q : p.norm_ranks()) {
     double sum = 0;
     for (const UnitRange& r : p.norm_ranges(q))
-      sum += z_.backend.sum_squares(z_.at(grads.unit[size_t(r.unit)], r.begin), size_t(r.n), post_);
+      sum += z_.backend.sum_squares(z_.element_at(grads.unit[size_t(r.unit)], r.begin), size_t(r.n), pending_mean_factor_);
     partials.push_back(sum);
   }
   return partials;
@@ -180,15 +180,15 @@ std::vector<float*> ShardOptimizer::host_grads(const ReducedGrads& grads) {
     if (!transfer_) throw std::logic_error("ShardOptimizer: staged units need the transfer ring");
     transfer_->copy_out(out);
   }
-  if (post_ != 1.0f)  // 16-bit gradients: the averaging factor is applied to the fp32 host copies
+  if (pending_mean_factor_ != 1.0f)  // 16-bit gradients: the averaging factor is applied to the fp32 host copies
     for (const auto& o : out)
-      for (int64_t i = 0; i < o.n; ++i) o.dst[i] *= post_;
+      for (int64_t i = 0; i < o.n; ++i) o.dst[i] *= pending_mean_factor_;
   return g;
 }
 
 void ShardOptimizer::host_update(int u, int64_t begin, int64_t n, float* p, const float* g, float* m, float* v) {
   const UnitPart& up = z_.part.unit(u);
-  const DType act = z_.act();
+  const DType act = z_.working_type();
   // With Adam on a 16-bit backend the working copy is written in the same pass.
   const bool fuse = act != DType::F32 && up.param != ParamHome::Nvme && o_.type != OptimizerType::SGD;
   if (fuse && store_.host_working_copy(u)) {
@@ -217,9 +217,9 @@ void ShardOptimizer::update(const StepHyper& h, const ReducedGrads& grads, const
   // ranks); a unit with no element on this rank (all padding) has no sub-group, so every unit up
   // to a finished one is reported together.
   int next_done = 0;
-  auto through = [&](int u) {
+  auto announce_done_through = [&](int u) {
     for (; next_done <= u; ++next_done) {
-      store_.commit(next_done);
+      store_.finish_update(next_done);
       units_done(next_done);
     }
   };
@@ -257,15 +257,15 @@ void ShardOptimizer::update(const StepHyper& h, const ReducedGrads& grads, const
       // One multi-tensor AdamW over the device-resident sub-groups; it also writes the working copy.
       // 16-bit gradients are rank sums still: the averaging factor joins the unscale/clip factor.
       AdamWHyper dh = adam_h_;
-      dh.grad_scale = adam_h_.grad_scale * post_;
+      dh.grad_scale = adam_h_.grad_scale * pending_mean_factor_;
       std::vector<AdamWChunk> chunks;
       for (const SubGroup& sg : subgroups_) {
         const int u = sg.unit;
         if (!p.unit(u).device_update) continue;
-        chunks.push_back({master_[size_t(u)] + sg.begin, z_.at(grads.unit[size_t(u)], sg.begin), m_[size_t(u)] + sg.begin,
+        chunks.push_back({master_[size_t(u)] + sg.begin, z_.element_at(grads.unit[size_t(u)], sg.begin), m_[size_t(u)] + sg.begin,
                           v_[size_t(u)] + sg.begin, store_.working_at(u, sg.begin), size_t(sg.n)});
       }
-      z_.backend.adamw_multi_tensor(chunks.data(), chunks.size(), z_.act(), dh);
+      z_.backend.adamw_multi_tensor(chunks.data(), chunks.size(), z_.working_type(), dh);
     }
     if (pipeline_) {
       // NVMe: read sub-group k+1 while k steps and k-1 is written back.
@@ -275,7 +275,7 @@ void ShardOptimizer::update(const StepHyper& h, const ReducedGrads& grads, const
         float* mm = has_m() ? rec + sg.n : nullptr;
         float* vv = has_v() ? rec + 2 * sg.n : nullptr;
         host_update(sg.unit, sg.begin, sg.n, rec, g[size_t(sg.unit)] + sg.begin, mm, vv);
-        if (last_of_unit(k)) through(sg.unit);
+        if (last_of_unit(k)) announce_done_through(sg.unit);
       });
     } else {
       for (size_t k = 0; k < subgroups_.size(); ++k) {
@@ -284,11 +284,11 @@ void ShardOptimizer::update(const StepHyper& h, const ReducedGrads& grads, const
         if (p.unit(u).device_update) continue;
         host_update(u, sg.begin, sg.n, master_[size_t(u)] + sg.begin, g[size_t(u)] + sg.begin,
                     m_[size_t(u)] ? m_[size_t(u)] + sg.begin : nullptr, v_[size_t(u)] ? v_[size_t(u)] + sg.begin : nullptr);
-        if (last_of_unit(k)) through(u);  // overlaps the next units' updates
+        if (last_of_unit(k)) announce_done_through(u);  // overlaps the next units' updates
       }
     }
   }
-  through(U - 1);
+  announce_done_through(U - 1);
   if (transfer_) transfer_->drain();  // stage 3 gathers the shards next: every copy-in must have landed
 }
 

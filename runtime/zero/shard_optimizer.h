@@ -80,13 +80,13 @@ class ShardOptimizer {
   double loss_scale() const { return scaler_ ? scaler_->scale() : 1.0; }
   // The lr the next applied update uses.
   double next_lr() const;
-  // One step's update from the reduced gradient sums (× post: the factor that turns the pre-divided
+  // One step's update from the reduced gradient sums (× mean_factor: the factor that turns the pre-divided
   // rank sum into the mean): the norm, the skip decision, clipping, the update of this rank's shard.
   // `units_done(u)` is called in unit order as soon as units 0..u have their new master and working
   // values (stages 1–2 start gathering them then); not at all when the step is skipped. Collective
   // (the norm's partials). Throws std::runtime_error when a static or minimum loss scale keeps
   // overflowing (DeepSpeed's failure).
-  StepOutcome step(const ReducedGrads& grads, float post, const std::function<void(int)>& units_done);
+  StepOutcome step(const ReducedGrads& grads, float mean_factor, const std::function<void(int)>& units_done);
   UpdateCounters counters() const;
   void restore_counters(const UpdateCounters& c);  // a scaler state is ignored without a scaler
 
@@ -104,8 +104,8 @@ class ShardOptimizer {
  private:
   // The averaged gradients' squared-norm partial of each rank in partition().norm_ranks(), in rank
   // order, each a sum of per-unit fixed-order sums on the backend; fp32 gradients are averaged in
-  // place, 16-bit ones keep the factor (post_) for the update.
-  std::vector<double> prepare_and_norm(const ReducedGrads& grads, float post);
+  // place, 16-bit ones keep the factor (pending_mean_factor_) for the update.
+  std::vector<double> prepare_and_norm(const ReducedGrads& grads, float mean_factor);
   // The update proper (after prepare_and_norm): lr, betas, the step number and the folded factor.
   struct StepHyper {
     double lr = 1e-3, beta1 = 0.9, beta2 = 0.999;
@@ -129,7 +129,7 @@ class ShardOptimizer {
   int64_t applied_ = 0, skipped_ = 0;
   HostTransfer* transfer_;
   ParamStore& store_;
-  float post_ = 1.0f;  // averaging factor still to apply (16-bit gradients)
+  float pending_mean_factor_ = 1.0f;  // averaging factor still to apply (16-bit gradients)
   std::vector<float*> master_, m_, v_;     // per unit; null when paged to NVMe
   std::vector<float*> grad_host_;          // staged units: fp32 host copy of the reduced gradients
   std::vector<std::vector<float>> store_h_;  // owns the host arrays
