@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "runtime/zero/zero_rules.h"
+
 namespace zt {
 
 enum class SourceKind { Default, File, Derived, Auto, Flag, Deprecated };
@@ -243,6 +245,20 @@ struct Config {
 
   bool fp16_enabled() const { return fp16.enabled.value; }
   bool bf16_enabled() const { return bf16.enabled.value; }
+  DType training_precision() const { return bf16_enabled() ? DType::BF16 : fp16_enabled() ? DType::F16 : DType::F32; }
 };
+
+// "fp32" | "fp16" | "bf16" (validated values of communication_data_type, grad_accum_dtype).
+inline DType precision_named(const std::string& s) { return s == "bf16" ? DType::BF16 : s == "fp16" ? DType::F16 : DType::F32; }
+// optimizer.type with adam_w_mode (DeepSpeed's Adam is AdamW unless adam_w_mode is false);
+// nullopt for a type zerotrain has no optimizer for (validation reports it).
+std::optional<OptimizerType> optimizer_type_of(const OptimizerConfig& o);
+inline OffloadDevice offload_device_named(const std::string& s) {
+  return s == "cpu" ? OffloadDevice::CPU : s == "nvme" ? OffloadDevice::NVMe : OffloadDevice::None;
+}
+// The options the ZeRO rules read (runtime/zero/zero_rules.h), as the engine will run them: the
+// ratio applies to offload_optimizer "cpu" only, and ratio 0 offloads nothing (DeepSpeed's reading).
+// The optimizer is optimizer_type_of's (AdamW when that has none); no model: no shard size.
+ZeroOptionSet zero_option_set(const Config& c);
 
 }  // namespace zt

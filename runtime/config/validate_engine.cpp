@@ -25,35 +25,88 @@ int64_t largest_stage3_shard(const ModelConfig& m, int world) {
   return padded / world;
 }
 
-void cuda_checks(const Config& c, Diagnostics& d) {
+BackendCaps caps_of(ComputeBackend b) { return b == ComputeBackend::Cuda ? BackendCaps::cuda() : BackendCaps::cpu(); }
+
+// Each broken rule (runtime/zero/zero_rules.h) with its config key, value and fix.
+void report(ZeroRule rule, const Config& c, const ZeroOptionSet& zs, Diagnostics& d) {
   const auto& z = c.zero_optimization;
-  if (!c.bf16_enabled()) {
-    const bool fp16 = c.fp16_enabled();
-    d.error(fp16 ? "fp16.enabled" : c.bf16.spelling + ".enabled", fp16 ? "true" : "false",
-            std::string("the cuda backend computes in bf16 and the config trains in ") + (fp16 ? "fp16" : "fp32"),
-            "set \"" + c.bf16.spelling + "\": {\"enabled\": true} (or \"auto\" with --bf16)" +
-                (fp16 ? " and turn fp16 off" : "") + ", or train fp32/fp16 with --backend cpu");
-  }
-  for (auto [value, path] : {std::pair{&c.communication_data_type.value, "communication_data_type"},
-                             std::pair{&c.data_types.grad_accum_dtype.value, "data_types.grad_accum_dtype"}})
-    if (!value->empty() && *value != "bf16")
-      d.error(path, q(*value), "the cuda backend reduces and accumulates gradients in bf16 only",
-              "remove it or set it to \"bf16\", or run on --backend cpu (which emulates fp32 and fp16)");
-  // A GPU updates Adam shards in device memory unless they are offloaded; a parameter shard kept in
-  // host memory (or on NVMe) must be written by the host optimizer.
-  const auto& op = z.offload_param;
   const auto& oo = z.offload_optimizer;
-  const bool host_optimizer = !is_adam(c) || (oo.device.value != "none" && oo.ratio.value >= 1.0);
-  if (z.stage.value == 3 && op.device.value != "none" && !host_optimizer)
-    d.error("zero_optimization.offload_param.device", q(op.device.value),
-            "on the cuda backend parameter offload needs every shard's optimizer step on the host (it writes the new "
-            "shard there), and " +
-                (oo.device.value == "none" ? std::string("offload_optimizer.device is \"none\"")
-                                           : "offload_optimizer.ratio is " + num(oo.ratio.value)),
-            "set offload_optimizer.device to \"cpu\" or \"nvme\" with ratio 1, or offload_param.device to \"none\"");
+  const auto& op = z.offload_param;
+  switch (rule) {
+    case ZeroRule::ComputePrecision: {
+      const bool fp16 = c.fp16_enabled();
+      d.error(fp16 ? "fp16.enabled" : c.bf16.spelling + ".enabled", fp16 ? "true" : "false",
+              std::string("the cuda backend computes in bf16 and the config trains in ") + (fp16 ? "fp16" : "fp32"),
+              "set \"" + c.bf16.spelling + "\": {\"enabled\": true} (or \"auto\" with --bf16)" +
+                  (fp16 ? " and turn fp16 off" : "") + ", or train fp32/fp16 with --backend cpu");
+      return;
+    }
+    case ZeroRule::CommPrecision:
+    case ZeroRule::AccumPrecision: {
+      const bool comm = rule == ZeroRule::CommPrecision;
+      d.error(comm ? "communication_data_type" : "data_types.grad_accum_dtype",
+              q(comm ? c.communication_data_type.value : c.data_types.grad_accum_dtype.value),
+              "the cuda backend reduces and accumulates gradients in bf16 only",
+              "remove it or set it to \"bf16\", or run on --backend cpu (which emulates fp32 and fp16)");
+      return;
+    }
+    case ZeroRule::ParamOffloadNeedsHostOptimizer:
+      d.error("zero_optimization.offload_param.device", q(op.device.value),
+              "on the cuda backend parameter offload needs every shard's optimizer step on the host (it writes the new "
+              "shard there), and " +
+                  (oo.device.value == "none" ? std::string("offload_optimizer.device is \"none\"")
+                                             : "offload_optimizer.ratio is " + num(oo.ratio.value)),
+              "set offload_optimizer.device to \"cpu\" or \"nvme\" with ratio 1, or offload_param.device to \"none\"");
+      return;
+    case ZeroRule::PartialOffloadNeedsStage3Cpu:
+      return;  // validate.cpp words the stage and device cases of ratio < 1 with their own keys
+    case ZeroRule::PartialOffloadNeedsAdam:
+      d.error("zero_optimization.offload_optimizer.ratio", num(oo.ratio.value),
+              "partial optimizer offload keeps part of the optimizer in device memory, where only Adam/AdamW run, and "
+              "the optimizer is " + c.optimizer.type.value,
+              "remove ratio (offload everything), or use Adam/AdamW");
+      return;
+    case ZeroRule::LambOnNvme:
+      d.error("optimizer.type", q(c.optimizer.type.value),
+              "Lamb needs every tensor's state at once for its trust ratio, so its state cannot be paged to NVMe",
+              "use offload_optimizer.device \"cpu\", or Adam/AdamW");
+      return;
+    case ZeroRule::ParamBufferTooSmall:
+      return;  // reported below with the model's name and the world size
+  }
+  (void)zs;
 }
 
 }  // namespace
+
+std::optional<OptimizerType> optimizer_type_of(const OptimizerConfig& o) {
+  const std::string& type = o.type.value;
+  if (type == "AdamW") return OptimizerType::AdamW;
+  if (type == "Adam") return o.adam_w_mode.value ? OptimizerType::AdamW : OptimizerType::AdamL2;
+  if (type == "SGD") return OptimizerType::SGD;
+  if (type == "Lamb") return OptimizerType::Lamb;
+  return std::nullopt;
+}
+
+ZeroOptionSet zero_option_set(const Config& c) {
+  const auto& z = c.zero_optimization;
+  const auto& oo = z.offload_optimizer;
+  ZeroOptionSet o;
+  o.stage = int(z.stage.value);
+  o.precision = c.training_precision();
+  if (!c.communication_data_type.value.empty()) o.comm_precision = precision_named(c.communication_data_type.value);
+  if (!c.data_types.grad_accum_dtype.value.empty()) o.grad_accum_precision = precision_named(c.data_types.grad_accum_dtype.value);
+  o.optimizer = optimizer_type_of(c.optimizer).value_or(OptimizerType::AdamW);
+  o.offload_optimizer = offload_device_named(oo.device.value);
+  if (o.offload_optimizer == OffloadDevice::CPU) o.offload_ratio = oo.ratio.value;  // read for "cpu" only
+  if (o.offload_optimizer == OffloadDevice::CPU && oo.ratio.value == 0.0) {  // DeepSpeed: nothing offloaded
+    o.offload_optimizer = OffloadDevice::None;
+    o.offload_ratio = 1.0;
+  }
+  o.offload_param = offload_device_named(z.offload_param.device.value);
+  o.param_buffer_size = z.offload_param.buffer_size.value;
+  return o;
+}
 
 const char* compute_backend_name(ComputeBackend b) { return b == ComputeBackend::Cuda ? "cuda" : "cpu"; }
 
@@ -62,7 +115,12 @@ void validate_for_engine(const Config& c, const LoadOptions& opts, Diagnostics& 
   const auto& oo = z.offload_optimizer;
   const auto& op = z.offload_param;
   const auto& o = c.optimizer;
-  if (opts.backend == ComputeBackend::Cuda) cuda_checks(c, d);
+  // The ZeRO objects' rules, written once in runtime/zero/zero_rules.h (the engine checks the same).
+  if (const auto type = optimizer_type_of(o)) {
+    ZeroOptionSet zs = zero_option_set(c);
+    if (opts.model && zs.stage == 3) zs.largest_param_shard = largest_stage3_shard(*opts.model, std::max(1, opts.world_size));
+    for (ZeroRule rule : check_zero_options(zs, caps_of(opts.backend))) report(rule, c, zs, d);
+  }
 
   // Optimizer features zerotrain's optimizers do not have.
   if (o.amsgrad.value)
@@ -80,16 +138,6 @@ void validate_for_engine(const Config& c, const LoadOptions& opts, Diagnostics& 
               "DeepSpeed would all-reduce the gradients and keep its partition; zerotrain reduce-scatters them anyway "
               "(the same sums in half the volume)",
               "remove it (true is the default)");
-  // Partial offload keeps the rest of the optimizer in device memory, where only Adam/AdamW run.
-  if (!oo.ratio.invalid && oo.ratio.value < 1 && oo.device.value == "cpu" && z.stage.value == 3 && !is_adam(c))
-    d.error("zero_optimization.offload_optimizer.ratio", num(oo.ratio.value),
-            "partial optimizer offload keeps part of the optimizer in device memory, where only Adam/AdamW run, and "
-            "the optimizer is " + o.type.value,
-            "remove ratio (offload everything), or use Adam/AdamW");
-  if (oo.device.value == "nvme" && o.type.value == "Lamb")
-    d.error("optimizer.type", q(o.type.value),
-            "Lamb needs every tensor's state at once for its trust ratio, so its state cannot be paged to NVMe",
-            "use offload_optimizer.device \"cpu\", or Adam/AdamW");
 
   // Model-dependent: the NVMe parameter buffers must hold the largest shard.
   if (opts.model && z.stage.value == 3 && op.device.value == "nvme" && !op.buffer_size.invalid && op.buffer_size.value > 0) {

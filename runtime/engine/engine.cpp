@@ -10,39 +10,50 @@
 
 #include "runtime/engine/engine_checkpoint.h"
 #include "runtime/engine/engine_state.h"
+#include "runtime/zero/zero_rules.h"
 #include "runtime/model/init.h"
 
 namespace zt {
 
 namespace {
 
-// The engine's own preconditions. A config front-end refuses every one of these with the key, the
-// value and the fix before an engine is built; what reaches here is a caller's mistake.
-void check_options(const EngineOptions& o, const Backend& b) {
+// What this backend can run, as the ZeRO rules read it: the CPU backend has no native stream (its
+// memory is the host's) and stores fp32 (so other precisions are emulated by rounding).
+BackendCaps capabilities_of(Backend& b) {
+  BackendCaps caps;
+  caps.compute = b.act_dtype();
+  caps.host_memory = b.native_stream() == nullptr && b.act_dtype() == DType::F32;
+  caps.other_precisions = b.act_dtype() == DType::F32;
+  return caps;
+}
+
+// The engine's own preconditions, and the ZeRO rules (runtime/zero/zero_rules.h) that config
+// validation reports with their keys: what reaches a refusal here is a caller's mistake.
+void check_options(const EngineOptions& o) {
   if (o.micro_batch < 1 || o.grad_accum < 1) throw std::invalid_argument("engine: micro_batch and grad_accum must be >= 1");
   if (o.reduce_bucket_size < 1 || o.allgather_bucket_size < 1)
     throw std::invalid_argument("engine: reduce_bucket_size and allgather_bucket_size must be >= 1 element");
-  if (b.act_dtype() != DType::F32 && o.precision != DType::BF16)
-    throw std::invalid_argument(std::string("engine: the ") + b.name() +
-                                " backend computes in bf16; enable bf16 in the config (fp32 and fp16 "
-                                "training run on the cpu backend)");
-  if (o.offload.ratio < 1.0) {
-    if (o.stage != 3 || o.offload.optimizer != OffloadDevice::CPU)
-      throw std::invalid_argument("engine: zero_optimization.offload_optimizer.ratio = " + std::to_string(o.offload.ratio) +
-                                  " needs stage 3 and offload_optimizer.device \"cpu\" (stage is " +
-                                  std::to_string(o.stage) + ", device " + offload_name(o.offload.optimizer) +
-                                  "): remove ratio or change them");
-    if (!is_adam(o.optimizer.type))
-      throw std::invalid_argument(std::string("engine: offload_optimizer.ratio < 1 keeps part of the optimizer in "
-                                              "device memory, where only Adam/AdamW run; optimizer is ") +
-                                  optimizer_type_name(o.optimizer.type) + ": remove ratio or use Adam/AdamW");
-  }
   if (o.offload.chunk_elems < 1) throw std::invalid_argument("engine: offload chunk_elems must be >= 1");
-  if (b.act_dtype() != DType::F32 &&
-      (o.comm_precision.value_or(DType::BF16) != DType::BF16 || o.grad_accum_precision.value_or(DType::BF16) != DType::BF16))
-    throw std::invalid_argument(std::string("engine: the ") + b.name() +
-                                " backend communicates and accumulates gradients in bf16 only; remove "
-                                "communication_data_type / data_types.grad_accum_dtype or set them to \"bf16\"");
+}
+
+void check_zero_rules(const EngineOptions& o, Backend& b, const Partition& part) {
+  ZeroOptionSet zs;
+  zs.stage = o.stage;
+  zs.precision = o.precision;
+  zs.comm_precision = o.comm_precision;
+  zs.grad_accum_precision = o.grad_accum_precision;
+  zs.optimizer = o.optimizer.type;
+  zs.offload_optimizer = o.offload.optimizer;
+  zs.offload_ratio = o.offload.ratio;
+  zs.offload_param = o.offload.param;
+  zs.param_buffer_size = o.offload.param_buffer_size;
+  for (int u = 0; u < part.units(); ++u) zs.largest_param_shard = std::max(zs.largest_param_shard, part.unit(u).param_len);
+  const std::vector<ZeroRule> broken = check_zero_options(zs, capabilities_of(b));
+  if (broken.empty()) return;
+  std::string text = "engine (" + b.name() + " backend):";
+  for (ZeroRule r : broken) text += " " + describe(r, zs) + ";";
+  text.back() = '.';
+  throw std::invalid_argument(text);
 }
 
 offload::PinnedAllocatorOptions pinned_options(const EngineOptions& o, std::vector<std::string>& warnings) {
@@ -73,7 +84,7 @@ PartitionConfig partition_config(const EngineOptions& o, Backend& b, const Commu
   pc.offload_optimizer = o.offload.optimizer;
   pc.offload_ratio = o.offload.ratio;
   pc.offload_param = o.offload.param;
-  pc.backend_is_host = b.act_dtype() == DType::F32 && b.native_stream() == nullptr && b.name() == "cpu";
+  pc.backend_is_host = capabilities_of(b).host_memory;
   pc.precision = o.precision;
   return pc;
 }
@@ -97,11 +108,12 @@ std::vector<ElementRange> checkpoint_needed_ranges(const ModelConfig& model, con
 
 Engine::State::State(const ModelConfig& m, const EngineOptions& o, Backend& b, Communicator& c)
     : model_cfg(m), opt(o), backend(b), comm(c), ledger(b), pinned(pinned_options(o, setup_warnings)) {
-  check_options(o, b);
+  check_options(o);
   comm.set_compute_stream(b.native_stream());  // NCCL: collectives wait for the kernels before them
   model = std::make_unique<GPT2>(m, b, ModelRunOptions{o.micro_batch, o.checkpoint_activations});
   ledger.record_external(MemCategory::Activations, model->activation_bytes());
   part = std::make_unique<Partition>(unit_specs(*model), partition_config(o, b, c));
+  check_zero_rules(o, b, *part);
   if (o.trace) trace = std::make_unique<Trace>();
   z = std::make_unique<ZeroContext>(ZeroContext{b, c, ledger, *part, o.precision, o.comm_precision.value_or(o.precision),
                                                 o.grad_accum_precision.value_or(o.precision), trace.get(), {}});

@@ -17,12 +17,9 @@ bool given(const Field<T>& f) {
 
 OptimizerOptions optimizer_options(const OptimizerConfig& o) {
   OptimizerOptions r;
-  const std::string& type = o.type.value;
-  if (type == "AdamW") r.type = OptimizerType::AdamW;
-  else if (type == "Adam") r.type = o.adam_w_mode.value ? OptimizerType::AdamW : OptimizerType::AdamL2;
-  else if (type == "SGD") r.type = OptimizerType::SGD;
-  else if (type == "Lamb") r.type = OptimizerType::Lamb;
-  else throw std::logic_error("engine_options_from_config: optimizer.type \"" + type + "\" passed validation");
+  const std::optional<OptimizerType> type = optimizer_type_of(o);
+  if (!type) throw std::logic_error("engine_options_from_config: optimizer.type \"" + o.type.value + "\" passed validation");
+  r.type = *type;
   r.lr = o.lr.value;
   if (o.betas.value.size() == 2) {
     r.beta1 = o.betas.value[0];
@@ -85,13 +82,10 @@ EngineOptions engine_options_from_config(const Config& c, uint64_t seed, bool re
   e.stage = int(z.stage.value);
   e.micro_batch = int(c.train_micro_batch_size_per_gpu.value);
   e.grad_accum = int(c.gradient_accumulation_steps.value);
-  e.precision = c.bf16_enabled() ? DType::BF16 : c.fp16_enabled() ? DType::F16 : DType::F32;
-  auto precision_of = [](const std::string& s) {
-    return s == "bf16" ? DType::BF16 : s == "fp16" ? DType::F16 : DType::F32;
-  };
-  if (!c.communication_data_type.value.empty()) e.comm_precision = precision_of(c.communication_data_type.value);
-  if (!c.data_types.grad_accum_dtype.value.empty())
-    e.grad_accum_precision = precision_of(c.data_types.grad_accum_dtype.value);
+  const ZeroOptionSet zs = zero_option_set(c);  // the options the ZeRO rules read, as validation read them
+  e.precision = zs.precision;
+  e.comm_precision = zs.comm_precision;
+  e.grad_accum_precision = zs.grad_accum_precision;
   e.overlap_comm = z.overlap_comm.value;
   e.reduce_bucket_size = sizes.reduce_bucket;
   e.allgather_bucket_size = sizes.allgather_bucket;
@@ -116,19 +110,11 @@ EngineOptions engine_options_from_config(const Config& c, uint64_t seed, bool re
   // DeepSpeed's stage 0 runs FP16_Optimizer (no hysteresis); its ZeRO optimizers DynamicLossScaler.
   e.loss_scaler.kind = e.stage == 0 ? LossScalerKind::Fp16Optimizer : LossScalerKind::ZeroOptimizer;
   const auto& oo = z.offload_optimizer;
-  e.offload.optimizer = oo.device.value == "nvme"  ? OffloadDevice::NVMe
-                        : oo.device.value == "cpu" ? OffloadDevice::CPU
-                                                   : OffloadDevice::None;
+  e.offload.optimizer = zs.offload_optimizer;  // ratio 0 offloads nothing; ratio is read for "cpu" only
+  e.offload.ratio = zs.offload_ratio;
   e.offload.nvme_path = oo.nvme_path.value;
-  if (oo.device.value == "cpu") e.offload.ratio = oo.ratio.value;  // the check warns that it is unused otherwise
-  if (e.offload.optimizer == OffloadDevice::CPU && oo.ratio.value == 0.0) {  // DeepSpeed: nothing offloaded
-    e.offload.optimizer = OffloadDevice::None;
-    e.offload.ratio = 1.0;
-  }
   const auto& op = z.offload_param;
-  e.offload.param = op.device.value == "nvme"  ? OffloadDevice::NVMe
-                    : op.device.value == "cpu" ? OffloadDevice::CPU
-                                               : OffloadDevice::None;
+  e.offload.param = zs.offload_param;
   e.offload.param_nvme_path = op.nvme_path.value;
   e.offload.param_buffer_count = int(op.buffer_count.value);
   e.offload.param_buffer_size = op.buffer_size.value;

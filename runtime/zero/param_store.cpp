@@ -38,13 +38,6 @@ ParamStore::ParamStore(ZeroContext& z, offload::PinnedAllocator& pinned, HostTra
   }
   shard_in_.assign(size_t(U), nullptr);
   if (!nvme) return;
-  for (int u = 0; u < U; ++u)
-    if (p.unit(u).param_len > o.buffer_size)
-      throw std::invalid_argument("offload_param.buffer_size = " + std::to_string(o.buffer_size) +
-                                  " elements cannot hold unit " + p.map().unit(u).name + "'s shard of " +
-                                  std::to_string(p.unit(u).param_len) + " elements on rank " + std::to_string(p.rank()) +
-                                  ": raise zero_optimization.offload_param.buffer_size to at least " +
-                                  std::to_string(p.unit(u).param_len));
   if (o.buffer_count < 1)
     throw std::invalid_argument("offload_param.buffer_count = " + std::to_string(o.buffer_count) + ": must be at least 1");
   offload::SwapperConfig sc;

@@ -65,9 +65,6 @@ Partition::Partition(std::vector<UnitSpec> units, const PartitionConfig& c) : cf
     p.device_update = !c.backend_is_host && p.state == StateHome::Backend;
     any_staged_ = any_staged_ || p.staged();
     any_device_ = any_device_ || p.device_update;
-    if (p.param != ParamHome::Backend && p.device_update)
-      throw std::invalid_argument("Partition: offload_param on a GPU backend needs every unit's optimizer step on the "
-                                  "host (it writes the new shard there)");
   }
   aliases_ = c.backend_is_host && c.precision == DType::F32 && c.offload_param == OffloadDevice::None && !any_staged_;
 }

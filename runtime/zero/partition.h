@@ -1,7 +1,8 @@
 // Partition: what one rank keeps of every unit under its ZeRO stage and offload choice — which
 // buffers are full or sharded, where its shard starts in each, where the optimizer state and the
 // working parameters live, and which collectives the stage issues. Built once; the engine's
-// objects, the ledger and the memory plan read it. It is the one place that reads the stage number.
+// objects read it (the memory plan still has its own stage divisors: runtime/plan/memory_plan.cpp). It
+// and the ZeRO rules (zero_rules.h) are where the ZeRO objects read the stage number.
 #pragma once
 
 #include <cstdint>
@@ -109,7 +110,8 @@ class Partition {
   std::vector<UnitRange> owned_ranges() const;
   std::vector<UnitRange> needed_ranges() const;
 
-  // Bytes resident per kind with working elements of `working_bytes` (the ledger allocates these).
+  // Bytes resident per kind with working elements of `working_bytes`, from the partition alone (the
+  // objects allocate through the ledger themselves; tests compare the two).
   Footprint footprint(size_t working_bytes) const;
   // Algorithm bytes one step with one micro-step communicates (ZeRO's volumes, padded): stage 0
   // all-reduces Ψ, stages 1–2 reduce-scatter and all-gather Ψ each, stage 3 all-gathers 2Ψ and

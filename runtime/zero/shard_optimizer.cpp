@@ -42,8 +42,6 @@ ShardOptimizer::ShardOptimizer(ZeroContext& z, const OptimizerOptions& o, const 
     for (int64_t a = 0, hi = p.unit(u).state_valid; a < hi; a += sub_group_size)
       subgroups_.push_back({u, a, std::min(sub_group_size, hi - a)});
   if (!nvme) return;
-  if (o.type == OptimizerType::Lamb)
-    throw std::invalid_argument("Lamb needs every tensor's state at once; it cannot page it to NVMe");
   std::vector<size_t> bytes;
   for (const SubGroup& sg : subgroups_) bytes.push_back(std::max<size_t>(4, record_floats(sg.n) * 4));
   offload::SwapperConfig sc;

@@ -127,7 +127,7 @@ void run_row(const Row& row) {
   pc.alignment = row.alignment;
   const Partition part(units, pc);
   ZeroContext z{*backend, comm, ledger, part, DType::F32, DType::F32, DType::F32, nullptr, {}};
-  UnitBufferPool pool(ledger, *backend, z.es());
+  UnitBufferPool pool(ledger, *backend, z.element_bytes());
   GradReducer red(z, pool, row.bucket, row.overlap);
 
   // The reducer's own cut is the reference's.
@@ -312,7 +312,7 @@ TEST(GradReducerTable, FinishRefusesBucketsNeverIssued) {
     pc.alignment = 1;
     const Partition part(odd_units(), pc);
     ZeroContext z{*backend, comm, ledger, part, DType::F32, DType::F32, DType::F32, nullptr, {}};
-    UnitBufferPool pool(ledger, *backend, z.es());
+    UnitBufferPool pool(ledger, *backend, z.element_bytes());
     GradReducer red(z, pool, 4, false);
     red.start_step();
     red.start_micro_step(true);

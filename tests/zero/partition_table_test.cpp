@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "runtime/zero/partition.h"
+#include "runtime/zero/zero_rules.h"
 #include "tests/zero/zero_test_layouts.h"
 
 namespace zt::test {
@@ -330,7 +331,8 @@ TEST(PartitionTable, EveryStageWorldOffloadAndLayout) {
 }
 
 // A GPU backend (backend_is_host = false): Adam/AdamW left in backend memory run the device update;
-// SGD and Lamb step on the host; parameter offload needs every unit's step on the host.
+// SGD and Lamb step on the host; parameter offload needs every unit's step on the host (a rule of
+// zero_rules.h, which the engine checks before it builds a Partition).
 TEST(PartitionTable, GpuBackendHomes) {
   struct GpuRow {
     int stage;
@@ -367,10 +369,19 @@ TEST(PartitionTable, GpuBackendHomes) {
       c.offload_ratio = g.ratio;
       c.backend_is_host = false;
       c.precision = DType::BF16;
-      if (g.throws) {
-        EXPECT_THROW(Partition(gpt2_units(true), c), std::invalid_argument);
-        continue;
-      }
+      // The refusal is the ZeRO rules' (runtime/zero/zero_rules.h), checked before the objects are built.
+      ZeroOptionSet zs;
+      zs.stage = g.stage;
+      zs.precision = DType::BF16;
+      zs.optimizer = g.opt;
+      zs.offload_optimizer = g.off_opt;
+      zs.offload_param = g.off_param;
+      zs.offload_ratio = g.ratio;
+      const std::vector<ZeroRule> broken = check_zero_options(zs, BackendCaps::cuda());
+      const bool refused =
+          std::find(broken.begin(), broken.end(), ZeroRule::ParamOffloadNeedsHostOptimizer) != broken.end();
+      EXPECT_EQ(refused, g.throws);
+      if (g.throws) continue;
       const Partition p(gpt2_units(true), c);
       for (int u = 0; u < p.units(); ++u) {
         EXPECT_EQ(int(p.unit(u).state), int(g.home)) << "u" << u;
