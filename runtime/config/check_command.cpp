@@ -14,6 +14,7 @@
 #include "runtime/config/config_echo.h"
 #include "runtime/config/config_load.h"
 #include "runtime/config/config_plan.h"
+#include "runtime/model/gpt2.h"
 #include "runtime/config/report.h"
 #include "runtime/model/model_config.h"
 #include "runtime/plan/gpu_memory.h"
@@ -22,6 +23,19 @@
 
 namespace zt {
 namespace {
+
+// What the target backend's attention keeps for backward per block, without the backend (check may
+// run where it is not built): the CPU backend's tiled attention keeps each row's fp32 log-sum-exp
+// and an fp32 copy of its output (kernels/cpu/attention.h); the CUDA flash kernels the fp32
+// log-sum-exp (rounded up to 256 bytes) and a bf16 copy of the output, the reference kernels (head
+// sizes other than 16, 32, 64, 128) the fp32 probabilities, T×T per head.
+size_t attention_saved_estimate(ComputeBackend backend, int micro_batch, const ModelConfig& m) {
+  const size_t B = size_t(micro_batch), T = size_t(m.seq_len), C = size_t(m.dim), NH = size_t(m.heads);
+  if (backend == ComputeBackend::Cpu) return (B * NH * T + B * T * C) * 4;
+  const size_t hs = NH > 0 ? C / NH : 0;
+  if (hs != 16 && hs != 32 && hs != 64 && hs != 128) return B * NH * T * T * 4;
+  return (B * NH * T * 4 + 255) / 256 * 256 + B * T * C * 2;
+}
 
 constexpr int kDoesNotFitExit = 3;
 
@@ -110,6 +124,10 @@ FitReport check_fit(const CheckArgs& a, const Config& c, int64_t params, const M
   const int rpn = a.ranks_per_node > 0 ? a.ranks_per_node : std::min(a.world_size, 8);
   PlanInput plan_in = plan_input(c, params, model, rpn);
   plan_in.emulates_16bit_in_fp32 = backend == ComputeBackend::Cpu;
+  if (model && plan_in.micro_batch > 0)
+    plan_in.activation_bytes = double(GPT2::activation_bytes_for(
+        *model, ModelRunOptions{int(plan_in.micro_batch), plan_in.activation_checkpointing}, size_t(plan_working_bytes(plan_in)),
+        attention_saved_estimate(backend, int(plan_in.micro_batch), *model)));
   const MemoryPlan plan = make_memory_plan(plan_in);
   const auto& z = c.zero_optimization;
   std::string nvme;

@@ -76,6 +76,26 @@ GPT2::GPT2(const ModelConfig& config, Backend& backend, ModelRunOptions options)
   datty_ = static_cast<float*>(take(N * C * es));
   dqkv_ = static_cast<float*>(take(N * 3 * C * es));
   dfch_ = static_cast<float*>(take(N * 4 * C * es));
+  const size_t counted = activation_bytes_for(
+      config, options, es, backend.attention_saved_bytes(options.max_batch, config.seq_len, config.dim, config.heads));
+  if (activation_bytes_ != counted)
+    throw std::logic_error("GPT2: allocated " + std::to_string(activation_bytes_) + " activation bytes, " +
+                           "activation_bytes_for counts " + std::to_string(counted));
+}
+
+size_t GPT2::activation_bytes_for(const ModelConfig& config, const ModelRunOptions& options, size_t es,
+                                  size_t attention_saved) {
+  const size_t N = size_t(options.max_batch) * size_t(config.seq_len);
+  const size_t C = size_t(config.dim), Vp = size_t(config.padded_vocab()), L = size_t(config.layers);
+  const size_t stats = 2 * N * 4;  // a LayerNorm's fp32 mean and rstd
+  const size_t block_set = 15 * N * C * es + 2 * stats + attention_saved;  // ln1 qkv atty r2 ln2 fch fch_gelu
+  const size_t sets = options.checkpoint_activations ? 1 : L;
+  const size_t logits = N * Vp * es * (options.keep_logits ? 2 : 1);
+  return 2 * N * 4                   // tokens, targets
+         + (L + 1) * N * C * es      // the residual stream: the embedding's and every block's output
+         + sets * block_set          // what backward reads (one set, recomputed, with checkpointing)
+         + N * C * es + stats + logits + N * 4  // head: final LayerNorm, logits (padded vocab), losses
+         + 10 * N * C * es;          // gradient scratch: dresid dln datty, dqkv 3C, dfch 4C
 }
 
 GPT2::~GPT2() {

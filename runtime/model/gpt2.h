@@ -60,6 +60,11 @@ class GPT2 {
   int64_t valid_targets() const { return valid_targets_; }
   // Bytes of activation and scratch memory this model holds on the backend.
   size_t activation_bytes() const { return activation_bytes_; }
+  // What a model of `config` run with `options` allocates, without allocating: element_bytes is the
+  // backend's working type, attention_saved its attention_saved_bytes(max_batch, seq_len, dim,
+  // heads). The memory plan counts this; every constructor checks its allocations against it.
+  static size_t activation_bytes_for(const ModelConfig& config, const ModelRunOptions& options, size_t element_bytes,
+                                     size_t attention_saved);
 
  private:
   struct BlockActs;

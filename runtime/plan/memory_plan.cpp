@@ -22,18 +22,6 @@ int state_bytes(const PlanInput& in) {
 
 double min_elems(int64_t a, double psi) { return std::min(double(std::max<int64_t>(a, 0)), psi); }
 
-// Activation bytes per rank for GPT-2 shapes (formula in memory_plan.h); 0 when shapes are absent.
-double activation_bytes(const PlanInput& in, int w) {
-  if (in.micro_batch <= 0 || in.seq_len <= 0 || in.hidden <= 0 || in.layers <= 0) return 0;
-  const double b = double(in.micro_batch), s = double(in.seq_len), h = double(in.hidden);
-  const double a = double(std::max<int64_t>(in.heads, 1)), L = double(in.layers);
-  const double V = double(std::max<int64_t>(in.vocab, 0));
-  const double block = (16 * b * s * h + a * b * s * s) * w + 16 * b * s;
-  const double head = 2 * b * s * h * w + 8 * b * s + 4 * b * s * V;
-  if (in.activation_checkpointing) return L * b * s * h * w + block + head;
-  return L * block + head;
-}
-
 // Largest single module's parameters in a GPT-2 model, as DeepSpeed's model_to_params counts them
 // (per module, not recursive): the token embedding V·h or an MLP matrix 4h·h + 4h.
 int64_t gpt2_largest_layer(const PlanInput& in) {
@@ -58,7 +46,7 @@ MemoryPlan make_memory_plan(const PlanInput& in) {
   const double psi = double(std::max<int64_t>(in.params, 0));
   const int n = std::max(1, in.world_size);
   const bool mixed = in.precision != DType::F32;
-  const int w = mixed && !in.emulates_16bit_in_fp32 ? 2 : 4;
+  const int w = plan_working_bytes(in);
   p.working_bytes = w;
   p.state_k = state_bytes(in);
   p.master_k = (mixed && in.optimizer.has_value()) ? 4 : 0;
@@ -103,7 +91,7 @@ MemoryPlan make_memory_plan(const PlanInput& in) {
   p.host_bytes_per_node = p.host_bytes_per_rank * p.ranks_on_node;
   p.nvme_bytes_per_node = p.nvme_bytes_per_rank * p.ranks_on_node;
 
-  p.device_activations = activation_bytes(in, w);
+  p.device_activations = in.activation_bytes.value_or(0.0);
 
   // Gradient reduction buffers: the bucket, but at least what zerotrain's engine holds, which reduces
   // whole units: up to three full-unit gradient buffers at once (two in flight and a tied head's

@@ -32,12 +32,11 @@
 //                             buffers. Device params become 0 (gathered params count as buffers).
 //   Per node = per rank × min(ranks_per_node, N): the ranks of a node share its RAM and disk.
 //
-// Activations per rank (optional, GPT-2 shapes; b micro batch, s seq len, h hidden, L layers,
-// a heads, V vocab): one block keeps (16·b·s·h + a·b·s²)·w + 16·b·s bytes for backward (LN input and
-// output ×2, q/k/v, attention output, residual, MLP pre- and post-GELU 4h each, softmax probs, fp32
-// LayerNorm stats); the head keeps 2·b·s·h·w + 8·b·s + 4·b·s·V (fp32 logits). Total = L·block + head.
-// With activation checkpointing only each block's input is kept (L·b·s·h·w) plus one block's full
-// set while it is recomputed, plus the head.
+// Activations per rank: what the model allocates for the micro batch (PlanInput::activation_bytes,
+// from GPT2::activation_bytes_for with the backend's attention_saved_bytes: the residual stream,
+// each block's saved activations or one block's with checkpointing, the padded-vocabulary logits in
+// the working type, the gradient scratch), so that the plan equals the ledger's Activations; 0 when
+// no model is known (check --params).
 //
 // Buffers per rank in the working dtype: the reduce bucket min(reduce_bucket_size, Ψ)·w at every
 // stage; stages 1-2 add the all-gather bucket min(allgather_bucket_size, Ψ)·w; stage 3 adds the
@@ -81,9 +80,11 @@ struct PlanInput {
   double offload_optimizer_ratio = 1.0;  // fraction of optimizer state offloaded (stage 3)
   OffloadDevice offload_param = OffloadDevice::None;
   int ranks_per_node = 1;      // ranks sharing one host (host RAM is per node)
-  // Activations (optional; 0 disables the estimate): GPT-2 shapes and micro batch.
+  // GPT-2 shapes and micro batch (the DeepSpeed estimators' largest layer, the JSON input).
   int64_t micro_batch = 0, seq_len = 0, hidden = 0, layers = 0, heads = 0, vocab = 0;
   bool activation_checkpointing = false;
+  // What the model allocates per rank (GPT2::activation_bytes_for); unset: no model, 0.
+  std::optional<double> activation_bytes;
   int64_t reduce_bucket_size = 500000000, allgather_bucket_size = 500000000;
   int64_t stage3_prefetch_bucket_size = 50000000, stage3_max_live_parameters = 1000000000;
   // Offload staging (DeepSpeed defaults) and the DeepSpeed-estimator inputs.
@@ -93,6 +94,12 @@ struct PlanInput {
   int64_t largest_layer_params = 0;  // for DeepSpeed's zero3 estimate; 0: derived from the shapes
   bool ds_zero_init = true;          // which zero3 host formula to show (zero.Init on or off)
 };
+
+// Bytes per working element on the training device: 2 for bf16/fp16 on a GPU, 4 for fp32 and on
+// the CPU backend (which keeps 16-bit values in fp32 elements).
+inline int plan_working_bytes(const PlanInput& in) {
+  return in.precision != DType::F32 && !in.emulates_16bit_in_fp32 ? 2 : 4;
+}
 
 struct MemoryPlan {
   PlanInput input;

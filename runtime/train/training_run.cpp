@@ -21,6 +21,7 @@
 #include "runtime/data/synthetic.h"
 #include "runtime/engine/engine_checkpoint.h"
 #include "runtime/engine/engine_config.h"
+#include "runtime/model/gpt2.h"
 #include "runtime/monitor/run_reporter.h"
 #include "runtime/plan/machine_probe.h"
 #include "runtime/train/job_report.h"
@@ -206,6 +207,10 @@ void check_start(Started& st, const RunOptions& o, Communicator& comm, Backend& 
   PlanInput plan_in = plan_input(st.cfg, o.model.total_params(), &o.model, o.local_ranks);
   plan_in.activation_checkpointing = o.recompute;  // the run recomputes with --recompute only, whatever the block says
   plan_in.emulates_16bit_in_fp32 = target == ComputeBackend::Cpu;
+  const int micro_batch = int(st.cfg.train_micro_batch_size_per_gpu.value);
+  plan_in.activation_bytes = double(GPT2::activation_bytes_for(
+      o.model, ModelRunOptions{micro_batch, o.recompute}, dtype_size(backend.act_dtype()),
+      backend.attention_saved_bytes(micro_batch, o.model.seq_len, o.model.dim, o.model.heads)));
   st.plan = make_memory_plan(plan_in);
   d.append(preflight(st.plan, probe_machine(), st.cfg.zero_optimization.offload_optimizer.nvme_path.value));
   if (d.has_errors()) throw UserError(d);

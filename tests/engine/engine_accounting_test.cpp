@@ -1,9 +1,10 @@
 // Measured communication and memory (run at 1, 2 and 4 ranks): per-step bytes per collective equal
 // the ZeRO volumes computed from the padded layout (stage 0: one all-reduce of Ψ; stages 1–2: a
 // reduce-scatter and an all-gather of Ψ; stage 3: two all-gathers and a reduce-scatter), and the
-// bytes resident per rank equal the memory plan up to padding.
+// bytes resident per rank equal the memory plan up to padding, the activations exactly.
 #include <gtest/gtest.h>
 
+#include "runtime/model/gpt2.h"
 #include "runtime/plan/memory_plan.h"
 #include "tests/engine/engine_test_util.h"
 
@@ -45,7 +46,11 @@ TEST_P(Accounting, StepBytesAreTheZeroVolumesAndResidentBytesMatchThePlan) {
   in.stage = stage;
   in.precision = DType::F32;
   in.optimizer = OptimizerType::AdamW;
+  in.activation_bytes = double(GPT2::activation_bytes_for(
+      model, ModelRunOptions{o.micro_batch, o.checkpoint_activations}, 4,
+      world().backend->attention_saved_bytes(o.micro_batch, model.seq_len, model.dim, model.heads)));
   const MemoryPlan plan = make_memory_plan(in);
+  EXPECT_EQ(double(r.resident[MemCategory::Activations]), plan.device_activations) << "the plan counts what the model holds";
   // Padding: each unit is rounded up to W × alignment elements; per rank that is at most this much.
   const double pad = double(full) - 4.0 * psi;
   const auto& m = r.resident;

@@ -95,6 +95,7 @@ TEST(Preflight, FixHintsLargestTermFirst) {
   in.stage = 3;
   in.precision = DType::F32;
   in.micro_batch = 64, in.seq_len = 1024, in.hidden = 768, in.layers = 12, in.heads = 12, in.vocab = 50304;
+  in.activation_bytes = 140e9;  // about what gpt2-124m keeps for 64 × 1024 tokens in fp32
   const MemoryPlan p = make_memory_plan(in);
   ASSERT_GT(p.device_activations, p.device_model_states());
   const Diagnostics d = preflight(p, host_with(4), "");
