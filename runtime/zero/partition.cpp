@@ -6,15 +6,6 @@
 
 namespace zt {
 
-const char* state_home_name(StateHome h) {
-  switch (h) {
-    case StateHome::Backend: return "backend";
-    case StateHome::Host: return "host";
-    case StateHome::Nvme: return "nvme";
-  }
-  return "?";
-}
-
 namespace {
 
 // offload_optimizer's units: all of them, or with ratio < 1 whole units in walk order until the

@@ -26,7 +26,6 @@ enum class StateHome { Backend, Host, Nvme };
 // Where a unit's working (act_dtype) parameters live: backend memory, or (stage 3 offload_param)
 // this rank's shard in pinned host memory or an NVMe record, copied in just before its all-gather.
 enum class ParamHome { Backend, Host, Nvme };
-const char* state_home_name(StateHome h);
 
 struct PartitionConfig {
   int stage = 0;
