@@ -125,6 +125,13 @@ int run_sample(const SampleFlags& f, const CLI::App& cmd) {
     throw UserError("--prompt", "", "no prompt (and no tokenizer with <|endoftext|> to start from)",
                     "give --prompt TEXT (bytes without --tokenizer) or --prompt-ids 1,2,3");
   }
+  if (codec.tokenizer && !codec.ids_out)
+    for (int32_t id : prompt)
+      if (id >= codec.tokenizer->vocab_size())
+        throw UserError("--prompt-ids", std::to_string(id),
+                        "is not in the vocabulary of " + codec.tokenizer->name() + " (ids 0 to " +
+                            std::to_string(codec.tokenizer->vocab_size() - 1) + ")",
+                        "give ids the tokenizer has, or --print-ids to print ids instead of text");
   for (size_t i = 0; i < prompt.size(); ++i)
     if (prompt[i] >= m.vocab)
       throw UserError(f.prompt_ids.empty() ? "--prompt" : "--prompt-ids", std::to_string(prompt[i]),
@@ -146,10 +153,12 @@ int run_sample(const SampleFlags& f, const CLI::App& cmd) {
                f.sampling.top_k, (unsigned long long)f.sampling.seed);
   std::string prompt_text;
   for (int32_t id : prompt) prompt_text += codec.decode(id);
-  std::fputs(codec.ids_out ? prompt_text.substr(1).c_str() : prompt_text.c_str(), stdout);
+  // Bytes as they are (a byte-level model may print NUL): fwrite, not fputs.
+  auto print = [](const std::string& bytes) { std::fwrite(bytes.data(), 1, bytes.size(), stdout); };
+  print(codec.ids_out ? prompt_text.substr(1) : prompt_text);
   SampleRequest request{prompt, f.tokens, sampling, f.ignore_eos ? std::nullopt : end_of_text};
   const SampleResult r = sample_from_weights(m, *backend, w.units, request, [&](int32_t id) {
-    std::fputs(codec.decode(id).c_str(), stdout);
+    print(codec.decode(id));
     std::fflush(stdout);
   });
   std::fputs("\n", stdout);

@@ -124,6 +124,8 @@ def main():
         ("bad_temperature", [ZT, "sample", "--checkpoint", ckpt, "--prompt", "ab", "--temperature", "-1"], "--temperature"),
         ("tokenizer_too_big", [ZT, "sample", "--checkpoint", ckpt, "--tokenizer", TOKENIZER, "--prompt", "the quick"],
          "--tokenizer"),
+        ("ids_outside_tokenizer", [ZT, "sample", "--checkpoint", ckpt_bpe, "--tokenizer", TOKENIZER, "--prompt-ids", "900"],
+         "--prompt-ids"),
         ("model_flags_with_checkpoint", [ZT, "sample", "--checkpoint", ckpt, "--model", "small", "--prompt", "x"],
          "--model"),
         ("eval_missing", [ZT, "eval", "--checkpoint", os.path.join(ROOT, "nope")], "nope"),
