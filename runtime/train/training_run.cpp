@@ -70,16 +70,14 @@ void check_inputs(const RunOptions& o, const TokenDataset* data, Diagnostics& d)
 // --sample-every: every rank gathers the weights (stages 1–3 hold shards), rank 0 generates from
 // the first token of the validation split (the tokenizer's <|endoftext|> when it has one) and
 // prints one line.
-void print_sample(Engine& engine, Backend& backend, const RunOptions& o, const TokenCorpus& val, int64_t step,
-                  int rank, std::FILE* say) {
+// `codec` is made once for the run (the tokenizer read at start-up, on rank 0).
+void print_sample(Engine& engine, Backend& backend, const TextCodec& codec, const RunOptions& o, const TokenCorpus& val,
+                  int64_t step, int rank, std::FILE* say) {
   std::vector<std::vector<float>> units;
   engine.for_each_full_master([&](int, const float* values, int64_t numel) {
-    if (rank == 0) units.emplace_back(values, values + numel);
+    if (rank == 0 && say) units.emplace_back(values, values + numel);
   });
   if (rank != 0 || !say) return;
-  TextCodec codec;
-  if (!o.tokenizer.empty()) codec.tokenizer = std::make_unique<BpeTokenizer>(BpeTokenizer::load(o.tokenizer));
-  codec.ids_out = !codec.tokenizer;
   SampleRequest request;
   const std::optional<int32_t> eot = codec.end_of_text();
   request.prompt = {eot ? *eot : int32_t(val.tokens(0, 1).at(0))};
@@ -88,8 +86,9 @@ void print_sample(Engine& engine, Backend& backend, const RunOptions& o, const T
   request.stop = eot;
   std::string text;
   for (int32_t id : sample_from_weights(engine.model_config(), backend, units, request).tokens) text += codec.decode(id);
-  std::fprintf(say, "sample (step %lld, from token %d):%s%s\n", (long long)step, request.prompt[0],
-               codec.ids_out ? "" : " ", text.c_str());
+  const std::string line = "sample (step " + std::to_string(step) + ", from token " + std::to_string(request.prompt[0]) +
+                           "):" + (codec.ids_out ? "" : " ") + text + "\n";
+  std::fwrite(line.data(), 1, line.size(), say);  // the decoded bytes as they are (a NUL included)
 }
 
 // Start-up checks run on every rank (data, this machine's memory, the swap file); a rank that
@@ -359,6 +358,12 @@ RunReport run_training(const RunOptions& o, Communicator& comm, Backend& backend
         rep.checkpoints.push_back(r.tag_dir);
   };
 
+  // --sample-every's text: the tokenizer was checked on every rank at start-up; rank 0 keeps it.
+  TextCodec sample_codec;
+  if (say && o.sample_every > 0 && !o.tokenizer.empty())
+    sample_codec.tokenizer = std::make_unique<BpeTokenizer>(BpeTokenizer::load(o.tokenizer));
+  sample_codec.ids_out = !sample_codec.tokenizer;
+
   std::vector<double> rates;
   StepBoundary boundary(comm, backend);
   StopDecision stopped;
@@ -377,7 +382,8 @@ RunReport run_training(const RunOptions& o, Communicator& comm, Backend& backend
       }
       rep.losses.push_back(st.loss);
       if (o.eval_every > 0 && (s + 1) % o.eval_every == 0 && s + 1 < steps) validate(s + 1);
-      if (o.sample_every > 0 && (s + 1) % o.sample_every == 0) print_sample(engine, backend, o, data.val, s + 1, rank, say);
+      if (o.sample_every > 0 && (s + 1) % o.sample_every == 0)
+        print_sample(engine, backend, sample_codec, o, data.val, s + 1, rank, say);
       checkpoints->after_step(s + 1);
       stopped = boundary.agree(signals.pending(), output_error != nullptr);
       if (stopped.stop()) {
