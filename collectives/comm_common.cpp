@@ -112,6 +112,17 @@ CommOptions CommOptions::from_env() {
       throw std::invalid_argument("ZT_COMM_DEBUG = '" + s + "' is not 0/1 (also accepted: true/false, on/off)");
     }
   }
+  if (const char* v = std::getenv("ZT_COMM_BUFFER_MB"); v && *v) {
+    char* end = nullptr;
+    errno = 0;
+    const double mb = std::strtod(v, &end);
+    if (errno != 0 || end == v || *end != '\0' || !(mb >= 1) || mb > 1048576) {
+      throw std::invalid_argument(std::string("ZT_COMM_BUFFER_MB = '") + v +
+                                  "' is not a number of MiB between 1 and 1048576; set e.g. ZT_COMM_BUFFER_MB=64 "
+                                  "(the communicator's working buffers, both together)");
+    }
+    o.buffer_bytes = uint64_t(mb * 1048576.0);
+  }
   return o;
 }
 

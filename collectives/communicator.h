@@ -105,6 +105,16 @@ class Communicator {
 
   virtual CommStats stats() const = 0;
   virtual void reset_stats() = 0;
+
+  // The communicator's own working buffers (host memory: the MPI communicator's pack and receive
+  // buffers). buffer_bytes(): held now; buffer_bytes_for(L): what reserve_buffers(L) holds.
+  // reserve_buffers(L) allocates them now for calls of up to L bytes (at most CommOptions'
+  // buffer_bytes cap), so that a memory ledger counts what is held; afterwards they never grow and
+  // larger calls run in chunks. Communicators that keep none (single; NCCL, whose internal buffers
+  // NCCL does not report) answer 0.
+  virtual uint64_t buffer_bytes() const { return 0; }
+  virtual uint64_t buffer_bytes_for(uint64_t largest_call_bytes) const { return 0; }
+  virtual void reserve_buffers(uint64_t largest_call_bytes) {}
 };
 
 }  // namespace zt

@@ -52,6 +52,14 @@ class HostStagedCommunicator final : public Communicator {
 
   // Pinned bytes the pool holds now (in use and kept for reuse).
   size_t staging_bytes() const;
+  // The inner communicator's working buffers and the staging pool held now; the reservation is the
+  // inner communicator's (the pool holds one staging buffer per call in flight, each the size of its
+  // call: it is reported, not bounded).
+  uint64_t buffer_bytes() const override { return inner_->buffer_bytes() + staging_bytes(); }
+  uint64_t buffer_bytes_for(uint64_t largest_call_bytes) const override {
+    return inner_->buffer_bytes_for(largest_call_bytes);
+  }
+  void reserve_buffers(uint64_t largest_call_bytes) override { inner_->reserve_buffers(largest_call_bytes); }
 
   class Pool;
 

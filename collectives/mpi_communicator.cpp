@@ -93,10 +93,27 @@ struct MpiCommunicator::Impl {
   Clock::time_point wd_start;
 
   std::unique_ptr<PeerStatus> peers;  // names the ranks that did not arrive when the watchdog fires
-  std::vector<char> scratch, pack;  // comm thread only
+
+  // The two working buffers, each at most `chunk` bytes: every call is cut to fit them. Before
+  // reserve_buffers they grow on demand up to half the cap; reserve_buffers sizes them once.
+  struct WorkBuffer {
+    std::unique_ptr<char[]> data;
+    size_t size = 0;
+    void resize(size_t n) {  // exactly n bytes, zero-filled (so they are resident when counted)
+      data.reset(n ? new char[n]() : nullptr);
+      size = n;
+    }
+  };
+  const uint64_t cap;
+  std::mutex buf_mu;  // guards scratch, pack, chunk: the comm thread while a call runs; reserve
+  WorkBuffer scratch, pack;
+  size_t chunk = 0;
+  std::atomic<uint64_t> held{0};
   std::thread comm_thread, watchdog_thread;
 
-  Impl(const Bootstrap& b, CommOptions o) : boot(b), timeout_s(o.timeout_s), debug(o.debug) {}
+  Impl(const Bootstrap& b, CommOptions o)
+      : boot(b), timeout_s(o.timeout_s), debug(o.debug), cap(o.buffer_bytes),
+        chunk(size_t(comm_chunk_bytes(UINT64_MAX, o.buffer_bytes))) {}
 
   CommHandlePtr enqueue(Work w) {
     if (w.count > size_t(INT_MAX)) {
@@ -139,6 +156,7 @@ struct MpiCommunicator::Impl {
       std::exception_ptr err;
       try {
         if (w.debug) check_fingerprint(w);
+        std::lock_guard<std::mutex> buffers(buf_mu);
         run(w);
       } catch (...) {
         err = std::current_exception();
@@ -205,14 +223,26 @@ struct MpiCommunicator::Impl {
     }
   }
 
-  char* scratch_bytes(size_t n) {
-    if (scratch.size() < n) scratch.resize(n);
-    return scratch.data();
+  char* buffer(WorkBuffer& b, size_t n) {  // n <= chunk: every caller cuts its call to fit
+    if (b.size < n) {
+      b.resize(n);
+      held.store(scratch.size + pack.size);
+    }
+    return b.data.get();
   }
-  char* pack_bytes(size_t n) {
-    if (pack.size() < n) pack.resize(n);
-    return pack.data();
+  char* scratch_bytes(size_t n) { return buffer(scratch, n); }
+  char* pack_bytes(size_t n) { return buffer(pack, n); }
+
+  void reserve(uint64_t largest_call_bytes) {
+    std::lock_guard<std::mutex> lock(buf_mu);
+    chunk = size_t(comm_chunk_bytes(largest_call_bytes, cap));
+    scratch.resize(chunk);
+    pack.resize(chunk);
+    held.store(scratch.size + pack.size);
   }
+
+  // Elements of one chunk: an all-reduce of n elements needs ceil(n/W)·W of scratch.
+  size_t chunk_elems(size_t es) const { return std::max<size_t>(1, chunk / es - size_t(world - 1)); }
 
   // All-reduce of `count` elements in place at buf: chunk j (balanced: the first count%W chunks one
   // element longer) is reduced by rank j in rank order, then every chunk is gathered.
@@ -241,6 +271,86 @@ struct MpiCommunicator::Impl {
     ZT_MPI_CHECK(MPI_Allgatherv(MPI_IN_PLACE, 0, dt, buf, counts.data(), displs.data(), dt, comm), ctx);
   }
 
+  // The same, chunk by chunk (each element's fold does not depend on the chunk it is in).
+  void all_reduce_chunked(void* buf, size_t count, DType t, ReduceOp rop, const std::string& ctx) {
+    const size_t es = dtype_size(t), step = chunk_elems(es);
+    for (size_t off = 0; off < count; off += step)
+      all_reduce_in_place(static_cast<char*>(buf) + off * es, std::min(step, count - off), t, rop, ctx);
+  }
+
+  // Reduce-scatter of `count` elements (count/W per rank), moved `per_rank` elements of every
+  // rank's shard at a time: chunk a sends elements [q·shard + a, q·shard + a + m) to rank q.
+  void reduce_scatter_chunked(const Work& w, const std::string& ctx) {
+    const size_t es = dtype_size(w.dtype), shard = w.count / size_t(world);
+    const size_t per_rank = std::max<size_t>(1, chunk / es / size_t(world));
+    const MPI_Datatype dt = mpi_type(w.dtype);
+    const size_t nw = size_t(world);
+    std::vector<int> counts(nw), displs(nw), rdispls(nw);
+    for (size_t a = 0; a < shard; a += per_rank) {
+      const size_t m = std::min(per_rank, shard - a);
+      for (int q = 0; q < world; ++q) {
+        counts[size_t(q)] = int(m);
+        displs[size_t(q)] = int(size_t(q) * shard + a);
+        rdispls[size_t(q)] = int(size_t(q) * m);
+      }
+      char* rows = scratch_bytes(m * size_t(world) * es);
+      ZT_MPI_CHECK(MPI_Alltoallv(w.send, counts.data(), displs.data(), dt, rows, counts.data(), rdispls.data(), dt, comm),
+                   ctx);
+      reduce_rank_order(rows, m, world, w.dtype, w.rop, static_cast<char*>(w.recv) + a * es);
+    }
+  }
+
+  // Cuts a segment list into consecutive lists of at most `total` elements, at most `per_owner`
+  // of them owned by any one rank (a segment may be split between lists). Counts and owners alone
+  // decide the cuts, so every rank cuts its list the same way.
+  static std::vector<std::vector<Segment>> cut_segments(const std::vector<Segment>& segs, size_t es, size_t total,
+                                                        size_t per_owner, int world) {
+    std::vector<std::vector<Segment>> out(1);
+    std::vector<size_t> owned(size_t(world), 0);
+    size_t in_list = 0;
+    for (const Segment& s : segs) {
+      size_t done = 0;
+      while (done < s.count) {
+        const size_t take = std::min({s.count - done, per_owner - owned[size_t(s.owner)], total - in_list});
+        if (take == 0) {  // this list is full: start the next
+          out.emplace_back();
+          std::fill(owned.begin(), owned.end(), 0);
+          in_list = 0;
+          continue;
+        }
+        out.back().push_back({static_cast<char*>(s.data) + done * es, take, s.owner});
+        owned[size_t(s.owner)] += take;
+        in_list += take;
+        done += take;
+      }
+    }
+    return out;
+  }
+
+  void run_segments(const Work& w, const std::string& ctx) {
+    const size_t es = dtype_size(w.dtype);
+    const size_t total = w.op == CommOp::AllReduce ? chunk_elems(es) : std::max<size_t>(1, chunk / es);
+    // A reduce-scatter receives world·(its own elements) into scratch: each owner's part of a list
+    // is at most a world-th of it.
+    const size_t per_owner = w.op == CommOp::ReduceScatter ? std::max<size_t>(1, total / size_t(world)) : total;
+    if (w.count <= total && (w.op != CommOp::ReduceScatter || fits_per_owner(w.segments, per_owner))) {
+      run_segment_list(w, w.segments, w.count, ctx);
+      return;
+    }
+    for (const auto& list : cut_segments(w.segments, es, total, per_owner, world)) {
+      size_t n = 0;
+      for (const Segment& s : list) n += s.count;
+      run_segment_list(w, list, n, ctx);
+    }
+  }
+
+  bool fits_per_owner(const std::vector<Segment>& segs, size_t per_owner) const {
+    std::vector<size_t> c(size_t(world), 0);
+    for (const Segment& s : segs)
+      if ((c[size_t(s.owner)] += s.count) > per_owner) return false;
+    return true;
+  }
+
   // Elements each rank owns in a segment list, and the list's segments grouped by owner (in list
   // order within an owner): the layout the byte-moving calls use.
   std::vector<int> owned_counts(const std::vector<Segment>& segs) const {
@@ -249,15 +359,15 @@ struct MpiCommunicator::Impl {
     return c;
   }
 
-  void run_segments(const Work& w, const std::string& ctx) {
+  // One list that fits the buffers: packed by owner, moved, reduced or gathered, unpacked.
+  void run_segment_list(const Work& w, const std::vector<Segment>& segs, size_t count, const std::string& ctx) {
     const size_t es = dtype_size(w.dtype);
     const MPI_Datatype dt = mpi_type(w.dtype);
-    const auto& segs = w.segments;
     if (w.op == CommOp::AllReduce) {  // pack, all-reduce in place, unpack
-      char* buf = pack_bytes(w.count * es);
+      char* buf = pack_bytes(count * es);
       size_t off = 0;
       for (const Segment& s : segs) std::memcpy(buf + off * es, s.data, s.count * es), off += s.count;
-      all_reduce_in_place(buf, w.count, w.dtype, w.rop, ctx);
+      all_reduce_in_place(buf, count, w.dtype, w.rop, ctx);
       off = 0;
       for (const Segment& s : segs) std::memcpy(s.data, buf + off * es, s.count * es), off += s.count;
       return;
@@ -266,7 +376,7 @@ struct MpiCommunicator::Impl {
     std::vector<int> displs(size_t(world), 0);
     for (int q = 1; q < world; ++q) displs[size_t(q)] = displs[size_t(q - 1)] + counts[size_t(q - 1)];
     const int mine = counts[size_t(rank)];
-    char* buf = pack_bytes(w.count * es);  // segments grouped by owner, owner 0 first
+    char* buf = pack_bytes(count * es);  // segments grouped by owner, owner 0 first
     auto pack_owner = [&](int q, bool to_buf) {
       size_t off = size_t(displs[size_t(q)]);
       for (const Segment& s : segs) {
@@ -317,18 +427,13 @@ struct MpiCommunicator::Impl {
         ZT_MPI_CHECK(MPI_Allgather(src, int(shard), dt, w.recv, int(shard), dt, comm), ctx);
         return;
       }
-      case CommOp::ReduceScatter: {
-        if (!w.count) return;
-        const size_t shard = w.count / size_t(world);
-        char* rows = scratch_bytes(w.count * es);
-        ZT_MPI_CHECK(MPI_Alltoall(w.send, int(shard), dt, rows, int(shard), dt, comm), ctx);
-        reduce_rank_order(rows, shard, world, w.dtype, w.rop, w.recv);
+      case CommOp::ReduceScatter:
+        if (w.count) reduce_scatter_chunked(w, ctx);
         return;
-      }
       case CommOp::AllReduce: {
         if (!w.count) return;
         if (w.send != w.recv) std::memcpy(w.recv, w.send, w.count * es);
-        all_reduce_in_place(w.recv, w.count, w.dtype, w.rop, ctx);
+        all_reduce_chunked(w.recv, w.count, w.dtype, w.rop, ctx);
         return;
       }
     }
@@ -376,6 +481,11 @@ MpiCommunicator::~MpiCommunicator() {
 int MpiCommunicator::rank() const { return impl_->rank; }
 int MpiCommunicator::world_size() const { return impl_->world; }
 CommStats MpiCommunicator::stats() const { return impl_->stats.snapshot(); }
+uint64_t MpiCommunicator::buffer_bytes() const { return impl_->held.load(); }
+uint64_t MpiCommunicator::buffer_bytes_for(uint64_t largest_call_bytes) const {
+  return mpi_buffer_bytes(largest_call_bytes, impl_->cap);
+}
+void MpiCommunicator::reserve_buffers(uint64_t largest_call_bytes) { impl_->reserve(largest_call_bytes); }
 void MpiCommunicator::reset_stats() { impl_->stats.reset(); }
 void MpiCommunicator::set_timeout_s(double s) {
   if (!(s > 0)) throw std::invalid_argument("MpiCommunicator::set_timeout_s: seconds must be > 0, got " + std::to_string(s));

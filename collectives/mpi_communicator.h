@@ -14,7 +14,10 @@ namespace zt {
 // is summed in rank order 0..W-1 in fp32 (see fixed_order_reduce.h); MPI only moves bytes
 // (MPI_Alltoall[v] then MPI_Allgather[v]), so results do not depend on MPI's algorithm choice and
 // are identical on every rank. all_reduce accepts any count; reduce_scatter/all_gather need count
-// divisible by W. Counts above INT_MAX elements are rejected (split into buckets).
+// divisible by W. Counts above INT_MAX elements are rejected (split into buckets). The pack and
+// receive buffers are at most half of CommOptions::buffer_bytes each; a reduction or bucketed call
+// larger than one buffer is moved and reduced chunk by chunk (the same bits: each element is still
+// folded in rank order).
 class MpiCommunicator final : public Communicator {
  public:
   // Collective over COMM_WORLD: every rank constructs it at the same point. Throws
@@ -37,6 +40,9 @@ class MpiCommunicator final : public Communicator {
 
   CommStats stats() const override;
   void reset_stats() override;
+  uint64_t buffer_bytes() const override;
+  uint64_t buffer_bytes_for(uint64_t largest_call_bytes) const override;
+  void reserve_buffers(uint64_t largest_call_bytes) override;
 
   // Applies to calls issued afterwards. Every rank must switch debug mode at the same call.
   void set_timeout_s(double seconds);

@@ -281,11 +281,11 @@ SegCase cut(std::vector<char>& buf, size_t count, DType t, int world, uint64_t s
   return c;
 }
 
-TEST(MpiCollectives, SegmentCollectivesEqualThePlainReductionEveryTypeAndCut) {
+void check_segment_ops(const std::vector<size_t>& reduce_counts, const std::vector<size_t>& gather_counts) {
   Communicator& c = *g_comm;
   for (DType t : kTypes) {
     for (ReduceOp op : reductions_for(t)) {
-      for (size_t count : {size_t(0), size_t(1), size_t(257), size_t(5003)}) {
+      for (size_t count : reduce_counts) {
         const uint64_t salt = 900 + count + 10 * size_t(t) + (op == ReduceOp::Avg ? 5 : 0);
         const size_t es = dtype_size(t);
         // reduce-scatter: owned segments get the sum, the others keep this rank's input.
@@ -312,7 +312,7 @@ TEST(MpiCollectives, SegmentCollectivesEqualThePlainReductionEveryTypeAndCut) {
       }
     }
     // all-gather: each segment takes its owner's values.
-    for (size_t count : {size_t(0), size_t(1), size_t(3001)}) {
+    for (size_t count : gather_counts) {
       const uint64_t salt = 1700 + count;
       const size_t es = dtype_size(t);
       std::vector<char> buf;
@@ -328,6 +328,11 @@ TEST(MpiCollectives, SegmentCollectivesEqualThePlainReductionEveryTypeAndCut) {
       }
     }
   }
+}
+
+TEST(MpiCollectives, SegmentCollectivesEqualThePlainReductionEveryTypeAndCut) {
+  Communicator& c = *g_comm;
+  check_segment_ops({0, 1, 257, 5003}, {0, 1, 3001});
   // One call each, bytes = the total; a bad owner is refused before anything is sent.
   c.barrier();
   c.reset_stats();
@@ -344,6 +349,39 @@ TEST(MpiCollectives, SegmentCollectivesEqualThePlainReductionEveryTypeAndCut) {
   std::vector<Segment> bad = {{a.data(), 10, c.world_size()}};
   EXPECT_THROW(c.reduce_scatter_segments_async(bad, DType::F32, ReduceOp::Sum), std::invalid_argument);
   c.barrier();
+}
+
+// A communicator whose buffers hold 64 KiB each carries every call larger than that in chunks: the
+// results are the whole call's bit for bit (the same checks as above, on calls of up to 40 chunks),
+// its stats count one call per call, and it never holds more than its cap.
+TEST(MpiCollectives, ChunkedCallsEqualTheWholeCallAndStayWithinTheCap) {
+  CommOptions small = CommOptions::from_env();
+  small.timeout_s = 120;
+  small.buffer_bytes = 2 * kMinCommChunkBytes;
+  MpiCommunicator comm(*g_boot, small);
+  EXPECT_EQ(comm.buffer_bytes_for(uint64_t(1) << 30), 2 * kMinCommChunkBytes);
+  EXPECT_EQ(comm.buffer_bytes_for(1000), 2 * kMinCommChunkBytes) << "never below the smallest chunk";
+  comm.reserve_buffers(uint64_t(1) << 30);
+  EXPECT_EQ(comm.buffer_bytes(), 2 * kMinCommChunkBytes);
+  MpiCommunicator* whole = g_comm;
+  g_comm = &comm;
+  const size_t w = size_t(comm.world_size());
+  comm.reset_stats();
+  for (DType t : kTypes)
+    for (ReduceOp op : reductions_for(t))
+      for (bool in_place : {false, true}) {
+        check_all_reduce(100003, t, op, in_place, 3100 + size_t(t));
+        check_reduce_scatter(40009, t, op, in_place, 3200 + size_t(t));
+        check_all_gather(40009, t, in_place, 3300 + size_t(t));
+      }
+  const CommStats st = comm.stats();
+  EXPECT_EQ(st[CommOp::AllReduce].calls, 2u * 7u) << "a chunked call is one call";
+  // Each dtype's reductions (sum and avg; sum only for i64), in place and not: the whole calls' bytes.
+  EXPECT_EQ(st[CommOp::ReduceScatter].bytes, uint64_t(2 * 40009 * w * (2 * 4 + 2 * 2 + 2 * 2 + 1 * 8)));
+  check_segment_ops({70001, 123457}, {90001});
+  EXPECT_EQ(comm.buffer_bytes(), 2 * kMinCommChunkBytes) << "reserved buffers never grow";
+  g_comm = whole;
+  comm.barrier();
 }
 
 }  // namespace
