@@ -19,6 +19,7 @@
 #include "runtime/model/model_config.h"
 #include "runtime/plan/gpu_memory.h"
 #include "runtime/plan/machine_probe.h"
+#include "collectives/comm_options.h"
 #include "runtime/plan/memory_plan.h"
 
 namespace zt {
@@ -124,6 +125,11 @@ FitReport check_fit(const CheckArgs& a, const Config& c, int64_t params, const M
   const int rpn = a.ranks_per_node > 0 ? a.ranks_per_node : std::min(a.world_size, 8);
   PlanInput plan_in = plan_input(c, params, model, rpn);
   plan_in.emulates_16bit_in_fp32 = backend == ComputeBackend::Cpu;
+  plan_in.backend_is_host = backend == ComputeBackend::Cpu;
+  // CPU ranks talk through the MPI communicator, whose buffers the run reserves for the whole model
+  // in fp32 (up to the cap); GPU ranks through NCCL, whose own buffers NCCL does not report.
+  if (backend == ComputeBackend::Cpu && a.world_size > 1)
+    plan_in.comm_buffer_bytes = mpi_buffer_bytes(uint64_t(params) * 4, CommOptions::from_env().buffer_bytes);
   if (model && plan_in.micro_batch > 0)
     plan_in.activation_bytes = double(GPT2::activation_bytes_for(
         *model, ModelRunOptions{int(plan_in.micro_batch), plan_in.activation_checkpointing}, size_t(plan_working_bytes(plan_in)),

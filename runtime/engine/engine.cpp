@@ -114,6 +114,12 @@ Engine::State::State(const ModelConfig& m, const EngineOptions& o, Backend& b, C
   ledger.record_external(MemCategory::Activations, model->activation_bytes());
   part = std::make_unique<Partition>(unit_specs(*model), partition_config(o, b, c));
   check_zero_rules(o, b, *part);
+  // The communicator's own working buffers, sized now for the largest call this engine makes (the
+  // model in 4-byte elements; a padded call runs as one chunk more) and counted where they live:
+  // host memory, the backend's own on the CPU backend.
+  comm.reserve_buffers(uint64_t(part->map().total_numel()) * 4);
+  if (capabilities_of(b).host_memory) ledger.record_external(MemCategory::CommBuffers, comm.buffer_bytes());
+  else ledger.record_host(MemCategory::CommBuffers, comm.buffer_bytes());
   if (o.trace) trace = std::make_unique<Trace>();
   z = std::make_unique<ZeroContext>(ZeroContext{b, c, ledger, *part, o.precision, o.comm_precision.value_or(o.precision),
                                                 o.grad_accum_precision.value_or(o.precision), trace.get(), {}});
@@ -170,14 +176,24 @@ void Engine::State::set_params(const std::function<void(int, float*)>& fill, boo
   if (with_master) optimizer->finish_initialize();
 }
 
-void Engine::State::gather_unit(int u, const float* shard, std::vector<float>& full) {
+void Engine::State::gather_unit(int u, const float* shard, const std::function<void(const float*)>& use) {
   const UnitShard& sh = part->shard(u);
   void* buf = ledger.alloc(MemCategory::CommBuffers, size_t(sh.padded) * 4);
   void* mine = static_cast<char*>(buf) + size_t(sh.rank_begin) * 4;
-  backend.copy_to_device(mine, shard, size_t(sh.shard) * 4);
-  comm.all_gather(mine, buf, size_t(sh.padded), DType::F32);
-  full.resize(size_t(sh.padded));
-  backend.copy_to_host(full.data(), buf, size_t(sh.padded) * 4);
+  try {
+    backend.copy_to_device(mine, shard, size_t(sh.shard) * 4);
+    comm.all_gather(mine, buf, size_t(sh.padded), DType::F32);
+    if (capabilities_of(backend).host_memory) {
+      use(static_cast<const float*>(buf));
+    } else {
+      std::vector<float> full(size_t(sh.padded));
+      backend.copy_to_host(full.data(), buf, full.size() * 4);
+      use(full.data());
+    }
+  } catch (...) {
+    ledger.free(buf);
+    throw;
+  }
   ledger.free(buf);
 }
 
@@ -230,15 +246,14 @@ Engine::EvalSums Engine::evaluate(const BatchFn& fill, int micro_steps) {
 void Engine::for_each_full_master(const std::function<void(int, const float*, int64_t)>& each) {
   State& s = *s_;
   const Partition& p = *s.part;
-  std::vector<float> full;
-  const std::vector<std::vector<float>> masters = s.optimizer->masters();
+  std::vector<float> scratch;
   for (int u = 0; u < p.units(); ++u) {
-    const float* values = masters[size_t(u)].data();
-    if (!p.all_reduces_grads() && p.world_size() > 1) {
-      s.gather_unit(u, values, full);  // the unit from every rank's master shard
-      values = full.data();
-    }
-    each(u, values, p.shard(u).numel);
+    const float* master = s.optimizer->master_on_host(u, scratch);
+    const int64_t numel = p.shard(u).numel;
+    if (!p.all_reduces_grads() && p.world_size() > 1)  // the unit from every rank's master shard
+      s.gather_unit(u, master, [&](const float* full) { each(u, full, numel); });
+    else
+      each(u, master, numel);
   }
 }
 
@@ -293,17 +308,15 @@ void Engine::params_from_master() {
   State& s = *s_;
   const Partition& p = *s.part;
   s.gatherer->release_all();  // gathered copies of the old values
-  const std::vector<std::vector<float>> masters = s.optimizer->masters();
-  std::vector<float> full;
+  std::vector<float> scratch;
   s.set_params(
       [&](int u, float* values) {
-        const std::vector<float>& m = masters[size_t(u)];
-        if (p.gathers_params_after_update()) {  // stages 1–2 keep the full unit, the master its shard
-          s.gather_unit(u, m.data(), full);
-          std::copy(full.begin(), full.end(), values);
-        } else {                                // stages 0 and 3: the master covers what is kept
-          std::copy(m.begin(), m.end(), values);
-        }
+        const float* master = s.optimizer->master_on_host(u, scratch);
+        const size_t kept = size_t(p.unit(u).param_len);
+        if (p.gathers_params_after_update())  // stages 1–2 keep the full unit, the master its shard
+          s.gather_unit(u, master, [&](const float* full) { std::copy(full, full + kept, values); });
+        else                                  // stages 0 and 3: the master covers what is kept
+          std::copy(master, master + kept, values);
       },
       false);
   s.backend.synchronize();

@@ -51,7 +51,9 @@ struct Engine::State {
   void set_params(const std::function<void(int u, float* values)>& fill, bool with_master);
   // Unit u's full padded fp32 values from every rank's shard of it (`shard`: this rank's). Collective;
   // through backend memory (NCCL needs device buffers).
-  void gather_unit(int u, const float* shard, std::vector<float>& full);
+  // Unit u whole from every rank's `shard` of it (host memory), handed to `use` on the host: the
+  // gathered buffer itself (on the ledger) where backend memory is host memory, else a host copy.
+  void gather_unit(int u, const float* shard, const std::function<void(const float*)>& use);
 
   // The walks of one micro-step.
   void forward_walk();

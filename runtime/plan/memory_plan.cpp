@@ -88,8 +88,6 @@ MemoryPlan make_memory_plan(const PlanInput& in) {
       p.host_bytes_per_rank += in.param_buffer_count * min_elems(in.param_buffer_size, psi) * w;
     }
   }
-  p.host_bytes_per_node = p.host_bytes_per_rank * p.ranks_on_node;
-  p.nvme_bytes_per_node = p.nvme_bytes_per_rank * p.ranks_on_node;
 
   p.device_activations = in.activation_bytes.value_or(0.0);
 
@@ -103,6 +101,14 @@ MemoryPlan make_memory_plan(const PlanInput& in) {
                         min_elems(in.stage3_prefetch_bucket_size, psi)) * w;
   }
   p.device_buffers = buffers;
+  p.comm_buffers = double(in.comm_buffer_bytes);
+  if (in.backend_is_host) {
+    p.device_buffers += p.comm_buffers;
+  } else {
+    p.host_bytes_per_rank += p.comm_buffers;
+  }
+  p.host_bytes_per_node = p.host_bytes_per_rank * p.ranks_on_node;
+  p.nvme_bytes_per_node = p.nvme_bytes_per_rank * p.ranks_on_node;
 
   // DeepSpeed's estimate: GPUs per node and nodes from the same launch shape.
   const int gpus_per_node = p.ranks_on_node;

@@ -38,6 +38,16 @@
 // the working type, the gradient scratch), so that the plan equals the ledger's Activations; 0 when
 // no model is known (check --params).
 //
+// The communicator's own working buffers per rank (PlanInput::comm_buffer_bytes, what
+// Communicator::buffer_bytes_for answers; comm_options.h's mpi_buffer_bytes for the MPI
+// communicator: two buffers of min(the padded model in fp32, half of ZT_COMM_BUFFER_MB) each, 0 at
+// world size 1 and under NCCL): host memory, so device buffers on the CPU backend and host RAM beside
+// the GPU.
+//
+// The process baseline (PlanInput::process_baseline, measured by the run at start-up: the binary,
+// its libraries, MPI's and the BLAS/OpenMP threads' own memory) is a row of its own, outside the
+// device total, so that the ledger and the operating system's resident set can be compared.
+//
 // Buffers per rank in the working dtype: the reduce bucket min(reduce_bucket_size, Ψ)·w at every
 // stage; stages 1-2 add the all-gather bucket min(allgather_bucket_size, Ψ)·w; stage 3 adds the
 // gathered-parameter working set max(min(stage3_max_live_parameters, Ψ),
@@ -91,6 +101,9 @@ struct PlanInput {
   int64_t sub_group_size = 1000000000;
   int optimizer_buffer_count = 4, param_buffer_count = 5;
   int64_t param_buffer_size = 100000000;
+  uint64_t comm_buffer_bytes = 0;    // the communicator's own working buffers per rank (host memory)
+  bool backend_is_host = false;      // the CPU backend: its device memory is host RAM
+  std::optional<uint64_t> process_baseline;  // resident bytes at start-up, measured by the run
   int64_t largest_layer_params = 0;  // for DeepSpeed's zero3 estimate; 0: derived from the shapes
   bool ds_zero_init = true;          // which zero3 host formula to show (zero.Init on or off)
 };
@@ -110,6 +123,7 @@ struct MemoryPlan {
   // Bytes resident per rank on the training device (GPU, or host RAM on the CPU backend).
   double device_params = 0, device_grads = 0, device_optimizer = 0, device_activations = 0,
          device_buffers = 0;
+  double comm_buffers = 0;  // the communicator's part (in device_buffers on the CPU backend, else host)
   // Bytes per node held in host RAM (CPU offload) and on NVMe, for all ranks of that node.
   double host_bytes_per_node = 0, nvme_bytes_per_node = 0;
   double host_bytes_per_rank = 0, nvme_bytes_per_rank = 0;

@@ -49,6 +49,8 @@ nlohmann::json plan_to_json(const MemoryPlan& p) {
       {"buffers", bytes(p.device_buffers)},
       {"total", bytes(p.device_total())},
   };
+  j["comm_buffers_per_rank"] = bytes(p.comm_buffers);
+  if (in.process_baseline) j["process_baseline_per_rank"] = *in.process_baseline;
   j["host_per_rank"] = bytes(p.host_bytes_per_rank);
   j["host_per_node"] = bytes(p.host_bytes_per_node);
   j["nvme_per_rank"] = bytes(p.nvme_bytes_per_rank);
@@ -93,8 +95,12 @@ std::string plan_to_table(const MemoryPlan& p) {
   row("device model states / rank", g(p.device_model_states()), g(p.ds_estimate_device));
   row("device activations / rank", g(p.device_activations), "-");
   row("device buffers / rank", g(p.device_buffers), "-");
+  if (p.comm_buffers > 0)
+    row(in.backend_is_host ? "  of which communicator / rank" : "  communicator (host RAM) / rank", g(p.comm_buffers), "-");
   row("device total / rank", g(p.device_total()), "-");
-  row("host RAM (offload) / node", g(p.host_bytes_per_node), g(p.ds_estimate_host));
+  if (in.process_baseline) row("process baseline (measured) / rank", g(double(*in.process_baseline)), "-");
+  row(in.backend_is_host ? "host RAM (offload) / node" : "host RAM (offload, comm) / node", g(p.host_bytes_per_node),
+      g(p.ds_estimate_host));
   row("NVMe / node", g(p.nvme_bytes_per_node), "-");
   out += "  DeepSpeed column: " + p.ds_estimator + " (buffer factor 1.5";
   if (in.stage == 3) {

@@ -290,23 +290,13 @@ void ShardOptimizer::update(const StepHyper& h, const ReducedGrads& grads, const
   if (transfer_) transfer_->drain();  // stage 3 gathers the shards next: every copy-in must have landed
 }
 
-std::vector<std::vector<float>> ShardOptimizer::masters() {
-  const Partition& p = z_.part;
-  std::vector<std::vector<float>> out(size_t(p.units()));
-  for (int u = 0; u < p.units(); ++u) out[size_t(u)].assign(size_t(p.unit(u).state_len), 0.0f);
-  if (pipeline_) {
-    pipeline_->run([&](size_t k, void* data, size_t) {
-      const SubGroup& sg = subgroups_[k];
-      std::memcpy(out[size_t(sg.unit)].data() + sg.begin, data, size_t(sg.n) * 4);
-    });
-    return out;
-  }
-  for (int u = 0; u < p.units(); ++u) {
-    const size_t bytes = out[size_t(u)].size() * 4;
-    if (p.unit(u).device_update) z_.backend.copy_to_host(out[size_t(u)].data(), master_[size_t(u)], bytes);
-    else std::memcpy(out[size_t(u)].data(), master_[size_t(u)], bytes);
-  }
-  return out;
+const float* ShardOptimizer::master_on_host(int u, std::vector<float>& scratch) {
+  const UnitPart& up = z_.part.unit(u);
+  if (up.state != StateHome::Nvme && !up.device_update) return master_[size_t(u)];
+  scratch.assign(size_t(up.state_len), 0.0f);  // the padding past state_valid reads as zero
+  if (up.state == StateHome::Nvme) read_state(StateArray::Master, u, 0, up.state_valid, scratch.data());
+  else z_.backend.copy_to_host(scratch.data(), master_[size_t(u)], scratch.size() * 4);
+  return scratch.data();
 }
 
 bool ShardOptimizer::has_state(StateArray a) const {

@@ -90,8 +90,10 @@ class ShardOptimizer {
   UpdateCounters counters() const;
   void restore_counters(const UpdateCounters& c);  // a scaler state is ignored without a scaler
 
-  // Every unit's fp32 master values (its state range, state_len each), on the host.
-  std::vector<std::vector<float>> masters();
+  // Unit u's fp32 master values (its state range, state_len elements) on the host: the master
+  // itself where it lives in host memory, else a copy in `scratch` (resized here), so that reading
+  // every master holds at most one unit's copy. Between steps only.
+  const float* master_on_host(int u, std::vector<float>& scratch);
   // Elements [begin, begin + n) of unit u's state array `a` in state coordinates (element 0 is the
   // unit's state_begin; only [0, state_valid) may be named: padding is not state), copied to or from
   // host memory wherever the state lives — backend memory, host memory, or the NVMe sub-group

@@ -8,9 +8,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "runtime/plan/fs_types.h"
 #include "runtime/plan/machine_probe.h"
+#include "runtime/plan/process_memory.h"
 
 namespace zt {
 namespace {
@@ -120,6 +122,31 @@ TEST(ProbeMachine, MeminfoParsingAndLiveValues) {
   EXPECT_EQ(live.gpu_free.has_value(), live.gpu_total.has_value());
   if (live.gpu_total) {
     EXPECT_LE(*live.gpu_free, *live.gpu_total);
+  }
+}
+
+TEST(ProcessMemory, StatusParsingLiveValuesAndPeakReset) {
+  const ProcessMemory m = parse_process_status(
+      "Name:\tzerotrain\nVmPeak:\t  900 kB\nVmHWM:\t    2048 kB\nVmRSS:\t    1024 kB\nRssAnon:\t 512 kB\n"
+      "RssShmem:\t      64 kB\n");
+  EXPECT_TRUE(m.known);
+  EXPECT_EQ(m.rss, 1024u * 1024);
+  EXPECT_EQ(m.hwm, 2048u * 1024);
+  EXPECT_EQ(m.rss_shmem, 64u * 1024);
+  EXPECT_FALSE(parse_process_status("Name: x\nVmRSS: 5 kB\n").known) << "both VmRSS and VmHWM are needed";
+
+  // Live: touching 64 MiB raises the resident set and its peak by about that much.
+  const ProcessMemory before = read_process_memory();
+  ASSERT_TRUE(before.known);
+  EXPECT_GE(before.hwm, before.rss);
+  std::vector<char> touched(size_t(64) << 20, 1);
+  const ProcessMemory after = read_process_memory();
+  EXPECT_GE(after.rss, before.rss + (size_t(60) << 20)) << int(touched[12345]);
+  EXPECT_GE(after.hwm, after.rss);
+  touched = std::vector<char>();
+  if (reset_process_peak()) {
+    const ProcessMemory reset = read_process_memory();
+    EXPECT_LT(reset.hwm, after.hwm) << "the peak starts again from the current resident set";
   }
 }
 

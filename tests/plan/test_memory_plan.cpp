@@ -205,6 +205,39 @@ TEST(MemoryPlan, ReductionBuffersHoldThreeOfTheEnginesLargestUnits) {
   EXPECT_DOUBLE_EQ(make_memory_plan(in).device_buffers, 2 * (124'439'808.0 + 1));
 }
 
+TEST(MemoryPlan, CommunicatorBuffersAndTheProcessBaselineHaveTheirOwnRows) {
+  PlanInput in;
+  in.params = 124'439'808;
+  in.world_size = 4;
+  in.stage = 2;
+  in.comm_buffer_bytes = 64u << 20;
+  in.backend_is_host = true;  // CPU ranks: the communicator's host buffers are the backend's memory
+  const MemoryPlan cpu = make_memory_plan(in);
+  in.comm_buffer_bytes = 0;
+  const double without = make_memory_plan(in).device_buffers;
+  EXPECT_DOUBLE_EQ(cpu.device_buffers, without + (64u << 20));
+  EXPECT_DOUBLE_EQ(cpu.comm_buffers, 64u << 20);
+  EXPECT_DOUBLE_EQ(cpu.host_bytes_per_rank, 0);
+  in.comm_buffer_bytes = 64u << 20;
+  in.backend_is_host = false;  // GPU ranks: host RAM beside the device
+  in.ranks_per_node = 4;
+  const MemoryPlan gpu = make_memory_plan(in);
+  EXPECT_DOUBLE_EQ(gpu.device_buffers, without);
+  EXPECT_DOUBLE_EQ(gpu.host_bytes_per_rank, 64u << 20);
+  EXPECT_DOUBLE_EQ(gpu.host_bytes_per_node, 4.0 * (64u << 20));
+  EXPECT_EQ(plan_to_json(gpu)["comm_buffers_per_rank"].get<int64_t>(), int64_t(64) << 20);
+  EXPECT_FALSE(plan_to_json(gpu).contains("process_baseline_per_rank")) << "not measured: not shown";
+  EXPECT_EQ(plan_to_table(gpu).find("process baseline"), std::string::npos);
+  in.process_baseline = uint64_t(3) << 29;  // 1.5 GiB
+  const MemoryPlan measured = make_memory_plan(in);
+  EXPECT_DOUBLE_EQ(measured.device_total(), gpu.device_total()) << "the baseline is not a device category";
+  EXPECT_EQ(plan_to_json(measured)["process_baseline_per_rank"].get<uint64_t>(), uint64_t(3) << 29);
+  const std::string t = plan_to_table(measured);
+  EXPECT_NE(t.find("process baseline (measured) / rank"), std::string::npos) << t;
+  EXPECT_NE(t.find("1.50"), std::string::npos) << t;
+  EXPECT_NE(t.find("communicator (host RAM) / rank"), std::string::npos) << t;
+}
+
 TEST(MemoryPlan, JsonAndTableCarryOursAndDeepSpeeds) {
   PlanInput in;
   in.params = 7'000'000'000;
