@@ -74,7 +74,8 @@ RunInstruments RunInstruments::make(const Config& c, const ModelConfig& model, i
 RunReporter::RunReporter(ReportSetup setup, Engine& engine, Communicator& comm, Backend& backend,
                          RunInstruments& instruments)
     : s_(std::move(setup)), engine_(engine), comm_(comm), backend_(backend), inst_(instruments),
-      comms_(s_.cfg->comms_logger, comm.world_size(), comm.stats()), world_(comm.world_size()) {
+      comms_(s_.cfg->comms_logger, comm.world_size(), comm.stats()), process_(comm, backend, s_.process_baseline),
+      world_(comm.world_size()) {
   const EngineOptions& eo = *s_.eo;
   samples_per_step_ = int64_t(eo.micro_batch) * eo.grad_accum * world_;
   tokens_per_step_ = double(samples_per_step_) * s_.model->seq_len;
@@ -140,6 +141,7 @@ nlohmann::json RunReporter::units_json() const {
 }
 
 void RunReporter::start() {
+  const nlohmann::json process = process_.sample(engine_.ledger());
   if (s_.say) {
     std::fputs(header().c_str(), s_.say);
     std::fprintf(s_.say, "memory plan (per rank):\n%s", plan_to_table(*s_.plan).c_str());
@@ -153,6 +155,10 @@ void RunReporter::start() {
       std::fprintf(s_.say, "host (rank 0, offload): params %s, master %s, optimizer %s, buffers %s\n",
                    gib(h[MemCategory::Params]).c_str(), gib(h[MemCategory::Master]).c_str(),
                    gib(h[MemCategory::Optimizer]).c_str(), gib(h[MemCategory::CommBuffers]).c_str());
+    if (s_.process_baseline > 0)
+      std::fprintf(s_.say, "process (rank 0): %s resident at start-up (binary, libraries, MPI, threads), %s with the "
+                           "allocations above\n",
+                   gib(s_.process_baseline).c_str(), gib(process["rss"][0].get<uint64_t>()).c_str());
   }
   record({{"event", "start"},
           {"world_size", world_},
@@ -165,7 +171,8 @@ void RunReporter::start() {
           {"units", units_json()},
           {"plan", plan_to_json(*s_.plan)},
           {"allocated", mem_counts_json(engine_.ledger().current())},
-          {"allocated_host", mem_counts_json(engine_.ledger().host())}});
+          {"allocated_host", mem_counts_json(engine_.ledger().host())},
+          {"process", process}});
 }
 
 void RunReporter::before_step(int64_t step) {
@@ -236,7 +243,10 @@ double RunReporter::after_step(const StepStats& st) {
       std::fprintf(s_.say, "      memory | %s\n", mem_counts_json(engine_.ledger().peak_by_category()).dump().c_str());
   }
   if (s_.say && comms_.verbose()) std::fputs(comms_.step_lines(st.step, step_before_, now).c_str(), s_.say);
-  record({{"event", "step"},
+  nlohmann::json process;
+  if (!first_step_done_) process = process_.sample(engine_.ledger());  // collective: before anything rank 0 alone may fail
+  first_step_done_ = true;
+  nlohmann::json step_record = {{"event", "step"},
           {"step", st.step},
           {"samples", st.step * samples_per_step_},
           {"loss", st.loss},
@@ -249,7 +259,9 @@ double RunReporter::after_step(const StepStats& st) {
           {"comm_bytes", comm_json(st.comm_bytes)},
           {"comm_calls", comm_json(st.comm_calls)},
           {"comm_busy_s", busy},
-          {"mem_peak", st.mem_peak}});
+          {"mem_peak", st.mem_peak}};
+  if (!process.is_null()) step_record["process"] = process;
+  record(step_record);
   inst_.monitors.write(events(st, rate));
   if (inst_.profiler)
     if (auto p = inst_.profiler->after_step(st.step, st.seconds)) {
@@ -290,7 +302,9 @@ void RunReporter::finish(int64_t steps, double final_val_loss, double unigram_en
                         {"val_loss", final_val_loss},
                         {"tokens_per_s_median", median_tokens_per_s},
                         {"resident", resident_},
-                        {"peak_by_category", peak_by_category_}};
+                        {"peak_by_category", peak_by_category_},
+                        {"mem_peak", engine_.ledger().peak_total()},
+                        {"process", process_.sample(engine_.ledger())}};
   write_trace();
   if (const Trace* t = engine_.trace()) {
     if (!trace_steps_.empty() && world_ > 1) {

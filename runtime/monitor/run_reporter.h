@@ -19,6 +19,7 @@
 #include "runtime/monitor/comms_logger.h"
 #include "runtime/monitor/flops_profiler.h"
 #include "runtime/monitor/monitor.h"
+#include "runtime/monitor/process_memory_report.h"
 #include "runtime/monitor/profiling_backend.h"
 #include "runtime/plan/memory_plan.h"
 #include "runtime/common/output_file.h"
@@ -49,6 +50,7 @@ struct ReportSetup {
   std::string checkpoints = "none (no --save)";  // where and when the run saves
   int64_t steps = 0;
   std::string run_length;         // what the header's "run:" line says ("" : the config's run length)
+  uint64_t process_baseline = 0;  // this rank's resident bytes at start-up (process_memory.h)
   std::FILE* say = nullptr;       // rank 0's console (null: quiet)
   OutputFile* metrics = nullptr;     // --metrics, opened at start-up; every write checked
   OutputFile* trace_file = nullptr;  // --trace, likewise
@@ -58,6 +60,8 @@ class RunReporter {
  public:
   RunReporter(ReportSetup setup, Engine& engine, Communicator& comm, Backend& backend, RunInstruments& instruments);
 
+  // The start record, the first step's and the end record carry every rank's resident set
+  // (ProcessMemoryReport): start, after_step's first call and finish are collective.
   void start();                                // header, plan, allocations, metrics start record
   void before_step(int64_t step);              // accounting snapshot; arms the profiler at its step
   double after_step(const StepStats& st);      // progress line, records, monitors; returns tokens/s
@@ -85,6 +89,8 @@ class RunReporter {
   Backend& backend_;
   RunInstruments& inst_;
   CommsLogger comms_;
+  ProcessMemoryReport process_;
+  bool first_step_done_ = false;
   int world_ = 1;
   double tokens_per_step_ = 0;
   int64_t samples_per_step_ = 0;

@@ -24,6 +24,7 @@
 #include "runtime/model/gpt2.h"
 #include "runtime/monitor/run_reporter.h"
 #include "runtime/plan/machine_probe.h"
+#include "runtime/plan/process_memory.h"
 #include "runtime/train/job_report.h"
 #include "runtime/train/run_fingerprint.h"
 #include "runtime/train/step_boundary.h"
@@ -136,6 +137,7 @@ struct Started {
   std::unique_ptr<Engine> engine;
   std::unique_ptr<OutputFile> metrics, trace;  // rank 0's, opened before anything is allocated
   std::string warnings;                          // this rank's start-up warnings, as report lines
+  ProcessMemory baseline;                        // resident at start-up, before the run's own memory
 };
 
 // Swap files of processes that died before they could unlink them would count against the space
@@ -206,6 +208,9 @@ void check_start(Started& st, const RunOptions& o, Communicator& comm, Backend& 
   PlanInput plan_in = plan_input(st.cfg, o.model.total_params(), &o.model, o.local_ranks);
   plan_in.activation_checkpointing = o.recompute;  // the run recomputes with --recompute only, whatever the block says
   plan_in.emulates_16bit_in_fp32 = target == ComputeBackend::Cpu;
+  plan_in.backend_is_host = target == ComputeBackend::Cpu;
+  plan_in.comm_buffer_bytes = comm.buffer_bytes_for(uint64_t(o.model.total_params()) * 4);  // as the engine reserves
+  if (st.baseline.known) plan_in.process_baseline = st.baseline.rss;
   const int micro_batch = int(st.cfg.train_micro_batch_size_per_gpu.value);
   plan_in.activation_bytes = double(GPT2::activation_bytes_for(
       o.model, ModelRunOptions{micro_batch, o.recompute}, dtype_size(backend.act_dtype()),
@@ -253,6 +258,9 @@ RunReport run_training(const RunOptions& o, Communicator& comm, Backend& backend
   RunInstruments instruments;
   StopSignals signals;  // SIGTERM / SIGINT: stop at the next step boundary
   Started started;
+  // What the process holds before the run reads or allocates anything: the binary, its libraries,
+  // MPI, the backend's threads. Its own row in the plan; the ledger counts everything after it.
+  started.baseline = read_process_memory();
   on_every_rank(comm, backend, [&] { check_start(started, o, comm, backend); });
   on_every_rank(comm, backend, [&] {
     agree_on_fingerprint(make_run_fingerprint(o, started.cfg, started.data, backend), comm, backend);
@@ -301,6 +309,7 @@ RunReport run_training(const RunOptions& o, Communicator& comm, Backend& backend
   rs.steps = steps;
   if (o.evaluate_only) rs.run_length = "no steps: the loss of " + o.checkpoint.init_from + "'s weights over the whole validation split";
   rs.say = say;
+  rs.process_baseline = started.baseline.rss;
   rs.metrics = started.metrics.get();
   rs.trace_file = started.trace.get();
   RunReporter reporter(rs, engine, comm, backend, instruments);
