@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <nlohmann/json.hpp>
 
@@ -99,6 +100,29 @@ TEST(EngineDtypes, GradAccumDtypeIsHonouredInEveryStage) {
   EXPECT_NE(fp32_accum.summary.checksum, bf16_accum.summary.checksum) << "grad_accum_dtype had no effect";
 }
 
+TEST(EngineDtypes, Fp32AccumulationOfBf16CommunicationAgreesInStages2And3AndIsNotBf16Accumulation) {
+  // DeepSpeed's common mixed setting: bf16 training and communication, gradients accumulated in
+  // fp32 over 3 micro-steps. Stages 2–3 reduce-scatter every micro-step's bf16 gradient and add it
+  // to the fp32 shard: the two stages do the same arithmetic, at any world size, bit for bit.
+  const int W = world().comm->world_size();
+  const int accum = kGlobalBatch % (W * 3) == 0 ? 3 : 2;  // 3 ranks: 12 rows split only 2 ways more
+  EngineOptions o = base_options(2, accum, DType::BF16, true);
+  o.comm_precision = DType::BF16;
+  o.grad_accum_precision = DType::F32;
+  const RunResult s2 = run_engine(tiny_model(), o, kSteps);
+  o.stage = 3;
+  const RunResult s3 = run_engine(tiny_model(), o, kSteps);
+  EXPECT_EQ(s3.summary.checksum, s2.summary.checksum);
+  EXPECT_EQ(s3.losses, s2.losses);
+  EXPECT_EQ(s3.norms, s2.norms);
+  // Accumulating in the communication type instead rounds every partial sum to bf16: a different
+  // training (the fp32 sum must not be rounded where it is kept).
+  o.grad_accum_precision = DType::BF16;
+  const RunResult bf16_accum = run_engine(tiny_model(), o, kSteps);
+  EXPECT_NE(bf16_accum.summary.checksum, s3.summary.checksum) << "the fp32 accumulation was rounded to bf16";
+  EXPECT_NE(bf16_accum.norms, s3.norms);
+}
+
 TEST(EngineRecompute, ActivationCheckpointingSavesMemoryAndChangesNothing) {
   for (int stage : {0, 3}) {
     EngineOptions o = base_options(stage, 1, DType::F32, true);
@@ -175,6 +199,34 @@ TEST(EngineTrace, TimelineHasEveryUnitAndTheStagesCollectives) {
   }
 }
 
+TEST(EngineTrace, TiedEmbeddingIsKeptForTheHeadWithinTheReuseDistance) {
+  // Stage 3, tied head: the head's forward and backward use the embedding's parameters. With a
+  // reuse distance just above the blocks between the embedding and the head, the embedding stays
+  // gathered from its forward through the head to its own backward: one gather per step. (Counted
+  // as if only the embedding unit used it, its next use is its backward, past the distance: it
+  // would be released and gathered again for the head, twice.)
+  auto& w = world();
+  const ModelConfig mc = tiny_model(/*tied=*/true);
+  EngineOptions o = base_options(3, 1, DType::F32, true);
+  o.trace = true;
+  o.param_persistence_threshold = 0;
+  Engine engine(mc, o, *w.backend, *w.comm);
+  const int U = engine.shard_map().units();
+  int64_t blocks = 0;
+  for (int u = 1; u < U - 1; ++u) blocks += engine.shard_map().shard(u).numel;
+  o.max_reuse_distance = blocks + 1;
+  Engine tuned(mc, o, *w.backend, *w.comm);
+  BatchSampler sampler(w.data.train, mc.seq_len, 7);
+  const BatchGeometry geom{w.comm->world_size(), o.micro_batch, 1};
+  tuned.train_step([&](int m, int32_t* t, int32_t* g) { sampler.fill(0, geom, w.comm->rank(), m, t, g); });
+  ASSERT_NE(tuned.trace(), nullptr);
+  const auto j = tuned.trace()->to_json(w.comm->rank());
+  int gathers = 0;
+  for (const auto& e : j["traceEvents"])
+    if (e["ph"] == "X" && e["name"] == "all_gather embedding") ++gathers;
+  EXPECT_EQ(gathers, 1) << "the tied embedding was released before the head used it";
+}
+
 TEST(EngineAveraging, PredivideAndPrescaleGiveTheMean) {
   // Scaling by powers of two is exact, so dividing before the reduction by 4 (predivide) or by the
   // world size (prescale, W = 1 or 2) and restoring the mean after it must give the same bits as
@@ -193,6 +245,27 @@ TEST(EngineAveraging, PredivideAndPrescaleGiveTheMean) {
   const RunResult prescaled = run_engine(tiny_model(), ps, 3);
   EXPECT_EQ(prescaled.summary.checksum, ref.summary.checksum);
   EXPECT_EQ(prescaled.norms, ref.norms);
+}
+
+// The engine's parameter summary, written again here from its definition (engine.h: FNV-1a 64
+// over the fp32 parameters in unit order, their L2 in double) so that the plain loop's parameters
+// are compared bit for bit, not through the engine's own code.
+ParamSummary summarize(const std::vector<std::vector<float>>& units) {
+  ParamSummary out;
+  uint64_t h = 1469598103934665603ull;
+  double sq = 0;
+  for (const auto& p : units) {
+    for (float x : p) {
+      uint32_t bits;
+      std::memcpy(&bits, &x, 4);
+      for (int b = 0; b < 4; ++b) h = (h ^ ((bits >> (8 * b)) & 0xffu)) * 1099511628211ull;
+      sq += double(x) * double(x);
+    }
+    out.count += int64_t(p.size());
+  }
+  out.checksum = h;
+  out.l2 = std::sqrt(sq);
+  return out;
 }
 
 // The plain loop: whole-model buffers, forward_backward, per-unit squared norms, clip, update.
@@ -223,6 +296,7 @@ RunResult reference_loop(const ModelConfig& mc, const EngineOptions& o, int step
     r.losses.push_back(forward_backward(model, pp, gp));
     double sq = 0;
     for (int u = 0; u < U; ++u) sq += sum_squares(g[u]);
+    r.norms.push_back(std::sqrt(sq));
     const float scale = float(unscale_and_clip_multiplier(std::sqrt(sq), 1.0, o.gradient_clipping));
     for (int u = 0; u < U; ++u) {
       if (o.optimizer.type == OptimizerType::SGD) {
@@ -250,6 +324,7 @@ RunResult reference_loop(const ModelConfig& mc, const EngineOptions& o, int step
       }
     }
   }
+  r.summary = summarize(p);
   return r;
 }
 
@@ -266,6 +341,13 @@ TEST(EngineReference, OneRankEqualsAPlainLoopForAdamWSgdAndLamb) {
     const RunResult ref = reference_loop(mc, o, kSteps);
     ASSERT_EQ(engine.losses.size(), ref.losses.size());
     for (int s = 0; s < kSteps; ++s) EXPECT_EQ(float(engine.losses[s]), float(ref.losses[s])) << "step " << s;
+    // The norms that drive clipping, and the parameters themselves, bit for bit: the same
+    // fixed-order sums and the same element formulas, whatever code path the engine takes.
+    ASSERT_EQ(engine.norms.size(), ref.norms.size());
+    for (int s = 0; s < kSteps; ++s) EXPECT_EQ(engine.norms[s], ref.norms[s]) << "grad norm, step " << s;
+    EXPECT_EQ(engine.summary.count, ref.summary.count);
+    EXPECT_EQ(engine.summary.checksum, ref.summary.checksum) << "parameters after " << kSteps << " steps";
+    EXPECT_EQ(engine.summary.l2, ref.summary.l2);
   }
 }
 
