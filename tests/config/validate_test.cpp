@@ -1,12 +1,17 @@
 // The invalid-combination table of configs/README.md: each combination gives its own message with
 // the path, the value and a fix; the warning rows warn without failing.
 #include <gtest/gtest.h>
+#include <grp.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <set>
 
+#include "tests/common/ci_skip.h"
 #include "tests/config/config_test_util.h"
 
 namespace zt {
@@ -123,15 +128,36 @@ TEST(Validate, MessagesAreDistinct) {
   EXPECT_GE(seen.size(), std::size(kCombos) - 6);  // a few rows share a message on purpose (same check, another key)
 }
 
+// The check runs as an unprivileged user: root writes anywhere, so as root (CI) the validation runs
+// in a child that has dropped to nobody's uid and gid and reports through its exit status.
 TEST(Validate, NvmePathNotWritable) {
-  if (geteuid() == 0) GTEST_SKIP() << "root can write anywhere";
   const std::string dir = ::testing::TempDir() + "zt_ro_dir";
   mkdir(dir.c_str(), 0555);
   chmod(dir.c_str(), 0555);
-  const auto r = load(R"({"train_micro_batch_size_per_gpu": 1, "zero_optimization": {"stage": 3, "offload_param": {"device": "nvme", "nvme_path": ")" +
-                      dir + "\"}}}");
-  EXPECT_NE(find(r, "zero_optimization.offload_param.nvme_path", "not writable"), nullptr) << test::dump(r);
+  const std::string cfg = R"({"train_micro_batch_size_per_gpu": 1, "zero_optimization": {"stage": 3, "offload_param": {"device": "nvme", "nvme_path": ")" +
+                          dir + "\"}}}";
+  if (geteuid() != 0) {
+    const auto r = load(cfg);
+    EXPECT_NE(find(r, "zero_optimization.offload_param.nvme_path", "not writable"), nullptr) << test::dump(r);
+    rmdir(dir.c_str());
+    return;
+  }
+  const pid_t child = fork();
+  ASSERT_GE(child, 0) << std::strerror(errno);
+  if (child == 0) {
+    constexpr uid_t kNobody = 65534;
+    if (setgroups(0, nullptr) != 0 || setgid(kNobody) != 0 || setuid(kNobody) != 0) _exit(3);
+    if (access(dir.c_str(), W_OK) == 0) _exit(4);  // the privileges were not dropped
+    const auto r = load(cfg);
+    _exit(find(r, "zero_optimization.offload_param.nvme_path", "not writable") != nullptr ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
   rmdir(dir.c_str());
+  ASSERT_TRUE(WIFEXITED(status)) << "the unprivileged child ended with status " << status;
+  if (WEXITSTATUS(status) == 3) ZT_SKIP_OR_FAIL_IN_CI("cannot drop root's privileges here (setuid to nobody refused)");
+  EXPECT_NE(WEXITSTATUS(status), 4) << "as nobody the read-only directory was still writable";
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "as nobody, the unwritable nvme_path was not reported as not writable";
 }
 
 TEST(Validate, NvmePathGoodDirectory) {

@@ -2,6 +2,7 @@
 #include "tests/gpu/gpu_test_support.h"
 
 #include <cuda_runtime.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstring>
@@ -10,18 +11,20 @@
 
 namespace zt::test {
 
-bool gpu_available(std::string* why) {
+GpuProbe probe_gpu(std::string* why) {
   int n = 0;
-  cudaError_t e = cudaGetDeviceCount(&n);
-  if (e != cudaSuccess) {
-    if (why) *why = std::string("cudaGetDeviceCount: ") + cudaGetErrorName(e) + ": " + cudaGetErrorString(e);
-    return false;
-  }
-  if (n == 0) {
+  const cudaError_t e = cudaGetDeviceCount(&n);
+  if (e == cudaSuccess && n > 0) return GpuProbe::Usable;
+  if (e == cudaSuccess) {
     if (why) *why = "cudaGetDeviceCount reports 0 devices";
-    return false;
+    return GpuProbe::None;
   }
-  return true;
+  const std::string err = std::string("cudaGetDeviceCount: ") + cudaGetErrorName(e) + ": " + cudaGetErrorString(e);
+  // No device, or no NVIDIA driver at all (no control device node: a machine without a GPU that
+  // has the toolkit): nothing to test. Any other error is a broken GPU machine, not an absent GPU.
+  const bool no_driver = e == cudaErrorInsufficientDriver && access("/dev/nvidiactl", F_OK) != 0;
+  if (why) *why = err + (no_driver ? " (no /dev/nvidiactl: no NVIDIA driver)" : "");
+  return e == cudaErrorNoDevice || no_driver ? GpuProbe::None : GpuProbe::Broken;
 }
 
 uint16_t bf16_bits_rne(float x) {

@@ -13,8 +13,11 @@
 
 namespace zt::test {
 
-// True when a CUDA device is usable; otherwise *why says what cudaGetDeviceCount returned.
-bool gpu_available(std::string* why);
+// Whether a CUDA device is usable: None when there is no device or no NVIDIA driver at all,
+// Broken for any other cudaGetDeviceCount error (a GPU machine whose runtime fails); *why says
+// what cudaGetDeviceCount returned.
+enum class GpuProbe { Usable, None, Broken };
+GpuProbe probe_gpu(std::string* why);
 
 // Host round-to-nearest-even fp32 -> bf16 -> fp32 (the reference for the device conversion).
 uint16_t bf16_bits_rne(float x);
