@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <mutex>
@@ -93,16 +94,20 @@ ckpt::SaveResult save_fake(const std::string& dir, const ModelConfig& m, int wor
 }
 
 LoadCheck load_fake(const ckpt::LoadOptions& o, const ModelConfig& m, int world, int stage, int64_t gen,
-                    OptimizerType optimizer) {
+                    OptimizerType optimizer, int64_t prefill) {
   LoadCheck c;
   std::mutex mu;
   FakeShardedState expect(m, 1, 0, 0, optimizer);
   expect.fill(gen);
   run_ranks(world, [&](int rank, Communicator& comm) {
     FakeShardedState st(m, world, rank, stage, optimizer);
+    if (prefill >= 0) st.fill(prefill);
     ckpt::RankExchange ex(comm);
     auto res = ckpt::load_checkpoint(st, ex, o);
     const auto arrays = o.load_optimizer_states ? st.arrays() : std::vector<std::string>{"master"};
+    std::vector<std::string> unloaded;
+    for (const auto& a : st.arrays())
+      if (std::find(arrays.begin(), arrays.end(), a) == arrays.end()) unloaded.push_back(a);
     uint64_t headers = 0;
     for (int r : res.files_read) {
       Diagnostics d;
@@ -111,6 +116,7 @@ LoadCheck load_fake(const ckpt::LoadOptions& o, const ModelConfig& m, int world,
     }
     std::lock_guard<std::mutex> lock(mu);
     c.mismatches += st.mismatches(gen, arrays);
+    if (prefill >= 0) c.unloaded_changed += st.mismatches(prefill, unloaded);
     c.rewritten += st.rewritten;
     c.commits += st.commits;
     c.counters_equal = c.counters_equal && (!o.load_counters || st.counters() == expect.counters());

@@ -44,11 +44,13 @@ struct LoadCheck {
   int64_t rewritten = 0;       // elements written more than once
   int commits = 0;             // Σ over ranks
   bool counters_equal = true;  // each rank's counters equal the saved ones
+  int64_t unloaded_changed = 0;  // with `prefill`: elements of the arrays not loaded that no longer hold it
   uint64_t bytes_read = 0, bytes_needed = 0, header_bytes = 0;
   std::vector<ckpt::LoadResult> results;
 };
 // Loads `dir` into fresh fake states at world `world`, stage `stage` and compares with generation `gen`.
+// prefill >= 0: every rank's state holds generation `prefill` before the load.
 LoadCheck load_fake(const ckpt::LoadOptions& o, const ModelConfig& m, int world, int stage, int64_t gen,
-                    OptimizerType optimizer = OptimizerType::AdamW);
+                    OptimizerType optimizer = OptimizerType::AdamW, int64_t prefill = -1);
 
 }  // namespace zt::test

@@ -1,6 +1,9 @@
 // Resharding: a checkpoint saved at world N and stage s loads at world M and stage t for every
-// N, M in 1..4 and stage pairs across 0 and 1–3; every element of every array is checked, every
-// element is written exactly once, and the bytes each load reads are what its new shard needs.
+// N, M in 1..4 and both of the fake state's layouts in each direction (stage 0: a whole copy per
+// rank; stages 1–3: the same even shards, so one of them stands for all three; the engine's own
+// stage pairs are resumed through the binary in resume_test.py); every element of every array is
+// checked, every element is written exactly once, and the bytes each load reads are what its new
+// shard needs.
 #include <gtest/gtest.h>
 
 #include "runtime/checkpoint/reshard.h"
@@ -29,7 +32,7 @@ TEST(ReshardPlan, PiecesTileTheNeededRange) {
   EXPECT_THROW(plan_reads(old, {0, 25, 10}), std::logic_error);
 }
 
-TEST(ReshardMatrix, EveryWorldSizeAndStagePair) {
+TEST(ReshardMatrix, EveryWorldSizeAndBothLayoutsEachWay) {
   const auto m = test::small_model();
   const std::pair<int, int> stages[] = {{0, 0}, {0, 3}, {1, 0}, {2, 3}, {3, 1}};
   int cases = 0;
@@ -96,8 +99,11 @@ TEST(Reshard, WeightsOnlyLoadLeavesTheMomentsAlone) {
   o.path = dir.path();
   o.load_optimizer_states = false;
   o.load_counters = false;
-  const auto c = test::load_fake(o, m, 3, 3, 6);
+  // The new run's state holds generation 2 everywhere: the master must become the saved generation
+  // 6, and the moments must still hold generation 2, every element.
+  const auto c = test::load_fake(o, m, 3, 3, 6, OptimizerType::AdamW, /*prefill=*/2);
   EXPECT_EQ(c.mismatches, 0);
+  EXPECT_EQ(c.unloaded_changed, 0) << "a weights-only load wrote the moments";
   EXPECT_EQ(c.bytes_needed, uint64_t(m.total_params()) * 4);
 }
 
