@@ -2,7 +2,7 @@
 """Resume through the real binary on CPU ranks: N steps straight (saving at step K on the way) against
 K steps, a new process, --load, N-K steps — the same per-step loss, lr, grad norm, loss scale and skip,
 and the same param_checksum — over stages 0-3, fp32/bf16/fp16, accumulation, CPU and NVMe offload and
-world sizes 1, 2 and 4; a checkpoint of world 2 stage 1 loaded at other stages and world sizes; export
+world sizes 1, 2, 3 and 4; a checkpoint of world 2 stage 1 loaded at other stages and world sizes; export
 and `checkpoint info` of a run's checkpoint; and the bad command lines and checkpoints the run refuses.
 Usage: resume_test.py ZEROTRAIN MPIRUN CONFIGS_DIR [case ...]"""
 import json
@@ -87,20 +87,23 @@ def same_steps(name, ref, got, steps):
     return True
 
 
-def resume_case(name, world, stage, precision="fp32", accum=1, offload=None, fp16=None, need_skip=False, pure=False):
+def resume_case(name, world, stage, precision="fp32", accum=1, offload=None, fp16=None, need_skip=False, pure=False,
+                micro=None):
     """Straight N steps saving at K; a new job loads global_stepK and runs to N: bitwise equal. With
-    `pure`, the straight run also equals one that never saves (a save only reads the state)."""
+    `pure`, the straight run also equals one that never saves (a save only reads the state). `micro`
+    for a world size that does not divide the 8-sample global batch (3 ranks)."""
     if ONLY and name not in ONLY:
         return
     cfg = config(name, stage, precision, offload, fp16)
     save = os.path.join(ROOT, name + "_ckpt")
-    _, ref, ref_end = run(world, cfg, ["--save", save, "--save-every", str(K)], accum=accum, name=name + "_a")
+    _, ref, ref_end = run(world, cfg, ["--save", save, "--save-every", str(K)], accum=accum, micro=micro, name=name + "_a")
     if pure:
-        _, _, pure_end = run(world, cfg, [], accum=accum, name=name + "_pure")
+        _, _, pure_end = run(world, cfg, [], accum=accum, micro=micro, name=name + "_pure")
         check(name, pure_end["param_checksum"] == ref_end["param_checksum"],
               "saving changed the run: param_checksum %s, %s without --save" % (ref_end["param_checksum"],
                                                                              pure_end["param_checksum"]))
-    out, got, end = run(world, cfg, ["--load", save, "--load-tag", "global_step%d" % K], accum=accum, name=name + "_b")
+    out, got, end = run(world, cfg, ["--load", save, "--load-tag", "global_step%d" % K], accum=accum, micro=micro,
+                        name=name + "_b")
     ok = check(name, re.search(r"loaded checkpoint .*global_step%d: step %d" % (K, K), out) is not None,
                "no 'loaded checkpoint' line:\n" + out[-1500:])
     ok = check(name, sorted(got) == list(range(K + 1, N + 1)), "resumed steps %s" % sorted(got)) and ok
@@ -219,6 +222,9 @@ def main():
         resume_case("w1_s0_fp32", 1, 0)
         src = resume_case("w2_s1_fp32", 2, 1, pure=True)
         resume_case("w4_s2_fp32", 4, 2)
+        # 3 ranks: uneven shard tails (each unit padded to a multiple of 3), 2 micro-steps of 1 sample
+        # each (a global batch of 6), stage 3 with bf16 so the tails reach every saved array.
+        resume_case("w3_s3_bf16_accum2", 3, 3, "bf16", accum=2, micro=1)
         resume_case("w2_s3_fp32", 2, 3)
         resume_case("w2_s0_bf16", 2, 0, "bf16")
         resume_case("w1_s1_bf16", 1, 1, "bf16")
