@@ -12,6 +12,8 @@
 
 namespace zt {
 
+class OpRecorder;  // kernels/op_record.h
+
 // Buffers' element type (base/dtype.h): the CPU backend computes in F32; the CUDA backend in BF16
 // with fp32 accumulation (its act_dtype). Master weights and optimizer state are always F32.
 
@@ -76,6 +78,12 @@ class Backend {
   // Waits for every op and every asynchronous copy issued so far.
   virtual void synchronize() = 0;
   virtual void* native_stream() { return nullptr; }  // cudaStream_t on CUDA, nullptr on CPU
+
+  // --- profiling (kernels/op_record.h) -------------------------------------------------------
+  // While a recorder is attached, every op below records itself into it (each implementation opens
+  // its op with a RecordedOp line); detached (null, the default), that costs one pointer test.
+  void attach_op_recorder(OpRecorder* r) { op_recorder_ = r; }
+  OpRecorder* op_recorder() const { return op_recorder_; }
 
   // --- ops -------------------------------------------------------------------------------------
   // out[b,t,:] = wte[tokens[b,t],:] + wpe[t,:]
@@ -165,6 +173,9 @@ class Backend {
   virtual void lm_head_backward(void* dinp, void* dw, const void* dlogits, const void* inp, const void* w, int N,
                                 int C, int V, int Vp) = 0;
   // === end of fused ops ===========================================================================
+
+ private:
+  OpRecorder* op_recorder_ = nullptr;
 };
 
 // Factories. make_cuda_backend() throws std::runtime_error when no GPU is usable, with the reason.

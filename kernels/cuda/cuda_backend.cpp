@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "kernels/backend.h"
+#include "kernels/op_record.h"
 #include "kernels/cuda/adamw.cuh"
 #include "kernels/cuda/attention.cuh"
 #include "kernels/cuda/attention_decode.cuh"
@@ -84,22 +85,29 @@ class CudaBackend final : public Backend {
   // Synchronous copies first finish the asynchronous ones (as the CPU backend's do), so that a copy
   // never overtakes an earlier transfer of the same buffer.
   void copy_to_device(void* dst, const void* host_src, size_t bytes) override {
+    const RecordedOp rec(*this, op_cost::copy_to_device, bytes);
     copies_->synchronize();
     ZT_CUDA_CHECK(cudaMemcpyAsync(dst, host_src, bytes, cudaMemcpyHostToDevice, stream_));
     ZT_CUDA_CHECK(cudaStreamSynchronize(stream_));  // the host buffer may be reused on return
   }
   void copy_to_host(void* host_dst, const void* src, size_t bytes) override {
+    const RecordedOp rec(*this, op_cost::copy_to_host, bytes);
     copies_->synchronize();
     ZT_CUDA_CHECK(cudaMemcpyAsync(host_dst, src, bytes, cudaMemcpyDeviceToHost, stream_));
     ZT_CUDA_CHECK(cudaStreamSynchronize(stream_));
   }
   void copy(void* dst, const void* src, size_t bytes) override {
+    const RecordedOp rec(*this, op_cost::copy, bytes);
     ZT_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_));
   }
-  void zero(void* p, size_t bytes) override { ZT_CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, stream_)); }
+  void zero(void* p, size_t bytes) override {
+    const RecordedOp rec(*this, op_cost::zero, bytes);
+    ZT_CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, stream_));
+  }
 
   // src may be host memory (initialisation, tests) or device memory (the fp32 master copy).
   void f32_to_act(void* dst, const float* src, size_t n) override {
+    const RecordedOp rec(*this, op_cost::f32_to_act, n);
     if (is_device_pointer(src)) {
       cuda::f32_to_bf16(dst, src, n, stream_);
       return;
@@ -110,6 +118,7 @@ class CudaBackend final : public Backend {
     ZT_CUDA_CHECK(cudaStreamSynchronize(stream_));
   }
   void act_to_f32(float* dst, const void* src, size_t n) override {
+    const RecordedOp rec(*this, op_cost::act_to_f32, n);
     if (is_device_pointer(dst)) {
       cuda::bf16_to_f32(dst, src, n, stream_);
       return;
@@ -135,26 +144,32 @@ class CudaBackend final : public Backend {
 
   void embedding_forward(void* out, const int32_t* tokens, const void* wte, const void* wpe, int B, int T,
                          int C) override {
+    const RecordedOp rec(*this, op_cost::embedding_forward, B, T, C);
     cuda::embedding_forward(out, tokens, wte, wpe, B, T, C, stream_);
   }
   void embedding_backward(void* dwte, void* dwpe, const void* dout, const int32_t* tokens, int B, int T,
                           int C) override {
+    const RecordedOp rec(*this, op_cost::embedding_backward, B, T, C);
     cuda::embedding_backward(dwte, dwpe, dout, tokens, B, T, C, stream_);
   }
   void layernorm_forward(void* out, float* mean, float* rstd, const void* inp, const void* w, const void* b, int N,
                          int C) override {
+    const RecordedOp rec(*this, op_cost::layernorm_forward, N, C);
     cuda::layernorm_forward(out, mean, rstd, inp, w, b, N, C, stream_);
   }
   void layernorm_backward(void* dinp, void* dw, void* db, const void* dout, const void* inp, const void* w,
                           const float* mean, const float* rstd, int N, int C) override {
+    const RecordedOp rec(*this, op_cost::layernorm_backward, N, C);
     float* scratch = scratch_floats(cuda::layernorm_backward_scratch_floats(N, C));
     cuda::layernorm_backward(dinp, dw, db, dout, inp, w, mean, rstd, N, C, scratch, stream_);
   }
   void matmul_forward(void* out, const void* inp, const void* w, const void* bias, int N, int IC, int OC) override {
+    const RecordedOp rec(*this, op_cost::matmul_forward, N, IC, OC, bias != nullptr);
     cuda::matmul_forward(lt_, out, inp, w, bias, N, IC, OC, stream_);
   }
   void matmul_backward(void* dinp, void* dw, void* dbias, const void* dout, const void* inp, const void* w, int N,
                        int IC, int OC) override {
+    const RecordedOp rec(*this, op_cost::matmul_backward, N, IC, OC, dinp != nullptr, dw != nullptr, dbias != nullptr);
     float* scratch = scratch_floats(cuda::matmul_backward_scratch_floats(N, IC, OC));
     cuda::matmul_backward(lt_, dinp, dw, dbias, dout, inp, w, N, IC, OC, scratch, stream_);
   }
@@ -165,6 +180,7 @@ class CudaBackend final : public Backend {
                             : cuda::naive_attention_saved_bytes(B, T, C, NH);
   }
   void attention_forward(void* out, void* saved, const void* qkv, int B, int T, int C, int NH) override {
+    const RecordedOp rec(*this, op_cost::attention_forward, B, T, C, NH);
     check_heads(C, NH);
     if (use_flash(C, NH))
       cuda::flash_attention_forward(out, saved, qkv, B, T, C, NH, stream_);
@@ -173,6 +189,7 @@ class CudaBackend final : public Backend {
   }
   void attention_backward(void* dqkv, const void* dout, const void* qkv, const void* saved, int B, int T, int C,
                           int NH) override {
+    const RecordedOp rec(*this, op_cost::attention_backward, B, T, C, NH);
     check_heads(C, NH);
     if (use_flash(C, NH)) {
       float* scratch = scratch_floats(cuda::flash_attention_backward_scratch_floats(B, T, NH));
@@ -185,23 +202,34 @@ class CudaBackend final : public Backend {
   void attention_decode(void* out, const void* qkv_cache, int B, int Tmax, int t, int C, int NH) override {
     cuda::attention_decode(out, qkv_cache, B, Tmax, t, C, NH, stream_);
   }
-  void gelu_forward(void* out, const void* inp, size_t n) override { cuda::gelu_forward(out, inp, n, stream_); }
+  void gelu_forward(void* out, const void* inp, size_t n) override {
+    const RecordedOp rec(*this, op_cost::gelu_forward, n);
+    cuda::gelu_forward(out, inp, n, stream_);
+  }
   void gelu_backward(void* dinp, const void* inp, const void* dout, size_t n) override {
+    const RecordedOp rec(*this, op_cost::gelu_backward, n);
     cuda::gelu_backward(dinp, inp, dout, n, stream_);
   }
   void residual_forward(void* out, const void* a, const void* b, size_t n) override {
+    const RecordedOp rec(*this, op_cost::residual_forward, n);
     cuda::residual_forward(out, a, b, n, stream_);
   }
-  void accumulate(void* acc, const void* x, size_t n) override { cuda::accumulate(acc, x, n, stream_); }
+  void accumulate(void* acc, const void* x, size_t n) override {
+    const RecordedOp rec(*this, op_cost::accumulate, n);
+    cuda::accumulate(acc, x, n, stream_);
+  }
   void crossentropy_forward_backward(float* losses, void* dlogits, const void* logits, const int32_t* targets, int N,
                                      int V, int Vp, float dloss) override {
+    const RecordedOp rec(*this, op_cost::crossentropy_forward_backward, N, V, Vp);
     int* count = reinterpret_cast<int*>(scratch_floats(1));
     cuda::crossentropy_forward_backward(losses, dlogits, logits, targets, N, V, Vp, dloss, count, stream_);
   }
   void adamw_step(float* p, const float* g, float* m, float* v, size_t n, const AdamWHyper& h) override {
+    const RecordedOp rec(*this, op_cost::adamw_step, n);
     cuda::adamw_step(p, g, m, v, n, h, stream_);
   }
   double sum_squares(const void* x, size_t n, float scale) override {
+    const RecordedOp rec(*this, op_cost::sum_squares, n);
     const size_t need = cuda::sum_squares_scratch_doubles(n);
     double* scratch = reinterpret_cast<double*>(scratch_floats(2 * need));
     cuda::sum_squares(x, act_dtype(), n, scale, scratch + 1, scratch, stream_);
@@ -210,30 +238,39 @@ class CudaBackend final : public Backend {
     ZT_CUDA_CHECK(cudaStreamSynchronize(stream_));
     return total;
   }
-  void scale(void* x, float s, size_t n) override { cuda::scale(x, act_dtype(), s, n, stream_); }
+  void scale(void* x, float s, size_t n) override {
+    const RecordedOp rec(*this, op_cost::scale, n);
+    cuda::scale(x, act_dtype(), s, n, stream_);
+  }
   void adamw_multi_tensor(const AdamWChunk* chunks, size_t count, DType grad_dtype, const AdamWHyper& h) override {
+    const RecordedOp rec(*this, op_cost::adamw_multi_tensor, chunks, count);
     fused_adamw(chunks, count, grad_dtype, h, stream_);
   }
 
   // --- fused ops ---
   void matmul_bias_gelu_forward(void* out, void* pre, const void* inp, const void* w, const void* bias, int N, int IC,
                                 int OC) override {
+    const RecordedOp rec(*this, op_cost::matmul_bias_gelu_forward, N, IC, OC, bias != nullptr);
     cuda::matmul_bias_gelu_forward(lt_, out, pre, inp, w, bias, N, IC, OC, stream_);
   }
   void matmul_backward_gelu(void* dpre, void* dw, void* dbias, const void* dout, const void* gelu_out, const void* pre,
                             const void* w, int N, int IC, int OC) override {
+    const RecordedOp rec(*this, op_cost::matmul_backward_gelu, N, IC, OC, dw != nullptr, dbias != nullptr);
     float* scratch = scratch_floats(cuda::matmul_backward_scratch_floats(N, IC, OC));
     cuda::matmul_backward_gelu(lt_, dpre, dw, dbias, dout, gelu_out, pre, w, N, IC, OC, scratch, stream_);
   }
   void residual_layernorm_forward(void* resid, void* out, float* mean, float* rstd, const void* a, const void* b,
                                   const void* w, const void* bias, int N, int C) override {
+    const RecordedOp rec(*this, op_cost::residual_layernorm_forward, N, C);
     cuda::residual_layernorm_forward(resid, out, mean, rstd, a, b, w, bias, N, C, stream_);
   }
   void lm_head_forward(void* logits, const void* inp, const void* w, int N, int C, int V, int Vp) override {
+    const RecordedOp rec(*this, op_cost::lm_head_forward, N, C, V, Vp);
     cuda::lm_head_forward(lt_, logits, inp, w, N, C, V, Vp, stream_);
   }
   void lm_head_backward(void* dinp, void* dw, const void* dlogits, const void* inp, const void* w, int N, int C, int V,
                         int Vp) override {
+    const RecordedOp rec(*this, op_cost::lm_head_backward, N, C, V, Vp, dinp != nullptr, dw != nullptr);
     float* scratch = scratch_floats(cuda::lm_head_backward_scratch_floats(N, C, V));
     cuda::lm_head_backward(lt_, dinp, dw, dlogits, inp, w, N, C, V, Vp, scratch, stream_);
   }

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "kernels/backend.h"
-#include "runtime/monitor/op_flops.h"
+#include "kernels/op_flops.h"
 
 namespace zt {
 

@@ -11,7 +11,7 @@
 #include "runtime/monitor/comm_overlap.h"
 #include "runtime/monitor/comms_logger.h"
 #include "runtime/monitor/monitor.h"
-#include "runtime/monitor/op_flops.h"
+#include "kernels/op_flops.h"
 #include "runtime/monitor/tb_event_writer.h"
 #include "tb_event.pb.h"
 

@@ -1,5 +1,6 @@
-// Op FLOPs: the floating-point operations and parameters of one call of each Backend op, computed
-// from its arguments — the conventions the flops profiler counts with (a table, one line per op).
+// Op FLOPs: the floating-point operations, parameters and shape of one call of each Backend op,
+// computed from its arguments — the one table the backends record with (op_record.h) and the flops
+// profiler counts with. A new Backend op adds its kind and its line in `op_cost` here.
 //
 //   matmul_forward    2·N·IC·OC for the GEMM, + N·OC when a bias is added
 //   matmul_backward   2·N·IC·OC for dinp and 2·N·IC·OC for dW (each when its pointer is given),
@@ -20,10 +21,14 @@
 // attention 12·C·L·(T+1)/2 per token (gpt2_training_flops below; the test pins the equality).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace zt {
+
+struct AdamWChunk;  // kernels/backend.h
 
 enum class OpKind {
   EmbeddingForward, EmbeddingBackward, LayerNormForward, LayerNormBackward, MatmulForward, MatmulBackward,
@@ -43,6 +48,52 @@ double attention_forward_flops(int64_t B, int64_t T, int64_t C);
 double attention_backward_flops(int64_t B, int64_t T, int64_t C);
 double layernorm_forward_flops(int64_t N, int64_t C);
 double layernorm_backward_flops(int64_t N, int64_t C);
+
+// What one call of a Backend op costs, as recorded: a plain op gives one entry; a fused op gives its
+// main op (the GEMM or the LayerNorm, which carries the call's time) and the op fused into it
+// (`fused`: FLOPs without a time of its own), so totals and per-kind counts stay as unfused.
+struct OpCost {
+  OpKind kind = OpKind::Zero;
+  double flops = 0;
+  int64_t params = 0;  // weight elements the op reads (matmul, layernorm); 0 otherwise
+  std::string shape;   // "N=256 IC=128 OC=384"
+  bool fused = false;
+};
+using OpCosts = std::vector<OpCost>;
+
+// The table: one function per recorded Backend op, named as the op, taking the arguments that set
+// its cost (a pointer argument that may be null enters as a bool). Not recorded: alloc/free, the
+// asynchronous copies and their waits, synchronize, attention_decode (generation only).
+namespace op_cost {
+OpCosts copy_to_device(size_t bytes);
+OpCosts copy_to_host(size_t bytes);
+OpCosts copy(size_t bytes);
+OpCosts zero(size_t bytes);
+OpCosts f32_to_act(size_t n);
+OpCosts act_to_f32(size_t n);
+OpCosts embedding_forward(int B, int T, int C);
+OpCosts embedding_backward(int B, int T, int C);
+OpCosts layernorm_forward(int N, int C);
+OpCosts layernorm_backward(int N, int C);
+OpCosts matmul_forward(int N, int IC, int OC, bool bias);
+OpCosts matmul_backward(int N, int IC, int OC, bool dinp, bool dw, bool dbias);
+OpCosts attention_forward(int B, int T, int C, int NH);
+OpCosts attention_backward(int B, int T, int C, int NH);
+OpCosts gelu_forward(size_t n);
+OpCosts gelu_backward(size_t n);
+OpCosts residual_forward(size_t n);
+OpCosts accumulate(size_t n);
+OpCosts crossentropy_forward_backward(int N, int V, int Vp);
+OpCosts adamw_step(size_t n);
+OpCosts sum_squares(size_t n);
+OpCosts scale(size_t n);
+OpCosts adamw_multi_tensor(const AdamWChunk* chunks, size_t count);
+OpCosts matmul_bias_gelu_forward(int N, int IC, int OC, bool bias);
+OpCosts matmul_backward_gelu(int N, int IC, int OC, bool dw, bool dbias);
+OpCosts residual_layernorm_forward(int N, int C);
+OpCosts lm_head_forward(int N, int C, int V, int Vp);
+OpCosts lm_head_backward(int N, int C, int V, int Vp, bool dinp, bool dw);
+}  // namespace op_cost
 
 // Analytic GEMM + attention FLOPs of one training step of GPT-2 per rank (forward and backward over
 // `tokens` = micro_batch · seq_len · grad_accum tokens, sequences of length T): 6·Ψ_w·tokens for the
