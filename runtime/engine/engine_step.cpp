@@ -5,6 +5,8 @@
 // ParamGatherer, GradReducer, ShardOptimizer.
 #include "runtime/engine/engine_state.h"
 
+#include "kernels/op_record.h"
+
 namespace zt {
 
 void Engine::State::forward_walk() {
@@ -14,7 +16,10 @@ void Engine::State::forward_walk() {
     const void* p = gatherer->params(u);
     const void* emb = model->needs_embedding_unit(u) ? gatherer->params(0) : nullptr;
     const auto t0 = Clock::now();
-    model->forward_unit(u, p, emb);
+    {
+      const OpScope scope(backend, u, OpPass::Forward);  // the unit's ops, when profiling
+      model->forward_unit(u, p, emb);
+    }
     z->times.forward_s += seconds_since(t0);
     z->traced("forward " + model->layout(u).name, TraceTrack::Compute, t0);
     gatherer->after_compute(u, u);
@@ -33,7 +38,10 @@ void Engine::State::backward_walk(bool last_micro_step) {
     void* g = reducer->grad_buffer(u);
     void* emb_g = with_emb ? reducer->grad_buffer(0) : nullptr;
     const auto t0 = Clock::now();
-    model->backward_unit(u, p, g, emb_p, emb_g);
+    {
+      const OpScope scope(backend, u, OpPass::Backward);
+      model->backward_unit(u, p, g, emb_p, emb_g);
+    }
     z->times.backward_s += seconds_since(t0);
     z->traced("backward " + model->layout(u).name, TraceTrack::Compute, t0);
     reducer->unit_done(u);

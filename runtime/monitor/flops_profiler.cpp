@@ -1,5 +1,5 @@
-// FlopsProfiler: calibration of the model's per-unit op sequence, the in-order matching of a
-// profiled step's ops against the engine's walk, and DeepSpeed's summary / aggregated / detailed print.
+// FlopsProfiler: a profiled step's op records grouped by unit and pass, and DeepSpeed's summary /
+// aggregated / detailed print.
 #include "runtime/monitor/flops_profiler.h"
 
 #include <unistd.h>
@@ -11,160 +11,90 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "runtime/model/gpt2.h"
-
 namespace zt {
 
 // ---------------------------------------------------------------------------------------------
-// Calibration and attribution.
-
-WalkCalibration calibrate_walk(const ModelConfig& m, bool recompute, ProfilingBackend& pb) {
-  ModelConfig c = m;
-  c.layers = 1;
-  c.seq_len = std::min(m.seq_len, 32);
-  c.vocab = std::min(m.vocab, 256);
-  GPT2 model(c, pb, ModelRunOptions{1, recompute});
-  const size_t es = dtype_size(pb.act_dtype());
-  std::vector<void*> params, grads;
-  for (int u = 0; u < model.num_units(); ++u) {
-    const size_t bytes = size_t(model.layout(u).numel) * es;
-    params.push_back(pb.alloc(bytes));
-    grads.push_back(pb.alloc(bytes));
-    pb.zero(params.back(), bytes);
-    pb.zero(grads.back(), bytes);
-  }
-  const std::vector<int32_t> tokens(size_t(c.seq_len), 0), targets(size_t(c.seq_len), 0);
-  model.set_batch(tokens.data(), targets.data(), 1, c.seq_len, 1.0f);
-  const auto recorded = [&](auto&& walk) {
-    pb.arm();
-    walk();
-    pb.disarm();
-    std::vector<OpKind> kinds;
-    for (const auto& r : pb.records())
-      if (op_computes(r.kind)) kinds.push_back(r.kind);
-    return kinds;
-  };
-  const int head = model.num_units() - 1;
-  const bool tied = model.needs_embedding_unit(head);
-  WalkCalibration cal;
-  cal.embedding.forward = recorded([&] { model.forward_unit(0, params[0]); });
-  cal.block.forward = recorded([&] { model.forward_unit(1, params[1]); });
-  cal.head.forward = recorded([&] { model.forward_unit(head, params[size_t(head)], tied ? params[0] : nullptr); });
-  cal.head.backward = recorded([&] {
-    model.backward_unit(head, params[size_t(head)], grads[size_t(head)], tied ? params[0] : nullptr,
-                        tied ? grads[0] : nullptr);
-  });
-  cal.block.backward = recorded([&] { model.backward_unit(1, params[1], grads[1]); });
-  cal.embedding.backward = recorded([&] { model.backward_unit(0, params[0], grads[0]); });
-  pb.synchronize();
-  for (void* p : params) pb.free(p);
-  for (void* p : grads) pb.free(p);
-  return cal;
-}
+// Attribution: each record carries the scope it ran in.
 
 namespace {
 
-struct Slot {
-  int unit = -1;  // -1: outside every unit
-  bool backward = false;
-  int micro = 0;
-  bool operator==(const Slot& o) const { return unit == o.unit && backward == o.backward && micro == o.micro; }
-};
-
+// Within one opening of a scope the ops are listed in issue order; the same op at the same
+// position of a later micro-step's scope adds a call to it.
 void add_to(std::vector<ProfiledOp>& list, size_t index, const OpRecord& r, bool recompute) {
-  if (index < list.size() && list[index].kind == r.kind) {
+  const OpCost& c = r.cost;
+  if (index < list.size() && list[index].kind == c.kind) {
     list[index].calls += 1;
-    list[index].flops += r.flops;
+    list[index].flops += c.flops;
     list[index].seconds += r.seconds;
     return;
   }
-  list.push_back({r.kind, r.shape, 1, r.params, r.flops, r.seconds, recompute});
+  list.push_back({c.kind, c.shape, 1, c.params, c.flops, r.seconds, recompute});
 }
 
 void add_by_kind(std::vector<ProfiledOp>& list, const OpRecord& r) {
   for (auto& o : list)
-    if (o.kind == r.kind) {
+    if (o.kind == r.cost.kind) {
       o.calls += 1;
-      o.flops += r.flops;
+      o.flops += r.cost.flops;
       o.seconds += r.seconds;
       return;
     }
-  list.push_back({r.kind, "", 1, 0, r.flops, r.seconds, false});
+  list.push_back({r.cost.kind, "", 1, 0, r.cost.flops, r.seconds, false});
+}
+
+// Empty when every unit's forward and backward scope was opened once per micro-step; else which was not.
+std::string missing_scopes(const OpRecorder& recorded, const std::vector<UnitLayout>& units, int grad_accum) {
+  std::vector<int> opened(2 * units.size(), 0);
+  for (const OpScopeOpening& s : recorded.scopes())
+    if (s.unit >= 0 && size_t(s.unit) < units.size()) ++opened[2 * size_t(s.unit) + (s.pass == OpPass::Backward)];
+  for (size_t i = 0; i < opened.size(); ++i)
+    if (opened[i] != grad_accum)
+      return "unit " + units[i / 2].name + "'s " + (i % 2 ? "backward" : "forward") + " scope was opened " +
+             std::to_string(opened[i]) + " time(s) in the step, not once per micro-step (" +
+             std::to_string(grad_accum) + "): per-op totals only";
+  return "";
 }
 
 }  // namespace
 
-FlopsProfile attribute_ops(const std::vector<OpRecord>& records, const WalkCalibration& cal,
-                           const std::vector<UnitLayout>& units, int grad_accum) {
+FlopsProfile attribute_ops(const OpRecorder& recorded, const std::vector<UnitLayout>& units, int grad_accum) {
   FlopsProfile p;
-  const int U = int(units.size());
-  std::vector<std::pair<OpKind, Slot>> expected;
-  for (int m = 0; m < grad_accum; ++m) {
-    for (int u = 0; u < U; ++u)
-      for (OpKind k : cal.of(units[size_t(u)].kind).forward) expected.push_back({k, {u, false, m}});
-    for (int u = U - 1; u >= 0; --u)
-      for (OpKind k : cal.of(units[size_t(u)].kind).backward) expected.push_back({k, {u, true, m}});
-  }
-  // Compute ops in order against the walk; the rest (and misfits) are outside until placed.
-  std::vector<Slot> slot(records.size());
-  size_t next = 0;
-  for (size_t i = 0; i < records.size(); ++i) {
-    if (!op_computes(records[i].kind)) continue;
-    if (next < expected.size() && expected[next].first == records[i].kind) slot[i] = expected[next++].second;
-  }
+  const std::vector<OpRecord>& records = recorded.records();
   for (const auto& r : records) add_by_kind(p.by_kind, r);
-  if (next != expected.size()) {
-    p.note = "the step's ops did not contain the model's walk (matched " + std::to_string(next) + " of " +
-             std::to_string(expected.size()) + " compute ops): per-op totals only";
-    for (const auto& r : records) (op_is_backward(r.kind) ? p.backward_flops : p.forward_flops) += r.flops;
-    for (const auto& r : records) (op_is_backward(r.kind) ? p.backward_s : p.forward_s) += r.seconds;
+  p.note = missing_scopes(recorded, units, grad_accum);
+  if (!p.note.empty()) {
+    for (const auto& r : records) (op_is_backward(r.cost.kind) ? p.backward_flops : p.forward_flops) += r.cost.flops;
+    for (const auto& r : records) (op_is_backward(r.cost.kind) ? p.backward_s : p.forward_s) += r.seconds;
     return p;
   }
   p.attributed = true;
-  // A memory op belongs to a unit when the compute ops on both sides of it do.
-  for (size_t i = 0; i < records.size(); ++i) {
-    if (op_computes(records[i].kind)) continue;
-    Slot before, after;
-    for (size_t j = i; j-- > 0;)
-      if (op_computes(records[j].kind)) {
-        before = slot[j];
-        break;
-      }
-    for (size_t j = i + 1; j < records.size(); ++j)
-      if (op_computes(records[j].kind)) {
-        after = slot[j];
-        break;
-      }
-    if (before.unit >= 0 && before == after) slot[i] = before;
+  p.units.resize(units.size());
+  for (size_t u = 0; u < units.size(); ++u) {
+    p.units[u].name = units[u].name;
+    p.units[u].params = units[u].numel;
   }
-  p.units.resize(size_t(U));
-  for (int u = 0; u < U; ++u) {
-    p.units[size_t(u)].name = units[size_t(u)].name;
-    p.units[size_t(u)].params = units[size_t(u)].numel;
-  }
-  std::map<std::tuple<int, bool, int>, size_t> position;  // (unit, backward, micro) -> ops seen
-  for (size_t i = 0; i < records.size(); ++i) {
-    const OpRecord& r = records[i];
-    const Slot& s = slot[i];
-    if (s.unit < 0) {
+  std::map<int64_t, size_t> position;  // scope opening -> its ops seen so far
+  for (const OpRecord& r : records) {
+    if (r.unit < 0) {
       add_by_kind(p.outside, r);
       p.outside_s += r.seconds;
       continue;
     }
-    UnitProfile& up = p.units[size_t(s.unit)];
-    const bool recompute = s.backward && op_computes(r.kind) && !op_is_backward(r.kind);
-    auto& list = s.backward ? up.backward : up.forward;
-    add_to(list, position[{s.unit, s.backward, s.micro}]++, r, recompute);
-    if (!s.backward) {
-      up.forward_flops += r.flops;
+    UnitProfile& up = p.units[size_t(r.unit)];
+    const bool backward = r.pass == OpPass::Backward;
+    const bool recompute = backward && op_computes(r.cost.kind) && !op_is_backward(r.cost.kind);
+    add_to(backward ? up.backward : up.forward, position[r.scope]++, r, recompute);
+    if (!backward) {
+      up.forward_flops += r.cost.flops;
       up.forward_s += r.seconds;
     } else {
-      (recompute ? up.recompute_flops : up.backward_flops) += r.flops;
+      (recompute ? up.recompute_flops : up.backward_flops) += r.cost.flops;
       up.backward_s += r.seconds;
     }
-    const bool gemm_or_attention = r.kind == OpKind::MatmulForward || r.kind == OpKind::MatmulBackward ||
-                                   r.kind == OpKind::AttentionForward || r.kind == OpKind::AttentionBackward;
-    if (gemm_or_attention && !recompute) p.gemm_attention_flops += r.flops;
+    const OpKind k = r.cost.kind;
+    const bool gemm_or_attention = k == OpKind::MatmulForward || k == OpKind::MatmulBackward ||
+                                   k == OpKind::AttentionForward || k == OpKind::AttentionBackward;
+    if (gemm_or_attention && !recompute) p.gemm_attention_flops += r.cost.flops;
   }
   // The embedding op's parameters are its unit's (its arguments do not say the vocabulary).
   for (auto& up : p.units)
@@ -213,24 +143,24 @@ void FlopsProfiler::check(const FlopsProfilerConfig& c, int64_t steps, Diagnosti
 }
 
 FlopsProfiler::FlopsProfiler(const FlopsProfilerConfig& c, const ModelConfig& m, int micro_batch, int grad_accum,
-                             bool recompute, int world_size, ProfilingBackend& pb)
-    : pb_(pb), model_(m), layouts_(build_unit_layouts(m)), profile_step_(c.profile_step.value),
+                             int world_size, DevicePeak peak)
+    : model_(m), layouts_(build_unit_layouts(m)), peak_(std::move(peak)), profile_step_(c.profile_step.value),
       module_depth_(int(c.module_depth.value)), top_modules_(int(c.top_modules.value)), detailed_(c.detailed.value),
-      output_file_(c.output_file.value), micro_batch_(micro_batch), grad_accum_(grad_accum), world_(world_size),
-      recompute_(recompute) {
-  cal_ = calibrate_walk(m, recompute, pb);
-  peak_ = device_peak(pb.inner(), micro_batch * m.seq_len, m.dim);
+      output_file_(c.output_file.value), micro_batch_(micro_batch), grad_accum_(grad_accum), world_(world_size) {
   model_flops_ = gpt2_training_flops(m.layers, m.dim, m.vocab, m.seq_len, int64_t(micro_batch) * grad_accum, false).model();
 }
 
-void FlopsProfiler::before_step(int64_t step) {
-  if (step == step_to_profile()) pb_.arm();
+OpRecorder* FlopsProfiler::before_step(int64_t step) {
+  if (step != step_to_profile()) return nullptr;
+  recorder_.clear();
+  recording_ = true;
+  return &recorder_;
 }
 
 std::optional<FlopsProfile> FlopsProfiler::after_step(int64_t step, double step_seconds) {
-  if (step != step_to_profile() || !pb_.armed()) return std::nullopt;
-  pb_.disarm();
-  FlopsProfile p = attribute_ops(pb_.records(), cal_, layouts_, grad_accum_);
+  if (step != step_to_profile() || !recording_) return std::nullopt;
+  recording_ = false;
+  FlopsProfile p = attribute_ops(recorder_, layouts_, grad_accum_);
   p.step = step;
   p.profile_step = profile_step_;
   p.world_size = world_;

@@ -55,7 +55,7 @@ double busy_seconds(const CommStats& s) {
 }  // namespace
 
 RunInstruments RunInstruments::make(const Config& c, const ModelConfig& model, int micro_batch, int grad_accum,
-                                    bool recompute, int64_t steps, int rank, int world_size, Backend& backend) {
+                                    int64_t steps, int rank, int world_size, Backend& backend) {
   Diagnostics d;
   CommsLogger::check(c.comms_logger, d);
   FlopsProfiler::check(c.flops_profiler, steps, d);
@@ -64,9 +64,8 @@ RunInstruments RunInstruments::make(const Config& c, const ModelConfig& model, i
   if (d.has_errors()) throw UserError(d);
   if (rank == 0 && d.warning_count() > 0) std::fputs(d.format().c_str(), stderr);
   if (c.flops_profiler.enabled.value && rank == 0) {
-    r.profiled = std::make_unique<ProfilingBackend>(backend);
-    r.profiler = std::make_unique<FlopsProfiler>(c.flops_profiler, model, micro_batch, grad_accum, recompute, world_size,
-                                                 *r.profiled);
+    r.profiler = std::make_unique<FlopsProfiler>(c.flops_profiler, model, micro_batch, grad_accum, world_size,
+                                                 device_peak(backend, micro_batch * model.seq_len, model.dim));
   }
   return r;
 }
@@ -79,6 +78,10 @@ RunReporter::RunReporter(ReportSetup setup, Engine& engine, Communicator& comm, 
   const EngineOptions& eo = *s_.eo;
   samples_per_step_ = int64_t(eo.micro_batch) * eo.grad_accum * world_;
   tokens_per_step_ = double(samples_per_step_) * s_.model->seq_len;
+}
+
+RunReporter::~RunReporter() {
+  if (inst_.profiler) backend_.attach_op_recorder(nullptr);
 }
 
 void RunReporter::record(const nlohmann::json& j) {
@@ -179,7 +182,7 @@ void RunReporter::before_step(int64_t step) {
   if (step == 1) comms_.begin(comm_.stats());
   step_before_ = comm_.stats();
   if (engine_.trace()) trace_before_ = engine_.trace()->size();
-  if (inst_.profiler) inst_.profiler->before_step(step);
+  if (inst_.profiler) backend_.attach_op_recorder(inst_.profiler->before_step(step));
 }
 
 std::string RunReporter::progress(const StepStats& st, double rate) const {
@@ -263,6 +266,7 @@ double RunReporter::after_step(const StepStats& st) {
   if (!process.is_null()) step_record["process"] = process;
   record(step_record);
   inst_.monitors.write(events(st, rate));
+  if (inst_.profiler) backend_.attach_op_recorder(nullptr);
   if (inst_.profiler)
     if (auto p = inst_.profiler->after_step(st.step, st.seconds)) {
       const std::string text = inst_.profiler->render(*p);

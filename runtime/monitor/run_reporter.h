@@ -20,23 +20,19 @@
 #include "runtime/monitor/flops_profiler.h"
 #include "runtime/monitor/monitor.h"
 #include "runtime/monitor/process_memory_report.h"
-#include "runtime/monitor/profiling_backend.h"
 #include "runtime/plan/memory_plan.h"
 #include "runtime/common/output_file.h"
 
 namespace zt {
 
-// The instruments a config asks for, made before the engine so that the profiling backend can sit
-// under it. make() checks the monitor, comms_logger and flops_profiler keys and throws UserError
-// with every problem (key, value, fix).
+// The instruments a config asks for, made before the engine (the profiler measures the device's
+// peak on `backend` before the engine allocates). make() checks the monitor, comms_logger and
+// flops_profiler keys and throws UserError with every problem (key, value, fix).
 struct RunInstruments {
-  Monitors monitors;                          // rank 0 only
-  std::unique_ptr<ProfilingBackend> profiled;  // rank 0 with flops_profiler.enabled
-  std::unique_ptr<FlopsProfiler> profiler;
-  static RunInstruments make(const Config& c, const ModelConfig& model, int micro_batch, int grad_accum, bool recompute,
-                             int64_t steps, int rank, int world_size, Backend& backend);
-  // The backend the engine runs on: the profiling decorator when there is one.
-  Backend& engine_backend(Backend& real) { return profiled ? *profiled : real; }
+  Monitors monitors;                        // rank 0 only
+  std::unique_ptr<FlopsProfiler> profiler;  // rank 0 with flops_profiler.enabled
+  static RunInstruments make(const Config& c, const ModelConfig& model, int micro_batch, int grad_accum, int64_t steps,
+                             int rank, int world_size, Backend& backend);
 };
 
 struct ReportSetup {
@@ -59,11 +55,15 @@ struct ReportSetup {
 class RunReporter {
  public:
   RunReporter(ReportSetup setup, Engine& engine, Communicator& comm, Backend& backend, RunInstruments& instruments);
+  // Detaches the profiler's recorder from the backend (a profiled step that threw left it attached).
+  ~RunReporter();
+  RunReporter(const RunReporter&) = delete;
+  RunReporter& operator=(const RunReporter&) = delete;
 
   // The start record, the first step's and the end record carry every rank's resident set
   // (ProcessMemoryReport): start, after_step's first call and finish are collective.
   void start();                                // header, plan, allocations, metrics start record
-  void before_step(int64_t step);              // accounting snapshot; arms the profiler at its step
+  void before_step(int64_t step);              // accounting snapshot; the profiler's recorder at its step
   double after_step(const StepStats& st);      // progress line, records, monitors; returns tokens/s
   void validation(int64_t step, double val_loss);
   // The end of training and validation: the comms summary covers what happened until here (not the

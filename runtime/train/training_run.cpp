@@ -253,8 +253,8 @@ void allocate_start(Started& st, const RunOptions& o, Communicator& comm, Backen
 RunReport run_training(const RunOptions& o, Communicator& comm, Backend& backend, std::FILE* out) {
   const int W = comm.world_size(), rank = comm.rank();
   std::FILE* say = (rank == 0 && o.print) ? out : nullptr;
-  // Monitors, comms logger and flops profiler: checked and made before the engine, which runs on
-  // the profiling backend when there is one (so they are declared first: destroyed after it).
+  // Monitors, comms logger and flops profiler: checked and made before the engine (so they are
+  // declared first: destroyed after it).
   RunInstruments instruments;
   StopSignals signals;  // SIGTERM / SIGINT: stop at the next step boundary
   Started started;
@@ -268,11 +268,10 @@ RunReport run_training(const RunOptions& o, Communicator& comm, Backend& backend
   print_once(comm, backend, started.warnings, stderr);
   on_every_rank(comm, backend, [&] {
     const EngineOptions& e = started.eo;
-    instruments = RunInstruments::make(started.cfg, o.model, e.micro_batch, e.grad_accum, e.checkpoint_activations,
-                                       started.cfg.run_steps.value, rank, W, backend);
+    instruments = RunInstruments::make(started.cfg, o.model, e.micro_batch, e.grad_accum, started.cfg.run_steps.value,
+                                       rank, W, backend);
   });
-  Backend& engine_backend = instruments.engine_backend(backend);
-  on_every_rank(comm, backend, [&] { allocate_start(started, o, comm, engine_backend); });
+  on_every_rank(comm, backend, [&] { allocate_start(started, o, comm, backend); });
   const TokenDataset& data = started.data;
   const EngineOptions& eo = started.eo;
   Engine& engine = *started.engine;

@@ -1,7 +1,7 @@
 // The comms logger and the flops profiler on real engine steps (1, 2 and 4 ranks): the logger's
 // totals are the communicator's own accounting and the steps' bytes; the FLOPs counted per op add
 // up, unit by unit, to the analytic GPT-2 formula (6Ψ_w + 2Ψ_b per token + causal attention), for
-// every stage, with accumulation and with recompute; the profiling backend changes no bit.
+// every stage, with accumulation and with recompute; recording the ops changes no bit.
 #include <gtest/gtest.h>
 
 #include <numeric>
@@ -103,12 +103,18 @@ TEST_P(FlopsCount, PerUnitFlopsAreTheAnalyticGpt2Formula) {
   FlopsProfilerConfig c;
   c.enabled = true;
   c.profile_step = 1;
-  ProfilingBackend pb(*world().backend);
-  FlopsProfiler profiler(c, model, o.micro_batch, o.grad_accum, fc.recompute, world().comm->world_size(), pb);
+  Backend& backend = *world().backend;
+  FlopsProfiler profiler(c, model, o.micro_batch, o.grad_accum, world().comm->world_size(),
+                         device_peak(backend, o.micro_batch * model.seq_len, model.dim));
   std::optional<FlopsProfile> profile;
-  const Stepped with = train(model, o, pb, 3, [&](int step, int phase, const StepStats& st) {
-    if (phase == 0) profiler.before_step(step);
-    else if (auto p = profiler.after_step(step, st.seconds)) profile = p;
+  // As the run reporter does: the recorder attached for the profiled step only.
+  const Stepped with = train(model, o, backend, 3, [&](int step, int phase, const StepStats& st) {
+    if (phase == 0) {
+      backend.attach_op_recorder(profiler.before_step(step));
+      return;
+    }
+    backend.attach_op_recorder(nullptr);
+    if (auto p = profiler.after_step(step, st.seconds)) profile = p;
   });
   ASSERT_TRUE(profile.has_value());
   const FlopsProfile& p = *profile;
@@ -154,7 +160,7 @@ TEST_P(FlopsCount, PerUnitFlopsAreTheAnalyticGpt2Formula) {
   EXPECT_GT(p.peak.flops_per_s, 0.0);
   EXPECT_FALSE(profiler.render(p).empty());
 
-  // The decorator forwards every call unchanged: the same run on the plain backend is bitwise equal.
+  // Recording changes no result: the same run with no recorder attached is bitwise equal.
   const Stepped plain = train(model, o, *world().backend, 3, [](int, int, const StepStats&) {});
   EXPECT_EQ(with.summary.checksum, plain.summary.checksum);
   for (size_t i = 0; i < plain.stats.size(); ++i) EXPECT_EQ(with.stats[i].loss, plain.stats[i].loss);

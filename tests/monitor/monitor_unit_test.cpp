@@ -1,6 +1,7 @@
 // The monitor pieces on their own: CRC32C and the TFRecord framing of our event files (decoded
 // back through the protobuf schema), the CSV layout, folder errors, the comms logger's bandwidths
-// and tables, the per-op FLOPs formulas and the hidden-communication share of a trace.
+// and tables, the per-op FLOPs formulas, the flops profiler's grouping of op records by scope and the
+// hidden-communication share of a trace.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -8,10 +9,11 @@
 #include <fstream>
 #include <sstream>
 
+#include "kernels/op_flops.h"
 #include "runtime/monitor/comm_overlap.h"
 #include "runtime/monitor/comms_logger.h"
+#include "runtime/monitor/flops_profiler.h"
 #include "runtime/monitor/monitor.h"
-#include "kernels/op_flops.h"
 #include "runtime/monitor/tb_event_writer.h"
 #include "tb_event.pb.h"
 
@@ -199,6 +201,70 @@ TEST(OpFlops, Gpt2StepIsSixPsiPlusBiasesPlusCausalAttention) {
   EXPECT_EQ(f.recompute, 0.0);
   EXPECT_DOUBLE_EQ(matmul_backward_flops(10, 3, 5, true, true, true), 2 * 2.0 * 10 * 3 * 5 + 10 * 5);
   EXPECT_DOUBLE_EQ(matmul_backward_flops(10, 3, 5, false, true, false), 2.0 * 10 * 3 * 5);
+}
+
+// Records made on the CPU backend inside the scopes of a two-micro-step walk over three units.
+struct ScopedWalk {
+  std::unique_ptr<Backend> backend = make_cpu_backend();
+  std::vector<UnitLayout> units{{UnitKind::Embedding, 0, "embedding", {}, 10},
+                                {UnitKind::Block, 1, "block0", {}, 20},
+                                {UnitKind::Head, 2, "head", {}, 30}};
+  OpRecorder rec;
+  void* buf = backend->alloc(64 * sizeof(float));
+  explicit ScopedWalk(bool skip_head_backward) {
+    backend->zero(buf, 64 * sizeof(float));
+    backend->attach_op_recorder(&rec);
+    for (int micro = 0; micro < 2; ++micro) {
+      for (int u = 0; u < 3; ++u) {
+        const OpScope scope(*backend, u, OpPass::Forward);
+        backend->gelu_forward(buf, buf, 8);
+      }
+      for (int u = 2; u >= 0; --u) {
+        if (u == 2 && skip_head_backward) continue;
+        const OpScope scope(*backend, u, OpPass::Backward);
+        if (u == 1) backend->gelu_forward(buf, buf, 4);  // recomputed forward
+        backend->gelu_backward(buf, buf, buf, 8);
+      }
+      backend->accumulate(buf, buf, 16);  // the engine's own op
+    }
+    backend->attach_op_recorder(nullptr);
+  }
+  ~ScopedWalk() { backend->free(buf); }
+};
+
+TEST(FlopsAttribution, OpsGoToTheUnitAndPassOfTheirScope) {
+  const ScopedWalk w(false);
+  const FlopsProfile p = attribute_ops(w.rec, w.units, 2);
+  ASSERT_TRUE(p.attributed) << p.note;
+  ASSERT_EQ(p.units.size(), 3u);
+  EXPECT_EQ(p.units[1].name, "block0");
+  EXPECT_EQ(p.units[1].params, 20);
+  for (const UnitProfile& u : p.units) {
+    ASSERT_EQ(u.forward.size(), 1u) << u.name;
+    EXPECT_EQ(u.forward[0].calls, 2) << u.name;  // one per micro-step, merged
+    EXPECT_DOUBLE_EQ(u.forward_flops, 2 * 8.0) << u.name;
+    EXPECT_DOUBLE_EQ(u.backward_flops, 2 * 2 * 8.0) << u.name;
+  }
+  ASSERT_EQ(p.units[1].backward.size(), 2u);
+  EXPECT_TRUE(p.units[1].backward[0].recompute);
+  EXPECT_FALSE(p.units[1].backward[1].recompute);
+  EXPECT_DOUBLE_EQ(p.units[1].recompute_flops, 2 * 4.0);
+  EXPECT_DOUBLE_EQ(p.recompute_flops, 2 * 4.0);
+  ASSERT_EQ(p.outside.size(), 1u);
+  EXPECT_EQ(p.outside[0].kind, OpKind::Accumulate);
+  EXPECT_EQ(p.outside[0].calls, 2);
+  EXPECT_DOUBLE_EQ(p.forward_flops, 3 * 2 * 8.0);
+}
+
+TEST(FlopsAttribution, AMissingScopeGivesPerOpTotalsAndSaysWhich) {
+  const ScopedWalk w(true);
+  const FlopsProfile p = attribute_ops(w.rec, w.units, 2);
+  EXPECT_FALSE(p.attributed);
+  EXPECT_NE(p.note.find("unit head's backward scope was opened 0 time(s)"), std::string::npos) << p.note;
+  EXPECT_TRUE(p.units.empty());
+  double by_kind = 0;
+  for (const auto& o : p.by_kind) by_kind += o.flops;
+  EXPECT_DOUBLE_EQ(by_kind, 3 * 2 * 8.0 + 2 * 4.0 + 2 * 2 * 16.0 + 2 * 16.0);
 }
 
 TEST(CommOverlap, HiddenShareFromWaitSpansOfTheChosenSteps) {
