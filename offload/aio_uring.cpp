@@ -29,6 +29,7 @@ struct AioRequest {
   int in_flight = 0;
   bool done = false;
   std::string error;  // empty = success
+  int err = 0;        // its errno (0: short transfer)
 };
 
 namespace {
@@ -87,9 +88,10 @@ AioEngine::~AioEngine() {
   io_uring_queue_exit(&ring_->ring);
 }
 
-AioHandle AioEngine::submit(IoOp op, int fd, const std::string& path, void* buf, size_t bytes, off_t offset) {
+AioHandle AioEngine::submit(IoOp op, int fd, const std::string& path, void* buf, size_t bytes, off_t offset,
+                            bool direct) {
   const auto a = kDirectIoAlignment;
-  if (reinterpret_cast<uintptr_t>(buf) % a || bytes % a || static_cast<size_t>(offset) % a)
+  if (direct && (reinterpret_cast<uintptr_t>(buf) % a || bytes % a || static_cast<size_t>(offset) % a))
     throw std::invalid_argument(std::string(op_name(op)) + " on " + path + ": buffer, offset and size must be " +
                                 std::to_string(a) + "-byte aligned for direct I/O");
   auto r = std::make_shared<AioRequest>();
@@ -99,11 +101,12 @@ AioHandle AioEngine::submit(IoOp op, int fd, const std::string& path, void* buf,
   r->buf = static_cast<char*>(buf);
   r->bytes = bytes;
   r->offset = offset;
-  // Split into intra_op_parallelism ranges on alignment boundaries.
+  // Split into intra_op_parallelism ranges on alignment boundaries (the last one takes a buffered
+  // request's unaligned tail).
   const size_t parts = static_cast<size_t>(config_.intra_op_parallelism);
   const size_t units = bytes / a;
   for (size_t i = 0; i < parts; ++i) {
-    const size_t b = units * i / parts * a, e = units * (i + 1) / parts * a;
+    const size_t b = units * i / parts * a, e = i + 1 == parts ? bytes : units * (i + 1) / parts * a;
     if (e > b) {
       r->cursor.push_back(b);
       r->end.push_back(e);
@@ -127,7 +130,7 @@ void AioEngine::wait(const AioHandle& h) {
   if (!h) return;
   std::unique_lock<std::mutex> lk(mu_);
   cv_done_.wait(lk, [&] { return h->done; });
-  if (!h->error.empty()) throw std::runtime_error(h->error);
+  if (!h->error.empty()) throw AioError(h->error, h->err);
 }
 
 void AioEngine::io_loop() {
@@ -215,6 +218,7 @@ void AioEngine::io_loop() {
       AioRequest& r = *piece->req;
       if (r.op == IoOp::Write && ++write_pieces_done == config_.fault_on_write_piece) res = -config_.fault_errno;
       if (res < 0 && r.error.empty()) {
+        r.err = -res;
         r.error = describe(r, piece->rel, piece->len) + " failed: " + std::strerror(-res) + " (errno " +
                   std::to_string(-res) + ")";
         if (-res == ENOSPC) r.error += ". Fix: free space at the nvme_path or point it at a larger file system";

@@ -9,6 +9,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <thread>
 
@@ -33,6 +34,17 @@ inline constexpr size_t kDirectIoAlignment = 4096;
 
 enum class IoOp { Read, Write };
 
+// A failed transfer: the message names the operation, path, offset and bytes; err() is the errno
+// (0 for a short transfer), so that a caller can tell "O_DIRECT refused" (EINVAL) from a full disk.
+class AioError : public std::runtime_error {
+ public:
+  AioError(const std::string& what, int err) : std::runtime_error(what), err_(err) {}
+  int err() const { return err_; }
+
+ private:
+  int err_;
+};
+
 struct AioRequest;  // internal state of one read or write
 using AioHandle = std::shared_ptr<AioRequest>;
 
@@ -43,11 +55,12 @@ class AioEngine {
   AioEngine(const AioEngine&) = delete;
   AioEngine& operator=(const AioEngine&) = delete;
 
-  // Queues one transfer. buf, offset and bytes must be kDirectIoAlignment-aligned; buf must stay
-  // valid until wait() returns. `path` is only used in error messages.
-  AioHandle submit(IoOp op, int fd, const std::string& path, void* buf, size_t bytes, off_t offset);
-  // Blocks until the transfer ends; throws std::runtime_error naming the operation, path, offset,
-  // byte count and errno text when it failed (an I/O error, a full disk, a short transfer).
+  // Queues one transfer. With `direct` (an O_DIRECT fd) buf, offset and bytes must be
+  // kDirectIoAlignment-aligned; a buffered fd takes any. buf must stay valid until wait() returns.
+  // `path` is only used in error messages.
+  AioHandle submit(IoOp op, int fd, const std::string& path, void* buf, size_t bytes, off_t offset, bool direct = true);
+  // Blocks until the transfer ends; throws AioError naming the operation, path, offset, byte count
+  // and errno text when it failed (an I/O error, a full disk, a short transfer).
   void wait(const AioHandle& h);
   bool done(const AioHandle& h);
   const AioConfig& config() const { return config_; }
