@@ -2,6 +2,9 @@
 // folder rename and `latest`, with every rank told the outcome.
 #include "runtime/checkpoint/checkpoint_save.h"
 
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cctype>
@@ -80,6 +83,7 @@ struct CheckpointWriter::Pending {
   bool ok = false;
   std::string error;
   WrittenFile file;
+  double cpu_s = 0;
 };
 
 CheckpointWriter::CheckpointWriter(RankExchange& ex, SaveOptions o)
@@ -93,6 +97,10 @@ CheckpointWriter::CheckpointWriter(RankExchange& ex, SaveOptions o)
   if (mode != "ignore" && mode != "warn" && mode != "fail")
     throw UserError("checkpoint.tag_validation", o_.tag_validation, "expected Ignore, Warn or Fail");
   o_.tag_validation = mode == "ignore" ? "Ignore" : mode == "warn" ? "Warn" : "Fail";
+  if (!o_.io.note) o_.io.note = o_.warn;
+  if (o_.writer_nice < 0 || o_.writer_nice > 19)
+    throw UserError("checkpoint writer nice level", std::to_string(o_.writer_nice), "expected 0..19");
+  io_ = std::make_unique<BulkIo>(o_.io);
   leader_ = ex_.rank() == 0;
   if (o_.node_local_storage) {
     const auto hosts = ex_.all_gather(host_name());
@@ -199,18 +207,28 @@ void CheckpointWriter::begin(ShardedState& state, const RunFacts& facts, const s
   const int64_t block = o_.block_bytes;
   const float* data = snapshot_.as<float>();
   Pending* pp = p.get();
-  p->thread = std::thread([pp, path, rank, world, block, data] {
+  BulkIo* io = io_.get();
+  const int nice = o_.writer_nice;
+  p->thread = std::thread([pp, path, rank, world, block, data, io, nice] {
+    // Below the step's threads: the writer takes what they leave (the ring's I/O thread, made by
+    // the first save's writer, inherits the level).
+    if (nice > 0) ::setpriority(PRIO_PROCESS, id_t(::syscall(SYS_gettid)), nice);
+    timespec c0{}, c1{};
+    ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
     try {
       make_directories(pp->staging);
       pp->file = write_shard_file(path, pp->manifest.units, pp->spec, data, block,
                                   {{"zt.rank", std::to_string(rank)},
                                    {"zt.world_size", std::to_string(world)},
-                                   {"zt.tag", pp->tag}});
+                                   {"zt.tag", pp->tag}},
+                                  *io);
       pp->ok = true;
     } catch (const std::exception& e) {
       pp->error = e.what();
       ::unlink(path.c_str());
     }
+    ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
+    pp->cpu_s = double(c1.tv_sec - c0.tv_sec) + 1e-9 * double(c1.tv_nsec - c0.tv_nsec);
     pp->done.store(true);
   });
   pending_ = std::move(p);
@@ -266,6 +284,7 @@ void CheckpointWriter::complete() {
   }
   const std::string prev = latest_now(o_.dir);
   std::string leader_error;
+  const auto commit_start = Clock::now();
   if (leader()) {
     if (failure.empty()) {
       try {
@@ -301,6 +320,9 @@ void CheckpointWriter::complete() {
   res.snapshot_s = p.snapshot_s;
   res.write_s = p.file.seconds;
   res.total_s = since(p.started);
+  res.commit_s = since(commit_start);
+  res.writer_cpu_s = p.cpu_s;
+  res.io = p.file.io;
   char line[512];
   if (res.ok) {
     std::snprintf(line, sizeof line, "saved checkpoint %s (step %" PRId64 ", %d rank files, %.1f MiB) in %.2f s",

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "offload/pinned_memory.h"
+#include "runtime/checkpoint/bulk_io.h"
 #include "runtime/checkpoint/manifest.h"
 #include "runtime/checkpoint/rank_exchange.h"
 #include "runtime/checkpoint/sharded_state.h"
@@ -25,6 +26,10 @@ struct SaveOptions {
   int64_t block_bytes = kDefaultBlockBytes;
   bool pin_memory = true;                // the snapshot buffer
   std::function<void(const std::string&)> warn;  // warnings (default: stderr, rank 0)
+  CheckpointIoOptions io;                // how the shard file is written (aio block, O_DIRECT)
+  // The background writer's nice level (and its I/O thread's): 19 lets the step's threads take
+  // the cores whenever they want them; 0 leaves it at the run's own priority.
+  int writer_nice = 19;
 };
 
 struct SaveResult {
@@ -37,6 +42,9 @@ struct SaveResult {
   double snapshot_s = 0;     // state.read() into the snapshot (the part training waits for)
   double write_s = 0;        // this rank's file: hashing, writing, fsync (in the background)
   double total_s = 0;        // from begin() to the save being complete (`latest` replaced)
+  double commit_s = 0;       // the leader's manifest, fsyncs, folder rename and `latest`
+  double writer_cpu_s = 0;   // CPU seconds of the background writer thread (hash, submissions, page-cache copies)
+  IoBreakdown io;            // where write_s went
 };
 
 std::string default_tag(int64_t step);  // "global_step<step>", DeepSpeed's
@@ -79,6 +87,7 @@ class CheckpointWriter {
   SaveOptions o_;
   bool leader_ = false;   // writes the manifest and `latest` (rank 0; with node-local storage, each host's first rank)
   offload::PinnedAllocator alloc_;
+  std::unique_ptr<BulkIo> io_;
   offload::PinnedBuffer snapshot_;
   std::unique_ptr<Pending> pending_;
   std::deque<SaveResult> results_;

@@ -53,7 +53,28 @@ FileWriter::FileWriter(std::string path, bool exclusive) : path_(std::move(path)
 }
 
 FileWriter::~FileWriter() {
+  if (direct_fd_ >= 0) ::close(direct_fd_);
   if (fd_ >= 0) ::close(fd_);
+}
+
+bool FileWriter::preallocate(int64_t bytes) {
+  if (bytes <= 0) return true;
+  int rc;
+  do {
+    rc = ::fallocate(fd_, 0, 0, off_t(bytes));
+  } while (rc != 0 && errno == EINTR);
+  if (rc == 0) return true;
+  if (errno == ENOSPC) throw IoError("cannot reserve " + std::to_string(bytes) + " bytes for", path_, 0, errno);
+  return false;  // EOPNOTSUPP and the like: the writes extend the file instead
+}
+
+int FileWriter::direct_fd() {
+  if (direct_fd_ < 0) direct_fd_ = ::open(path_.c_str(), O_WRONLY | O_DIRECT | O_CLOEXEC);
+  return direct_fd_;
+}
+
+void FileWriter::fault_check(int64_t offset, size_t bytes) const {
+  if (int fault = injected_fault(path_, offset, bytes)) throw IoError("cannot write", path_, offset, fault);
 }
 
 void FileWriter::pwrite(const void* data, size_t bytes, int64_t offset) {
@@ -83,6 +104,11 @@ void FileWriter::sync() {
 }
 
 void FileWriter::close() {
+  if (direct_fd_ >= 0) {
+    const int d = direct_fd_;
+    direct_fd_ = -1;
+    if (::close(d) != 0) throw IoError("cannot close", path_, -1, errno);
+  }
   if (fd_ < 0) return;
   const int fd = fd_;
   fd_ = -1;
@@ -104,24 +130,34 @@ FileReader::FileReader(std::string path) : path_(std::move(path)), bytes_read_(s
 }
 
 FileReader::~FileReader() {
+  if (direct_fd_ >= 0) ::close(direct_fd_);
   if (fd_ >= 0) ::close(fd_);
 }
 
 FileReader::FileReader(FileReader&& o) noexcept
-    : path_(std::move(o.path_)), fd_(o.fd_), size_(o.size_), bytes_read_(std::move(o.bytes_read_)) {
+    : path_(std::move(o.path_)), fd_(o.fd_), direct_fd_(o.direct_fd_), size_(o.size_), bytes_read_(std::move(o.bytes_read_)) {
   o.fd_ = -1;
+  o.direct_fd_ = -1;
 }
 
 FileReader& FileReader::operator=(FileReader&& o) noexcept {
   if (this != &o) {
+    if (direct_fd_ >= 0) ::close(direct_fd_);
     if (fd_ >= 0) ::close(fd_);
     path_ = std::move(o.path_);
     fd_ = o.fd_;
+    direct_fd_ = o.direct_fd_;
     size_ = o.size_;
     bytes_read_ = std::move(o.bytes_read_);
     o.fd_ = -1;
+    o.direct_fd_ = -1;
   }
   return *this;
+}
+
+int FileReader::direct_fd() const {
+  if (direct_fd_ < 0) direct_fd_ = ::open(path_.c_str(), O_RDONLY | O_DIRECT | O_CLOEXEC);
+  return direct_fd_;
 }
 
 void FileReader::pread(void* out, size_t bytes, int64_t offset) const {

@@ -33,6 +33,8 @@ using WriteFaultHook = std::function<int(const std::string& path, int64_t offset
 void set_write_fault_hook(WriteFaultHook hook);
 
 // A new file opened for writing (O_EXCL: it must not exist). Writes are sequential and whole.
+// Bulk data may go through a second descriptor opened with O_DIRECT (direct_fd()), by the
+// caller's own I/O engine; fault_check() applies the test hook to such writes too.
 class FileWriter {
  public:
   explicit FileWriter(std::string path, bool exclusive = true);
@@ -44,12 +46,22 @@ class FileWriter {
   void pwrite(const void* data, size_t bytes, int64_t offset);  // positioned, does not move offset()
   void sync();                                   // fsync
   void close();                                  // close, reporting a close error
+  // Reserves `bytes` on disk and sets the file's size (fallocate), so that later direct writes do
+  // not extend it; false (nothing changed) where the file system has no fallocate.
+  bool preallocate(int64_t bytes);
+  // The same file opened O_WRONLY | O_DIRECT (once; closed with the writer), or -1 with errno set
+  // where the file system refuses it (tmpfs: EINVAL).
+  int direct_fd();
+  // Throws IoError when the test hook fails a write of `bytes` at `offset`.
+  void fault_check(int64_t offset, size_t bytes) const;
+  int fd() const { return fd_; }
   int64_t offset() const { return offset_; }
   const std::string& path() const { return path_; }
 
  private:
   std::string path_;
   int fd_ = -1;
+  int direct_fd_ = -1;
   int64_t offset_ = 0;
 };
 
@@ -67,11 +79,16 @@ class FileReader {
   // Reads exactly `bytes` at `offset`; past the end of the file throws IoError (errno 0).
   void pread(void* out, size_t bytes, int64_t offset) const;
   uint64_t bytes_read() const { return bytes_read_->load(); }
+  void count_read(uint64_t bytes) const { *bytes_read_ += bytes; }  // bytes read through fd() by the caller
+  int fd() const { return fd_; }
+  // The same file opened O_RDONLY | O_DIRECT (once), or -1 with errno set where that is refused.
+  int direct_fd() const;
   const std::string& path() const { return path_; }
 
  private:
   std::string path_;
   int fd_ = -1;
+  mutable int direct_fd_ = -1;
   int64_t size_ = 0;
   std::unique_ptr<std::atomic<uint64_t>> bytes_read_;
 };

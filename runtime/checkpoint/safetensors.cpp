@@ -76,8 +76,10 @@ int64_t StTensor::numel() const {
 
 // --- writer -------------------------------------------------------------------------------------
 
-SafetensorsWriter::SafetensorsWriter(FileWriter& out, std::vector<StTensor> tensors, const StMetadata& metadata)
-    : out_(out), tensors_(std::move(tensors)) {
+SafetensorsWriter::SafetensorsWriter(FileWriter& out, std::vector<StTensor> tensors, const StMetadata& metadata,
+                                     int64_t data_alignment)
+    : out_(out), tensors_(std::move(tensors)), alignment_(data_alignment) {
+  if (alignment_ < 8 || alignment_ % 8 != 0) throw std::invalid_argument("safetensors: data alignment must be a multiple of 8");
   std::set<std::string> names;
   for (auto& t : tensors_) {
     if (t.name == "__metadata__" || !names.insert(t.name).second)
@@ -98,7 +100,9 @@ std::string SafetensorsWriter::header(const StMetadata& metadata) const {
   for (const auto& t : tensors_)
     h[t.name] = {{"dtype", st_dtype_name(t.dtype)}, {"shape", t.shape}, {"data_offsets", {t.begin, t.end}}};
   std::string json = h.dump();
-  json.append((8 - json.size() % 8) % 8, ' ');  // the data area starts 8-byte aligned, as the reference writer does
+  // The data area starts 8-byte aligned, as the reference writer does, or at the alignment asked for.
+  const size_t a = size_t(alignment_);
+  json.append((a - (8 + json.size()) % a) % a, ' ');
   std::string out(8, '\0');
   put_u64le(out.data(), json.size());
   return out + json;
@@ -124,6 +128,13 @@ void SafetensorsWriter::append(const void* data, size_t bytes) {
     out_.write(p + done, n);
     done += n;
   }
+  written_ += int64_t(bytes);
+}
+
+void SafetensorsWriter::account(const void* data, size_t bytes) {
+  if (written_ + int64_t(bytes) > data_bytes_)
+    throw std::logic_error("safetensors: more data counted than the header declares (" + out_.path() + ")");
+  hash_.update(data, bytes);
   written_ += int64_t(bytes);
 }
 

@@ -42,8 +42,14 @@ using StMetadata = std::map<std::string, std::string>;
 // must be appended in that order; each byte also feeds a running checksum of the data area.
 class SafetensorsWriter {
  public:
-  SafetensorsWriter(FileWriter& out, std::vector<StTensor> tensors, const StMetadata& metadata);
+  // data_alignment: the header is padded with spaces so that the data area starts at a multiple
+  // of it (8 as the reference writer does; 4096 for shard files, whose data goes O_DIRECT).
+  SafetensorsWriter(FileWriter& out, std::vector<StTensor> tensors, const StMetadata& metadata,
+                    int64_t data_alignment = 8);
   void append(const void* data, size_t bytes);
+  // Counts and hashes the next `bytes` of the data area, which the caller writes itself (at
+  // header_bytes() + the bytes counted so far).
+  void account(const void* data, size_t bytes);
   void finish();  // throws std::logic_error when fewer bytes were appended than the header declares
   // Writes the header again with new metadata (known only once the data is written, e.g. its
   // checksums) in place; its serialized size must not change (std::logic_error otherwise).
@@ -58,6 +64,7 @@ class SafetensorsWriter {
   std::string header(const StMetadata& metadata) const;
   FileWriter& out_;
   std::vector<StTensor> tensors_;
+  int64_t alignment_ = 8;
   int64_t header_bytes_ = 0, data_bytes_ = 0, written_ = 0;
   uint64_t header_checksum_ = 0;
   StreamHash hash_;
@@ -81,6 +88,7 @@ class SafetensorsFile {
   // Reads `bytes` bytes of tensor t from byte `offset` inside it (checked against its extent).
   void read(const StTensor& t, int64_t offset, size_t bytes, void* out) const;
   uint64_t bytes_read() const { return file_.bytes_read(); }  // header included
+  const FileReader& file() const { return file_; }  // for reads the caller issues itself (BulkIo)
 
  private:
   explicit SafetensorsFile(FileReader f) : file_(std::move(f)) {}

@@ -44,8 +44,9 @@ int64_t ShardFileSpec::range_elements() const {
 }
 
 WrittenFile write_shard_file(const std::string& path, const std::vector<UnitLayout>& units, const ShardFileSpec& spec,
-                             const float* data, int64_t block_bytes, const StMetadata& extra) {
-  const auto t0 = std::chrono::steady_clock::now();
+                             const float* data, int64_t block_bytes, const StMetadata& extra, BulkIo& io) {
+  using Clock = std::chrono::steady_clock;
+  const auto t0 = Clock::now();
   std::vector<StTensor> tensors;
   StMetadata meta = extra;
   meta["format"] = "zerotrain-shard";
@@ -61,29 +62,38 @@ WrittenFile write_shard_file(const std::string& path, const std::vector<UnitLayo
       tensors.push_back(std::move(t));
     }
   FileWriter out(path, true);
-  SafetensorsWriter w(out, std::move(tensors), meta);
-  // One pass: each block is hashed and written while it is in cache.
-  const char* p = reinterpret_cast<const char*>(data);
-  for (const auto& t : w.tensors()) {
-    std::string& hashes = meta[kBlocksPrefix + t.name];
-    hashes.clear();
-    for (int64_t b = 0; b < t.bytes(); b += block_bytes) {
-      const size_t n = size_t(std::min(block_bytes, t.bytes() - b));
-      hashes += hex16(xxh3(p + b, n));
-      w.append(p + b, n);
+  SafetensorsWriter w(out, std::move(tensors), meta, int64_t(offload::kDirectIoAlignment));
+  out.preallocate(w.file_bytes());
+  // The data area is the snapshot as it is, in file order: the ring writes it while this thread
+  // hashes each block (for the header) and the whole area (for the manifest).
+  auto hash_pass = [&] {
+    const char* p = reinterpret_cast<const char*>(data);
+    for (const auto& t : w.tensors()) {
+      std::string& hashes = meta[kBlocksPrefix + t.name];
+      hashes.clear();
+      for (int64_t b = 0; b < t.bytes(); b += block_bytes) {
+        const size_t n = size_t(std::min(block_bytes, t.bytes() - b));
+        hashes += hex16(xxh3(p + b, n));
+        w.account(p + b, n);
+      }
+      p += t.bytes();
     }
-    p += t.bytes();
-  }
-  w.finish();
-  w.rewrite_header(meta);
-  out.sync();
-  out.close();
+  };
   WrittenFile f;
+  io.write(out, data, size_t(w.file_bytes() - w.header_bytes()), w.header_bytes(), hash_pass, f.io);
+  w.finish();
+  auto t1 = Clock::now();
+  w.rewrite_header(meta);
+  f.io.header_s += std::chrono::duration<double>(Clock::now() - t1).count();
+  t1 = Clock::now();
+  out.sync();
+  f.io.sync_s += std::chrono::duration<double>(Clock::now() - t1).count();
+  out.close();
   f.path = path;
   f.bytes = w.file_bytes();
   f.checksum = w.data_checksum();
   f.header_checksum = w.header_checksum();
-  f.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  f.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   return f;
 }
 
@@ -200,6 +210,84 @@ void ShardFileReader::read(const std::string& array, const ElementRange& owned, 
     if (!check_blocks(t, blk, buf.data(), e - s, &problem)) throw UserError(path(), "", problem, kFix);
     const int64_t from = std::max(s, b0), to = std::min(e, b1);
     std::memcpy(dst + (from - b0), buf.data() + (from - s), size_t(to - from));
+  }
+}
+
+void ShardFileReader::read(const std::string& array, const ElementRange& owned, int64_t offset, int64_t n, float* out,
+                           bool verify, BulkIo& io, IoBreakdown& times) const {
+  if (n <= 0) return;
+  const StTensor& t = tensor(array, owned);
+  const int64_t b0 = offset * 4, b1 = (offset + n) * 4;
+  if (b0 < 0 || b1 > t.bytes()) throw std::out_of_range("shard read outside tensor '" + t.name + "' in " + path());
+  const int64_t base = file_->data_start() + t.begin;  // file offset of the tensor's first byte
+  const int64_t file_end = file_->file_bytes();
+  const int64_t bb = block_bytes_;
+  // The bytes to read: whole blocks when verifying, exactly [b0, b1) otherwise; in runs of at most
+  // kRunBlocks blocks, two runs in flight.
+  constexpr int64_t kRunBlocks = 16;
+  const int64_t S = verify ? b0 / bb * bb : b0;
+  const int64_t E = verify ? std::min((b1 + bb - 1) / bb * bb, t.bytes()) : b1;
+  const int64_t run = kRunBlocks * bb;
+  const bool direct = io.direct_reads();
+  const int64_t a = int64_t(offload::kDirectIoAlignment);
+  char* dst = reinterpret_cast<char*>(out);
+  struct Run {
+    int64_t s = 0, e = 0;   // tensor bytes [s, e)
+    char* into = nullptr;   // where the bytes of s land
+    bool scratch = false;
+    int64_t lead = 0;       // scratch bytes before s (alignment)
+    BulkIo::Read r, tail;   // tail: the part past the last whole page of the file (direct only)
+  };
+  auto start = [&](int64_t s, int slot) {
+    Run x;
+    x.s = s;
+    x.e = std::min(E, s + run - (s % bb));  // runs end on block boundaries
+    if (!direct && x.s >= b0 && x.e <= b1) {  // straight into the destination
+      x.into = dst + (x.s - b0);
+      x.r = io.start_read(file_->file(), x.into, size_t(x.e - x.s), base + x.s, false);
+      return x;
+    }
+    x.scratch = true;
+    if (!direct) {
+      x.into = io.scratch(slot, size_t(x.e - x.s));
+      x.r = io.start_read(file_->file(), x.into, size_t(x.e - x.s), base + x.s, false);
+      return x;
+    }
+    // O_DIRECT: the aligned window around the run; the file's last partial page through the cache.
+    const int64_t w0 = (base + x.s) / a * a, want_end = base + x.e;
+    const int64_t w1 = std::min((want_end + a - 1) / a * a, file_end / a * a);
+    char* buf = io.scratch(slot, size_t((want_end - w0 + a - 1) / a * a));
+    x.lead = base + x.s - w0;
+    x.into = buf + x.lead;
+    if (w1 > w0) x.r = io.start_read(file_->file(), buf, size_t(w1 - w0), w0, true);
+    if (want_end > std::max(w1, w0))
+      x.tail = io.start_read(file_->file(), buf + (std::max(w1, w0) - w0), size_t(want_end - std::max(w1, w0)),
+                             std::max(w1, w0), false);
+    return x;
+  };
+  Run cur = start(S, 0);
+  int slot = 1;
+  while (true) {
+    const bool more = cur.e < E;
+    Run next;
+    if (more) next = start(cur.e, slot);
+    io.finish_read(cur.r, times);
+    io.finish_read(cur.tail, times);
+    if (verify) {
+      const auto h0 = std::chrono::steady_clock::now();
+      std::string problem;
+      if (!check_blocks(t, cur.s / bb, cur.into, cur.e - cur.s, &problem)) throw UserError(path(), "", problem, kFix);
+      times.hash_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - h0).count();
+    }
+    if (cur.scratch) {
+      const auto c0 = std::chrono::steady_clock::now();
+      const int64_t from = std::max(cur.s, b0), to = std::min(cur.e, b1);
+      if (to > from) std::memcpy(dst + (from - b0), cur.into + (from - cur.s), size_t(to - from));
+      times.copy_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - c0).count();
+    }
+    if (!more) break;
+    cur = std::move(next);
+    slot ^= 1;
   }
 }
 

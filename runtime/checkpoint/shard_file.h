@@ -1,5 +1,6 @@
 // Shard files: one rank's part of a checkpoint as safetensors — a tensor per (array, owned range),
-// each with per-block checksums in the header — written from a snapshot, read back by element range.
+// each with per-block checksums in the header, the data area 4096-aligned — written from a
+// snapshot through BulkIo (hashed while it is written), read back by element range.
 #pragma once
 
 #include <cstdint>
@@ -7,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/checkpoint/bulk_io.h"
 #include "runtime/checkpoint/manifest.h"
 #include "runtime/checkpoint/safetensors.h"
 #include "runtime/checkpoint/sharded_state.h"
@@ -29,12 +31,14 @@ struct WrittenFile {
   int64_t bytes = 0;
   uint64_t checksum = 0, header_checksum = 0;
   double seconds = 0;  // hashing, writing and fsync
+  IoBreakdown io;      // where those seconds went
 };
 
-// Writes `data` (spec.total_elements() floats in data order) to a new file at `path` with a
-// checksum per `block_bytes` of each tensor, fsyncs and closes it. Throws IoError.
+// Writes `data` (spec.total_elements() floats in data order; page-aligned for O_DIRECT) to a new
+// file at `path` with a checksum per `block_bytes` of each tensor, hashing while `io` writes,
+// then the header, fsync, close. Throws IoError.
 WrittenFile write_shard_file(const std::string& path, const std::vector<UnitLayout>& units, const ShardFileSpec& spec,
-                             const float* data, int64_t block_bytes, const StMetadata& extra);
+                             const float* data, int64_t block_bytes, const StMetadata& extra, BulkIo& io);
 
 // One rank file of a checkpoint opened for reading, checked against its manifest record.
 class ShardFileReader {
@@ -47,6 +51,10 @@ class ShardFileReader {
   // verify: read whole checksum blocks and check them (a mismatch throws UserError naming the
   // file and byte offset); otherwise read exactly the bytes asked for.
   void read(const std::string& array, const ElementRange& owned, int64_t offset, int64_t n, float* out, bool verify) const;
+  // The same through `io`: whole runs of blocks straight into `out` (page cache) or through its
+  // aligned scratch (O_DIRECT), the next run in flight while this one is checked; times into `t`.
+  void read(const std::string& array, const ElementRange& owned, int64_t offset, int64_t n, float* out, bool verify,
+            BulkIo& io, IoBreakdown& t) const;
   // Reads the whole blocks holding those n elements, as read(..., verify) does, and checks them
   // without keeping the values (a run checks what it will load before it allocates). False with
   // the first bad block in `problem`.

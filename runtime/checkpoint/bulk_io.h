@@ -1,0 +1,90 @@
+// BulkIo: how a checkpoint's data area reaches the disk and comes back. Writes go O_DIRECT through
+// io_uring (the offload AioEngine: block_size pieces, queue_depth in flight, intra_op_parallelism,
+// single_submit, overlap_events) straight from the pinned snapshot while the caller hashes the same
+// bytes; reads go through the same ring, page cache or O_DIRECT. Where O_DIRECT is refused (tmpfs,
+// some network file systems) the bytes go through the page cache instead and that is said once.
+// Each part's seconds are kept (IoBreakdown) for the save's report and the bench.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "offload/aio_uring.h"
+#include "runtime/checkpoint/file_io.h"
+
+namespace zt::ckpt {
+
+struct CheckpointIoOptions {
+  offload::AioConfig aio;        // the ds_config's aio block, as NVMe offload reads it
+  bool direct_writes = true;     // O_DIRECT for the data area of a shard file (false: page cache)
+  bool direct_reads = false;     // O_DIRECT for loads (false: page cache, which a resume right
+                                 // after a save, or a second rank on the node, finds warm)
+  bool uring = true;             // false: plain pwrite / pread on the calling thread
+  // The one line saying O_DIRECT was refused and writes go through the page cache.
+  std::function<void(const std::string&)> note;
+};
+
+// Where the time of one file (or a load) went, in seconds; bytes by path taken.
+struct IoBreakdown {
+  double hash_s = 0;       // block checksums and the data checksum (on the calling thread)
+  double write_s = 0;      // data area written (with direct writes: waiting for the ring after hashing)
+  double read_s = 0;       // waiting for reads (after hashing what had arrived)
+  double copy_s = 0;       // memcpy out of alignment scratch (direct reads of unaligned ranges)
+  double sync_s = 0;       // fsync
+  double header_s = 0;     // the header (with its checksums) written after the data
+  int64_t direct_bytes = 0, buffered_bytes = 0;
+  IoBreakdown& operator+=(const IoBreakdown& o);
+};
+
+class BulkIo {
+ public:
+  explicit BulkIo(CheckpointIoOptions o);
+  ~BulkIo();
+  BulkIo(const BulkIo&) = delete;
+  BulkIo& operator=(const BulkIo&) = delete;
+
+  // Writes `bytes` from `data` at `offset` of `f`, running `during()` on this thread meanwhile
+  // (the caller's hash pass over the same, unchanging bytes); returns when both are done. The
+  // 4096-aligned part goes O_DIRECT when `data` and `offset` are aligned and the file system takes
+  // it; the rest, or all of it where O_DIRECT is off or refused, through the page cache (then
+  // `during` runs first). Throws IoError naming the file and offset.
+  void write(FileWriter& f, const void* data, size_t bytes, int64_t offset, const std::function<void()>& during,
+             IoBreakdown& t);
+
+  // A read in flight (or already done, without io_uring).
+  struct Read {
+    offload::AioHandle h;
+    const FileReader* file = nullptr;
+    int64_t offset = 0;
+    size_t bytes = 0;
+    bool direct = false;
+  };
+  // Starts reading `bytes` at `offset` of `f` into `out`. direct: through f's O_DIRECT descriptor
+  // (out, offset and bytes 4096-aligned, the range inside the file); falls back to the page cache
+  // when the descriptor is refused.
+  Read start_read(const FileReader& f, void* out, size_t bytes, int64_t offset, bool direct);
+  void finish_read(Read& r, IoBreakdown& t);  // waits; throws IoError naming the file and offset
+
+  bool direct_reads() const { return o_.direct_reads && o_.uring && !read_refused_; }
+  // Reusable 4096-aligned scratch `slot` (0 or 1) of at least `bytes`, kept between calls.
+  char* scratch(int slot, size_t bytes);
+  const CheckpointIoOptions& options() const { return o_; }
+
+ private:
+  offload::AioEngine& engine();  // made on first use, by the thread that first needs it
+  void say_refused(const std::string& path, int err, const char* what);
+  CheckpointIoOptions o_;
+  std::unique_ptr<offload::AioEngine> engine_;
+  struct FreeAligned {
+    void operator()(char* p) const { std::free(p); }
+  };
+  std::unique_ptr<char, FreeAligned> scratch_[2];
+  size_t scratch_bytes_[2] = {0, 0};
+  bool write_refused_ = false, read_refused_ = false, said_ = false;
+};
+
+}  // namespace zt::ckpt
