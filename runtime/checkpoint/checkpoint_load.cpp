@@ -200,15 +200,21 @@ LoadResult load_checkpoint(ShardedState& state, RankExchange& ex, const LoadOpti
   // Read and write, one needed range at a time; a failure on any rank stops every rank before commit.
   LoadResult res;
   std::exception_ptr failure;
+  std::vector<std::string> notes;
   try {
+    CheckpointIoOptions io_options = o.io;
+    io_options.note = [&notes](const std::string& s) { notes.push_back(s); };
+    BulkIo io(io_options);
     std::vector<float> buf;
     for (const ElementRange& need : state.needed()) {
       const auto pieces = plan_reads(plan.manifest.ranks, need);
-      buf.resize(size_t(need.n));
       for (const auto& a : plan.arrays) {
+        float* target = state.write_target(a, need);  // straight into the state where it allows
+        if (!target && buf.size() < size_t(need.n)) buf.resize(size_t(need.n));
+        float* into = target ? target : buf.data();
         for (const auto& p : pieces)
-          plan.files.at(p.rank)->read(a, p.source, p.src_offset, p.n, buf.data() + p.dst_offset, o.verify);
-        state.write(a, need, buf.data());
+          plan.files.at(p.rank)->read(a, p.source, p.src_offset, p.n, into + p.dst_offset, o.verify, io, res.io);
+        if (!target) state.write(a, need, buf.data());
       }
       res.bytes_needed += uint64_t(need.n) * 4 * plan.arrays.size();
     }
@@ -229,6 +235,7 @@ LoadResult load_checkpoint(ShardedState& state, RankExchange& ex, const LoadOpti
   res.manifest = std::move(plan.manifest);
   res.tag_dir = plan.tag_dir;
   res.warnings = std::move(plan.warnings);
+  for (const auto& n : notes) res.warnings.warning(plan.tag_dir, "O_DIRECT", n);
   res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return res;
 }

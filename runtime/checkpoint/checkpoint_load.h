@@ -22,6 +22,7 @@ struct LoadOptions {
   bool load_optimizer_states = true;  // false: master only (moments stay as the engine made them)
   bool load_counters = true;          // step, applied/skipped counts, loss scaler
   bool verify = true;                 // check every block read against its checksum
+  CheckpointIoOptions io;             // how the bytes are read (aio block; page cache or O_DIRECT)
 };
 
 // Where a checkpoint is: `path`/`tag`, or the tag `path`/latest names, or `path` itself when it is
@@ -61,12 +62,15 @@ struct LoadResult {
   uint64_t bytes_needed = 0;   // fp32 payload of this rank's needed ranges × arrays loaded
   std::vector<int> files_read; // old ranks whose files this rank opened
   double seconds = 0;
+  IoBreakdown io;              // where the reading's seconds went
   Diagnostics warnings;
 };
 
 // Collective. Every rank prepares; if any rank cannot load, every rank throws UserError (the
 // failing ones with their problems) before any state.write(). Then this rank's needed ranges are
-// read piece by piece from the old rank files that hold them, written, counters set, commit().
+// read piece by piece from the old rank files that hold them (through BulkIo: the aio block, page
+// cache or O_DIRECT, hashed as the next run of blocks arrives; into state.write_target() where the
+// state offers it, else a buffer handed to state.write()), counters set, commit().
 // The checkpoint is only ever opened read-only.
 LoadResult load_checkpoint(ShardedState& state, RankExchange& ex, const LoadOptions& o);
 

@@ -83,6 +83,14 @@ class ShardedState {
   // --- values --------------------------------------------------------------------------------
   virtual void read(const std::string& array, const ElementRange& r, float* out) = 0;
   virtual void write(const std::string& array, const ElementRange& r, const float* in) = 0;
+  // Where the range lives as plain fp32 host memory that a load may fill in place (write() is then
+  // not called for it; commit() still is), or null (the default): the load reads into a buffer
+  // and hands it to write().
+  virtual float* write_target(const std::string& array, const ElementRange& r) {
+    (void)array;
+    (void)r;
+    return nullptr;
+  }
   virtual void commit() = 0;
 
   // --- counters ------------------------------------------------------------------------------
