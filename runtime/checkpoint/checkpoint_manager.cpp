@@ -74,6 +74,7 @@ namespace {
 // --load DIR, or --init-from DIR (a zerotrain checkpoint: its fp32 master alone, counters untouched).
 LoadOptions load_options(const CheckpointSettings& s) {
   LoadOptions lo;
+  lo.io.aio = s.aio;
   if (is_weights_only(s)) {
     lo.path = s.init_from;
     lo.load_optimizer_states = false;
@@ -155,6 +156,7 @@ CheckpointManager::CheckpointManager(ShardedState& state, Communicator& comm, Ba
     so.dir = s_.save_dir;
     so.tag_validation = s_.tag_validation;
     so.node_local_storage = s_.use_node_local_storage;
+    so.io.aio = s_.aio;
     if (say_) so.warn = [out = say_](const std::string& m) { std::fprintf(out, "warning: %s\n", m.c_str()); };
     else so.warn = [](const std::string&) {};
     writer_ = std::make_unique<CheckpointWriter>(ex_, so);

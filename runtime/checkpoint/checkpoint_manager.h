@@ -31,6 +31,7 @@ struct CheckpointSettings {
   std::string tag_validation = "Warn";
   bool load_universal = false;        // accepted: every zerotrain checkpoint is universal
   bool use_node_local_storage = false;
+  offload::AioConfig aio;             // the ds_config's aio block: checkpoint reads and writes use it too
 };
 
 // Wiring for the loop (collective methods, called by every rank at the same points):

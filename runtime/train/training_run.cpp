@@ -120,9 +120,11 @@ ckpt::RunFacts run_facts(const RunOptions& o, const Config& cfg, const EngineOpt
   return f;
 }
 
-// The flags and the config's checkpoint block together.
-ckpt::CheckpointSettings checkpoint_settings(const RunOptions& o, const Config& cfg) {
+// The flags and the config's checkpoint block together; checkpoint I/O takes the aio block as the
+// engine's NVMe offload does (one mapping: the engine options').
+ckpt::CheckpointSettings checkpoint_settings(const RunOptions& o, const Config& cfg, const EngineOptions& eo) {
   ckpt::CheckpointSettings s = o.checkpoint;
+  s.aio = eo.offload.aio;
   s.tag_validation = cfg.checkpoint.tag_validation.value;
   s.load_universal = cfg.checkpoint.load_universal.value;
   s.use_node_local_storage = cfg.checkpoint.use_node_local_storage.value;
@@ -198,7 +200,7 @@ void check_start(Started& st, const RunOptions& o, Communicator& comm, Backend& 
     // and checked, before anything is allocated.
     const EngineOptions eo = engine_options_from_config(st.cfg, o.seed, o.recompute, &o.model);
     const bool loads = !o.checkpoint.load_dir.empty() || !o.checkpoint.init_from.empty();
-    ckpt::check_before_start(checkpoint_settings(o, st.cfg), run_facts(o, st.cfg, eo, W, st.data.description),
+    ckpt::check_before_start(checkpoint_settings(o, st.cfg, eo), run_facts(o, st.cfg, eo, W, st.data.description),
                              dtype_name(eo.precision), eo.optimizer.type, eo.optimizer.momentum != 0.0, st.cfg.run_steps.value,
                              loads ? checkpoint_needed_ranges(o.model, eo, backend, comm) : std::vector<ElementRange>{}, d);
     if (d.has_errors()) throw UserError(d);
@@ -344,7 +346,7 @@ RunReport run_training(const RunOptions& o, Communicator& comm, Backend& backend
   on_every_rank(comm, backend, [&] {
     checkpoints = std::make_unique<ckpt::CheckpointManager>(ckpt_state, comm, &backend,
                                                      run_facts(o, started.cfg, eo, W, data.description),
-                                                     checkpoint_settings(o, started.cfg), say);
+                                                     checkpoint_settings(o, started.cfg, eo), say);
     first = checkpoints->start();
   });
   if (say)
