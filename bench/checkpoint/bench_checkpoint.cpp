@@ -1,9 +1,12 @@
 // bench_checkpoint: save and load throughput of a checkpoint against the disk measured in the same
-// run — a plain sequential write (8 MiB writes, then fsync) and read of the same number of bytes —
-// rounds interleaved, medians with min..max; ratio = checkpoint / peer (save goal >= 0.8). Then the
-// step-time cost of a background save: the ZeRO engine's train_step (CPU backend, one rank) timed
-// alone and while its own checkpoint is written in the background; ratio = overlapped / alone
-// (goal <= 1.10), with the snapshot the step waits for beside it.
+// run — a plain sequential write (8 MiB writes, then fsync) and read of the same number of bytes,
+// through the page cache and with O_DIRECT — rounds interleaved, medians with min..max; ratio =
+// checkpoint / peer (goals >= 0.8). Saves go both ways (O_DIRECT through io_uring; page cache with
+// pwrite), loads both ways (page cache, warm as the peer's; O_DIRECT), each with where its time goes
+// per MiB. Then the step-time cost of a background save: the ZeRO engine's train_step (CPU backend,
+// one rank) timed alone and while its own checkpoint is written in the background; ratio =
+// overlapped / alone (goal <= 1.10), the snapshot the step waits for and the writer's CPU seconds
+// per GB beside it.
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -11,7 +14,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -67,6 +72,7 @@ class HostState final : public zt::ShardedState {
   void write(const std::string& a, const zt::ElementRange& r, const float* in) override {
     std::memcpy(data_[idx(a)].data() + r.begin, in, size_t(r.n) * 4);
   }
+  float* write_target(const std::string& a, const zt::ElementRange& r) override { return data_[idx(a)].data() + r.begin; }
   void commit() override {}
   nlohmann::json counters() const override { return {{"step", 1}, {"applied_steps", 1}, {"skipped_steps", 0}}; }
   void set_counters(const nlohmann::json&) override {}
@@ -78,7 +84,7 @@ class HostState final : public zt::ShardedState {
 };
 
 // The peer: the same bytes, from a buffer as large (not cache-resident), written sequentially in
-// 8 MiB writes, then fsync; and read back.
+// 8 MiB writes, then fsync; and read back, through the page cache and with O_DIRECT.
 double peer_write(const std::string& path, const std::vector<char>& src) {
   const auto t0 = Clock::now();
   const int64_t bytes = int64_t(src.size());
@@ -97,6 +103,26 @@ double peer_read(const std::string& path, std::vector<char>& buf) {
   for (int64_t off = 0; off < r.size(); off += int64_t(buf.size()))
     r.pread(buf.data(), size_t(std::min<int64_t>(int64_t(buf.size()), r.size() - off)), off);
   return double(r.size()) / since(t0);
+}
+
+// Sequential O_DIRECT reads of 8 MiB (one in flight) into an aligned buffer; 0 where refused.
+double peer_read_direct(const std::string& path, char* aligned_buf, size_t buf_bytes) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_DIRECT | O_CLOEXEC);
+  if (fd < 0) return 0;
+  const auto t0 = Clock::now();
+  int64_t total = 0;
+  for (;;) {
+    const ssize_t n = ::pread(fd, aligned_buf, buf_bytes, total);
+    if (n <= 0) break;
+    total += n;
+  }
+  ::close(fd);
+  return double(total) / since(t0);
+}
+
+// Reads every file under `dir` once, so that a page-cache load finds it there as the peer does.
+void warm(const std::string& dir, std::vector<char>& buf) {
+  for (const auto& n : zt::ckpt::list_directory(dir)) peer_read(zt::ckpt::join_path(dir, n), buf);
 }
 
 struct Stat {
@@ -121,7 +147,8 @@ int main(int argc, char** argv) {
   zt::ModelConfig model = *zt::model_preset("small");  // 4 blocks, 4 heads, context 64 ...
   model.dim = 256;                                    // ... wider, with a larger vocabulary: a
   model.vocab = 8192;                                 // 64 MiB checkpoint that takes steps to write
-  int micro_batch = 4, stage = 1;
+  int micro_batch = 4, stage = 1, nice = 19, queue_depth = 8;
+  int64_t block_kib = 1024;
   app.add_option("--path", path, "Folder to write into (the disk under test)")->capture_default_str();
   app.add_option("--mib", mib, "Checkpoint size in MiB (master + two Adam moments)")->capture_default_str();
   app.add_option("--rounds", rounds, "Interleaved rounds")->capture_default_str();
@@ -135,6 +162,9 @@ int main(int argc, char** argv) {
   app.add_option("--micro-batch", micro_batch, "Engine rows per step")->capture_default_str();
   app.add_option("--stage", stage, "ZeRO stage of the engine")->capture_default_str();
   app.add_option("--threads", threads, "CPU threads of the engine (default: all)");
+  app.add_option("--writer-nice", nice, "Nice level of the background writer during the engine's steps")->capture_default_str();
+  app.add_option("--block-kib", block_kib, "aio.block_size of the checkpoint I/O, KiB")->capture_default_str();
+  app.add_option("--queue-depth", queue_depth, "aio.queue_depth of the checkpoint I/O")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
   const std::string dir = path + "/zt_bench_ckpt_" + std::to_string(::getpid());
@@ -143,33 +173,91 @@ int main(int argc, char** argv) {
   HostState state(params);
   zt::SingleCommunicator comm;
   zt::ckpt::RankExchange ex(comm);
-  zt::ckpt::SaveOptions so;
+  zt::ckpt::SaveOptions so;  // the write path: O_DIRECT through io_uring, hashing beside it
   so.dir = dir + "/c";
+  so.writer_nice = 0;        // nothing else runs here: the rounds measure the disk, not the scheduler
+  so.io.aio.block_size = size_t(block_kib) << 10;
+  so.io.aio.queue_depth = queue_depth;
   zt::ckpt::CheckpointWriter writer(ex, so);
+  zt::ckpt::SaveOptions po = so;  // the page-cache path: hash, then pwrite, on the writer thread
+  po.dir = dir + "/p";
+  po.io.direct_writes = false;
+  po.io.uring = false;
+  zt::ckpt::CheckpointWriter writer_pc(ex, po);
   zt::ckpt::RunFacts facts;
   facts.model.name = "bench";
   std::vector<char> buf(size_t(8) << 20, 'z'), src(size_t(params) * 12, 'z');
-  Stat disk_w{"disk write"}, save{"save"}, save_write{"save write"}, disk_r{"disk read"}, load{"load"};
+  std::unique_ptr<char, decltype(&std::free)> dbuf(static_cast<char*>(std::aligned_alloc(4096, size_t(8) << 20)), &std::free);
+  Stat disk_w{"disk write"}, save{"save (O_DIRECT, io_uring)"}, save_pc{"save (page cache, pwrite)"},
+      save_write{"  its rank file alone"}, disk_r{"disk read (page cache)"}, load{"load (page cache)"},
+      disk_rd{"disk read (O_DIRECT)"}, load_d{"load (O_DIRECT)"};
+  // Per-MiB breakdowns of each save path and load path (medians over rounds).
+  std::vector<std::pair<std::string, Stat>> parts;
+  auto part = [&](const std::string& name, double seconds, int64_t bytes) {
+    for (auto& [n, st] : parts)
+      if (n == name) return st.v.push_back(1e3 * seconds / (double(bytes) / double(1 << 20)));
+    parts.push_back({name, Stat{name, {1e3 * seconds / (double(bytes) / double(1 << 20))}}});
+  };
+  auto save_parts = [&](const char* path_name, const zt::ckpt::SaveResult& r) {
+    const std::string p = path_name;
+    part(p + " snapshot (state.read copy)", r.snapshot_s, r.bytes);
+    part(p + " hash (blocks + data area)", r.io.hash_s, r.bytes);
+    part(p + " write (after the hash)", r.io.write_s, r.bytes);
+    part(p + " header", r.io.header_s, r.bytes);
+    part(p + " fsync", r.io.sync_s, r.bytes);
+    part(p + " manifest, rename, latest", r.commit_s, r.bytes);
+    part(p + " total", r.total_s, r.bytes);
+  };
+  auto load_parts = [&](const char* path_name, const zt::ckpt::LoadResult& r) {
+    const std::string p = path_name;
+    const int64_t b = int64_t(r.bytes_read);
+    part(p + " wait for reads (after hashing)", r.io.read_s, b);
+    part(p + " hash (verify blocks)", r.io.hash_s, b);
+    part(p + " copy out of aligned scratch", r.io.copy_s, b);
+    part(p + " total (open and check included)", r.seconds, b);
+  };
   int64_t file_bytes = 0;
+  bool direct_refused = false;
   for (int r = 0; r < rounds; ++r) {
     const std::string peer = dir + "/peer.bin";
     ::unlink(peer.c_str());
     disk_w.v.push_back(peer_write(peer, src) / 1e9);
-    const auto t0 = Clock::now();
-    const auto res = writer.save(state, facts, "round" + std::to_string(r));
-    const double s = since(t0);
+    const std::string tag = "round" + std::to_string(r);
+    auto t0 = Clock::now();
+    auto res = writer_pc.save(state, facts, tag);
+    double s = since(t0);
     if (!res.ok) {
       std::fprintf(stderr, "save failed: %s\n", res.message.c_str());
       return 1;
     }
+    save_pc.v.push_back(double(res.total_bytes) / s / 1e9);
+    save_parts("save, page cache:", res);
+    zt::ckpt::remove_tree(po.dir);
+    t0 = Clock::now();
+    res = writer.save(state, facts, tag);
+    s = since(t0);
+    if (!res.ok) {
+      std::fprintf(stderr, "save failed: %s\n", res.message.c_str());
+      return 1;
+    }
+    direct_refused = direct_refused || res.io.direct_bytes == 0;
     file_bytes = res.total_bytes;
     save.v.push_back(double(res.total_bytes) / s / 1e9);
     save_write.v.push_back(double(res.bytes) / res.write_s / 1e9);
+    save_parts("save, O_DIRECT:", res);
     disk_r.v.push_back(peer_read(peer, buf) / 1e9);
+    warm(so.dir + "/" + tag, buf);
     zt::ckpt::LoadOptions lo;
     lo.path = so.dir;
-    const auto lr = zt::ckpt::load_checkpoint(state, ex, lo);
+    lo.io.aio = so.io.aio;
+    auto lr = zt::ckpt::load_checkpoint(state, ex, lo);
     load.v.push_back(double(lr.bytes_read) / lr.seconds / 1e9);
+    load_parts("load, page cache:", lr);
+    disk_rd.v.push_back(peer_read_direct(peer, dbuf.get(), size_t(8) << 20) / 1e9);
+    lo.io.direct_reads = true;
+    lr = zt::ckpt::load_checkpoint(state, ex, lo);
+    load_d.v.push_back(double(lr.bytes_read) / lr.seconds / 1e9);
+    load_parts("load, O_DIRECT:", lr);
     zt::ckpt::remove_tree(so.dir + "/round" + std::to_string(r - 1));
   }
 
@@ -199,10 +287,12 @@ int main(int argc, char** argv) {
   step();  // first-touch of the buffers
   zt::ckpt::SaveOptions eso;
   eso.dir = dir + "/engine";
+  eso.io = so.io;
+  eso.writer_nice = nice;
   zt::ckpt::CheckpointWriter engine_writer(ex, eso);
   zt::ckpt::RunFacts engine_facts;
   engine_facts.model = model;
-  Stat alone{"step alone"}, overlapped{"step overlapped"}, snapshot{"snapshot"};
+  Stat alone{"step alone"}, overlapped{"step overlapped"}, snapshot{"snapshot"}, writer_cpu{"writer CPU s/GB"};
   int64_t engine_bytes = 0;
   for (int r = 0; r < overlap_rounds; ++r) {
     for (int i = 0; i < steps; ++i) alone.v.push_back(step());
@@ -219,6 +309,7 @@ int main(int argc, char** argv) {
         return 1;
       }
       engine_bytes = res.total_bytes;
+      writer_cpu.v.push_back(res.writer_cpu_s / (double(res.bytes) / 1e9));
     }
     zt::ckpt::remove_tree(eso.dir + "/bg" + std::to_string(r - 1));
   }
@@ -227,34 +318,52 @@ int main(int argc, char** argv) {
   const double mb = double(file_bytes) / double(1 << 20);
   print_json("disk_write_GBps", disk_w, "GB/s", path, mb);
   print_json("save_GBps", save, "GB/s", path, mb);
+  print_json("save_page_cache_GBps", save_pc, "GB/s", path, mb);
   print_json("save_file_write_GBps", save_write, "GB/s", path, mb);
   print_json("disk_read_GBps", disk_r, "GB/s", path, mb);
   print_json("load_GBps", load, "GB/s", path, mb);
+  print_json("disk_read_direct_GBps", disk_rd, "GB/s", path, mb);
+  print_json("load_direct_GBps", load_d, "GB/s", path, mb);
   print_json("step_alone_s", alone, "s", path, mb);
   print_json("step_overlapped_s", overlapped, "s", path, mb);
   print_json("snapshot_s", snapshot, "s", path, mb);
+  print_json("writer_cpu_s_per_GB", writer_cpu, "s/GB", path, mb);
   const double save_ratio = median(save.v) / median(disk_w.v), load_ratio = median(load.v) / median(disk_r.v);
+  const double load_d_ratio = median(disk_rd.v) > 0 ? median(load_d.v) / median(disk_rd.v) : 0;
   const double step_ratio = median(overlapped.v) / median(alone.v);
-  std::printf("{\"bench\":\"checkpoint\",\"metric\":\"ratios\",\"save_vs_disk_write\":%.3f,\"load_vs_disk_read\":%.3f,"
-              "\"overlapped_vs_alone_step\":%.3f,\"snapshot_vs_step\":%.3f,\"save_goal\":0.8,\"step_goal\":1.10,"
-              "\"overlapped_steps\":%zu,\"engine_params\":%lld,\"engine_checkpoint_mib\":%.1f}\n",
-              save_ratio, load_ratio, step_ratio, median(snapshot.v) / median(alone.v), overlapped.v.size(),
-              (long long)engine.params(), double(engine_bytes) / double(1 << 20));
+  std::printf("{\"bench\":\"checkpoint\",\"metric\":\"ratios\",\"save_vs_disk_write\":%.3f,\"save_page_cache_vs_disk_write\":%.3f,"
+              "\"load_vs_disk_read\":%.3f,\"load_direct_vs_disk_read_direct\":%.3f,"
+              "\"overlapped_vs_alone_step\":%.3f,\"snapshot_vs_step\":%.3f,\"save_goal\":0.8,\"load_goal\":0.8,\"step_goal\":1.10,"
+              "\"overlapped_steps\":%zu,\"engine_params\":%lld,\"engine_checkpoint_mib\":%.1f,\"writer_nice\":%d,"
+              "\"direct_refused\":%s}\n",
+              save_ratio, median(save_pc.v) / median(disk_w.v), load_ratio, load_d_ratio, step_ratio,
+              median(snapshot.v) / median(alone.v), overlapped.v.size(), (long long)engine.params(),
+              double(engine_bytes) / double(1 << 20), nice, direct_refused ? "true" : "false");
   const std::string title = "checkpoint (" + std::to_string(int(mb)) + " MiB at " + path + ")";
-  std::printf("\n%-34s %10s %10s %10s\n", title.c_str(), "median", "min", "max");
-  for (const Stat* s : {&disk_w, &save, &save_write, &disk_r, &load})
-    std::printf("%-34s %8.3f GB/s %7.3f %10.3f\n", s->name.c_str(), median(s->v), *std::min_element(s->v.begin(), s->v.end()),
+  std::printf("\n%-44s %10s %10s %10s\n", title.c_str(), "median", "min", "max");
+  for (const Stat* s : {&disk_w, &save, &save_write, &save_pc, &disk_r, &load, &disk_rd, &load_d})
+    std::printf("%-44s %8.3f GB/s %7.3f %10.3f\n", s->name.c_str(), median(s->v), *std::min_element(s->v.begin(), s->v.end()),
                 *std::max_element(s->v.begin(), s->v.end()));
+  std::printf("\n%-44s %10s %10s %10s\n", "where the time goes (ms per MiB)", "median", "min", "max");
+  for (const auto& [n, st] : parts)
+    std::printf("%-44s %10.4f %10.4f %10.4f\n", n.c_str(), median(st.v), *std::min_element(st.v.begin(), st.v.end()),
+                *std::max_element(st.v.begin(), st.v.end()));
+  std::printf("\n");
   const std::string step_title = "engine step alone (" + std::to_string(engine.params() / 1000000) + "M params)";
-  std::printf("%-34s %8.1f ms %8.1f %10.1f\n", step_title.c_str(), 1e3 * median(alone.v),
+  std::printf("%-44s %8.1f ms %8.1f %10.1f\n", step_title.c_str(), 1e3 * median(alone.v),
               1e3 * *std::min_element(alone.v.begin(), alone.v.end()), 1e3 * *std::max_element(alone.v.begin(), alone.v.end()));
-  std::printf("%-34s %8.1f ms %8.1f %10.1f\n", "engine step, its save in flight", 1e3 * median(overlapped.v),
+  std::printf("%-44s %8.1f ms %8.1f %10.1f\n", "engine step, its save in flight", 1e3 * median(overlapped.v),
               1e3 * *std::min_element(overlapped.v.begin(), overlapped.v.end()),
               1e3 * *std::max_element(overlapped.v.begin(), overlapped.v.end()));
-  std::printf("%-34s %8.1f ms\n", "snapshot (training waits for it)", 1e3 * median(snapshot.v));
-  std::printf("save / disk write %.2f (goal >= 0.8), load / disk read %.2f (both from the page cache here), "
-              "engine step with a save in flight / alone %.2f over %zu overlapped steps (goal <= 1.10), "
-              "snapshot / step %.2f\n",
-              save_ratio, load_ratio, step_ratio, overlapped.v.size(), median(snapshot.v) / median(alone.v));
+  std::printf("%-44s %8.1f ms\n", "snapshot (training waits for it)", 1e3 * median(snapshot.v));
+  std::printf("%-44s %8.3f s/GB %7.3f %10.3f\n", "background writer CPU", median(writer_cpu.v),
+              *std::min_element(writer_cpu.v.begin(), writer_cpu.v.end()),
+              *std::max_element(writer_cpu.v.begin(), writer_cpu.v.end()));
+  std::printf("save / disk write %.2f (goal >= 0.8; page-cache path %.2f), load / disk read %.2f page cache, %.2f O_DIRECT "
+              "(goal >= 0.8), engine step with a save in flight / alone %.2f over %zu overlapped steps (goal <= 1.10, "
+              "writer nice %d), snapshot / step %.2f%s\n",
+              save_ratio, median(save_pc.v) / median(disk_w.v), load_ratio, load_d_ratio, step_ratio, overlapped.v.size(),
+              nice, median(snapshot.v) / median(alone.v),
+              direct_refused ? "; O_DIRECT was refused here: every figure is the page-cache path" : "");
   return 0;
 }
