@@ -121,6 +121,9 @@ def summarize(run, start, steps, end, n):
     row["step_ms"] = statistics.median(s["step_ms"] for s in later)
     row["tokens_per_s"] = statistics.median(s["tokens_per_s"] for s in later)
     row["peak_bytes"] = max(s["mem_peak"] for s in steps)
+    # The kernel's count for rank 0: peak resident set less what the process held at start-up.
+    proc = (end or {}).get("process")
+    row["rss_peak_bytes"] = proc["hwm"][0] - proc["baseline"][0] if proc else None
     row["comm_busy_ms_per_step"] = 1e3 * statistics.median(s["comm_busy_s"] for s in later)
     row["comm_hidden_share"] = end.get("comm_hidden_share") if end else None
     row["final_loss"] = steps[-1]["loss"]
@@ -184,11 +187,13 @@ def write_markdown(path, rows, title, n):
                    f" | {fmt_mib(r['paper_volume_measured_bytes'])} | {paper} | {fmt_mib(r['formula_volume_bytes'])}"
                    f" | {fmt_mib(r['padding_bytes'])} |")
     out += ["", "## Time, throughput, memory, overlap", "",
-            "| run | step (ms) | tokens/s | peak (MiB) | comm busy (ms/step) | hidden behind compute | final loss |",
-            "|---|---|---|---|---|---|---|"]
+            "| run | step (ms) | tokens/s | ledger peak (MiB) | peak RSS - baseline (MiB) | comm busy (ms/step) | "
+            "hidden behind compute | final loss |",
+            "|---|---|---|---|---|---|---|---|"]
     for r in rows:
         hidden = "-" if r["comm_hidden_share"] is None else f"{100 * r['comm_hidden_share']:.0f}%"
-        out.append(f"| {r['name']} | {r['step_ms']:.1f} | {r['tokens_per_s']:.0f} | {fmt_mib(r['peak_bytes'])} | "
+        rss = "-" if r.get("rss_peak_bytes") is None else fmt_mib(r["rss_peak_bytes"])
+        out.append(f"| {r['name']} | {r['step_ms']:.1f} | {r['tokens_per_s']:.0f} | {fmt_mib(r['peak_bytes'])} | {rss} | "
                    f"{r['comm_busy_ms_per_step']:.1f} | {hidden} | {r['final_loss']:.4f} |")
     out += ["", "Stage 3 runs with stage3_max_reuse_distance 0 and stage3_param_persistence_threshold 0 unless the "
             "config or --set/--vary give them: the paper's case, every unit gathered for its forward and again for "
@@ -228,7 +233,11 @@ def plot(out_dir, rows, title):
         ax.scatter(x, formula, marker="_", s=900, color="black", linewidths=2.5, zorder=5, label=formula_label)
         if peak:
             ax.scatter(x, [r["peak_bytes"] / MiB for r in rows], marker="v", s=60, color="crimson", zorder=6,
-                       label="measured peak")
+                       label="ledger peak")
+            rss = [(xi, r["rss_peak_bytes"] / MiB) for xi, r in zip(x, rows) if r.get("rss_peak_bytes") is not None]
+            if rss:
+                ax.scatter([p[0] for p in rss], [p[1] for p in rss], marker="x", s=60, color="black", zorder=7,
+                           label="peak RSS - start-up baseline (OS)")
         ax.set_xticks(x, names, rotation=rot)
         ax.set_ylabel(ylabel)
         ax.set_xlabel("run")
