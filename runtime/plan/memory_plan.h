@@ -124,7 +124,8 @@ struct MemoryPlan {
   double device_params = 0, device_grads = 0, device_optimizer = 0, device_activations = 0,
          device_buffers = 0;
   double comm_buffers = 0;  // the communicator's part (in device_buffers on the CPU backend, else host)
-  // Bytes per node held in host RAM (CPU offload) and on NVMe, for all ranks of that node.
+  // Bytes per node held in host RAM (CPU offload; beside a GPU also the communicator's host
+  // buffers) and on NVMe, for all ranks of that node.
   double host_bytes_per_node = 0, nvme_bytes_per_node = 0;
   double host_bytes_per_rank = 0, nvme_bytes_per_rank = 0;
   int ranks_on_node = 1;  // min(ranks_per_node, world_size)

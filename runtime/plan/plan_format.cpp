@@ -99,8 +99,7 @@ std::string plan_to_table(const MemoryPlan& p) {
     row(in.backend_is_host ? "  of which communicator / rank" : "  communicator (host RAM) / rank", g(p.comm_buffers), "-");
   row("device total / rank", g(p.device_total()), "-");
   if (in.process_baseline) row("process baseline (measured) / rank", g(double(*in.process_baseline)), "-");
-  row(in.backend_is_host ? "host RAM (offload) / node" : "host RAM (offload, comm) / node", g(p.host_bytes_per_node),
-      g(p.ds_estimate_host));
+  row("host RAM (offload) / node", g(p.host_bytes_per_node), g(p.ds_estimate_host));
   row("NVMe / node", g(p.nvme_bytes_per_node), "-");
   out += "  DeepSpeed column: " + p.ds_estimator + " (buffer factor 1.5";
   if (in.stage == 3) {
