@@ -126,8 +126,15 @@ TEST_P(FlopsCount, PerUnitFlopsAreTheAnalyticGpt2Formula) {
   const int64_t seqs = int64_t(o.micro_batch) * o.grad_accum;
   const double tokens = double(seqs * T);
   const Gpt2Flops f = gpt2_training_flops(L, C, V, T, seqs, fc.recompute);
-  EXPECT_DOUBLE_EQ(p.gemm_attention_flops, f.model());
-  EXPECT_DOUBLE_EQ(p.analytic_flops, f.model());
+  // The closed form written out here, not through op_flops: 6 FLOPs per weight of the linear layers
+  // (12LC² in the blocks, VC in the head) per token, 2 per bias per token (9LC: forward 1, backward
+  // 1), and causal attention's 4·C per (query, key) pair forward and 8·C backward in each layer.
+  const double pairs = double(T) * double(T + 1) / 2.0;
+  const double closed_form = 6.0 * (12.0 * L * C * C + double(V) * C) * tokens + 2.0 * 9.0 * L * C * tokens +
+                             12.0 * double(L) * double(seqs) * double(C) * pairs;
+  EXPECT_DOUBLE_EQ(f.model(), closed_form);
+  EXPECT_DOUBLE_EQ(p.gemm_attention_flops, closed_form) << "the recorded GEMM and attention ops of the step";
+  EXPECT_DOUBLE_EQ(p.analytic_flops, closed_form);
   EXPECT_DOUBLE_EQ(p.recompute_flops > 0 ? p.recompute_flops : 0.0,
                    fc.recompute ? f.recompute + L * (2 * 5.0 * C + 4.0 * C + 2.0 * C) * tokens : 0.0)
       << "recompute re-runs each block's forward: GEMMs, attention, two layernorms, GELU and two residuals";
