@@ -95,8 +95,7 @@ std::string plan_to_table(const MemoryPlan& p) {
   row("device model states / rank", g(p.device_model_states()), g(p.ds_estimate_device));
   row("device activations / rank", g(p.device_activations), "-");
   row("device buffers / rank", g(p.device_buffers), "-");
-  if (p.comm_buffers > 0)
-    row(in.backend_is_host ? "  of which communicator / rank" : "  communicator (host RAM) / rank", g(p.comm_buffers), "-");
+  row(in.backend_is_host ? "  of which communicator / rank" : "  communicator (host RAM) / rank", g(p.comm_buffers), "-");
   row("device total / rank", g(p.device_total()), "-");
   if (in.process_baseline) row("process baseline (measured) / rank", g(double(*in.process_baseline)), "-");
   row("host RAM (offload) / node", g(p.host_bytes_per_node), g(p.ds_estimate_host));
