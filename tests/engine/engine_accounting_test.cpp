@@ -63,6 +63,44 @@ TEST_P(Accounting, StepBytesAreTheZeroVolumesAndResidentBytesMatchThePlan) {
   }
 }
 
+// Beyond fp32: emulated bf16 keeps an fp32 master beside the working params (K = 12, master 4), in
+// fp32 elements on the CPU backend; the plan's device rows equal the ledger's up to padding, the
+// master row included, and its buffers row carries the communicator's reservation.
+class AccountingBf16 : public ::testing::TestWithParam<int> {};
+
+TEST_P(AccountingBf16, ResidentBytesMatchThePlanWithTheMasterCopy) {
+  const int stage = GetParam();
+  const int W = world().comm->world_size();
+  const ModelConfig model = tiny_model(/*tied=*/true);
+  EngineOptions o = base_options(stage, 1, DType::BF16, true);
+  const RunResult r = run_engine(model, o, 2);
+  Engine probe(model, o, *world().backend, *world().comm);
+  const int64_t psi = probe.params();
+  PlanInput in;
+  in.params = psi;
+  in.world_size = W;
+  in.stage = stage;
+  in.precision = DType::BF16;
+  in.emulates_16bit_in_fp32 = true;
+  in.backend_is_host = true;
+  in.optimizer = OptimizerType::AdamW;
+  in.comm_buffer_bytes = world().comm->buffer_bytes_for(uint64_t(psi) * 4);
+  const MemoryPlan plan = make_memory_plan(in);
+  EXPECT_EQ(plan.master_k, 4);
+  const double pad = double(probe.shard_map().total_padded() - psi) * 4;
+  const auto& m = r.resident;
+  EXPECT_NEAR(double(m[MemCategory::Params]), plan.device_params, pad + 1);
+  EXPECT_NEAR(double(m[MemCategory::Grads]), plan.device_grads, pad + 1);
+  EXPECT_NEAR(double(m[MemCategory::Master]), plan.master_k * double(psi) / (stage >= 1 ? W : 1), pad + 1)
+      << "the fp32 master, partitioned with the optimizer state from stage 1";
+  EXPECT_NEAR(double(m[MemCategory::Optimizer] + m[MemCategory::Master]), plan.device_optimizer, 3 * pad + 1);
+  EXPECT_EQ(double(probe.ledger().current()[MemCategory::CommBuffers]), plan.comm_buffers)
+      << "between steps the ledger's buffers are the communicator's reservation alone";
+}
+
+INSTANTIATE_TEST_SUITE_P(Engine, AccountingBf16, ::testing::Values(0, 1, 2, 3),
+                         [](const auto& info) { return "stage" + std::to_string(info.param); });
+
 INSTANTIATE_TEST_SUITE_P(Engine, Accounting, ::testing::Values(0, 1, 2, 3),
                          [](const auto& info) { return "stage" + std::to_string(info.param); });
 
