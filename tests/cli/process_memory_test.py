@@ -6,7 +6,11 @@ baseline measured at start-up and the ledger's peak. For stages 0-3 at 1, 2 and 
 peak RSS − baseline is within 5% (or 32 MiB, whichever is larger) of the ledger's peak on every
 rank; the communicator's own buffers (the plan's comm_buffers_per_rank, what the ledger recorded)
 stay within the default cap (64 MiB) and are 0 at one rank; the start-up echo shows the baseline.
-Usage: process_memory_test.py ZEROTRAIN MPIRUN"""
+In a sanitizer build (third argument "sanitized") the resident set holds AddressSanitizer's shadow
+memory and its quarantine of freed blocks, which no ledger counts: the records, their per-rank
+fields and the communicator's buffers are still checked, on `small` only, and the RSS comparison is
+printed but not asserted.
+Usage: process_memory_test.py ZEROTRAIN MPIRUN [sanitized]"""
 import json
 import os
 import shutil
@@ -18,6 +22,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import zt_metrics  # noqa: E402 (found through the path above)
 
 ZT, MPIRUN = sys.argv[1], sys.argv[2]
+SANITIZED = sys.argv[3:] == ["sanitized"]
 MPI = [MPIRUN, "-q", "--oversubscribe", "--bind-to", "none"] + (["--allow-run-as-root"] if os.geteuid() == 0 else [])
 ENV = dict(os.environ, OMP_NUM_THREADS="1", OMPI_MCA_mpi_yield_when_idle="1")
 ENV.pop("ZT_COMM_BUFFER_MB", None)  # the default cap is what is checked
@@ -65,7 +70,7 @@ def run(name, ranks, stage, model):
         used = proc["hwm"][r] - proc["baseline"][r]
         ledger = proc["ledger_peak"][r] + proc["ledger_host"][r]
         tol = max(0.05 * ledger, 32 * MIB)
-        check("%s rank %d" % (name, r), abs(used - ledger) <= tol,
+        check("%s rank %d" % (name, r), SANITIZED or abs(used - ledger) <= tol,
               "peak RSS %.1f MiB - baseline %.1f MiB = %.1f MiB, ledger peak %.1f MiB: off by %.1f MiB (allowed %.1f)"
               % (proc["hwm"][r] / MIB, proc["baseline"][r] / MIB, used / MIB, ledger / MIB, (used - ledger) / MIB,
                  tol / MIB))
@@ -86,12 +91,15 @@ try:
     for stage in range(4):
         for ranks in (1, 2, 4):
             run("small_s%d_np%d" % (stage, ranks), ranks, stage, ["--model", "small"])
-    gpt2 = ["--model", "gpt2-124m", "--seq-len", "32"]
-    run("gpt2_s0_np1", 1, 0, gpt2)
-    run("gpt2_s3_np2", 2, 3, gpt2)
+    if not SANITIZED:
+        gpt2 = ["--model", "gpt2-124m", "--seq-len", "32"]
+        run("gpt2_s0_np1", 1, 0, gpt2)
+        run("gpt2_s3_np2", 2, 3, gpt2)
 finally:
     shutil.rmtree(ROOT, ignore_errors=True)
 if FAILURES:
     print("%d failure(s): %s" % (len(FAILURES), ", ".join(FAILURES)))
     sys.exit(1)
-print("process memory: every run's peak RSS - baseline within 5% (or 32 MiB) of its ledger peak")
+print("process memory: every run's records and communicator buffers checked; RSS against the ledger not asserted"
+      " (sanitizer build)" if SANITIZED else
+      "process memory: every run's peak RSS - baseline within 5% (or 32 MiB) of its ledger peak")

@@ -144,9 +144,14 @@ TEST(ProcessMemory, StatusParsingLiveValuesAndPeakReset) {
   EXPECT_GE(after.rss, before.rss + (size_t(60) << 20)) << int(touched[12345]);
   EXPECT_GE(after.hwm, after.rss);
   touched = std::vector<char>();
+  // After a reset the peak starts again from the resident set of that moment (which may still hold
+  // the freed block: an allocator, or a sanitizer's quarantine, need not return it), so it is the
+  // current RSS give or take what the process touched between the two reads, not the old peak.
   if (reset_process_peak()) {
     const ProcessMemory reset = read_process_memory();
-    EXPECT_LT(reset.hwm, after.hwm) << "the peak starts again from the current resident set";
+    EXPECT_GE(reset.hwm, reset.rss);
+    EXPECT_LE(reset.hwm, reset.rss + (size_t(4) << 20)) << "the peak starts again from the current resident set";
+    if (reset.rss + (size_t(32) << 20) < after.rss) EXPECT_LT(reset.hwm, after.hwm);
   }
 }
 
