@@ -2,13 +2,20 @@
 # The sanitizer job: a CPU-only build with AddressSanitizer + UndefinedBehaviorSanitizer
 # (-DZT_SANITIZE=ON) in build-asan/ (or $ZT_ASAN_DIR), then the unit and MPI tests in it. Any
 # memory error or undefined behaviour aborts its test, and so does a leak in a unit test (below).
-# Prints the build and test times.
+# Prints the build and test times. The build is optimised at -O1 (the level AddressSanitizer's
+# own documentation recommends; -O3 under both sanitizers took twice as long to compile, for
+# tests that run a few percent faster) with unity builds of the libraries (ZT_UNITY), which
+# together take the job's build from about 43 to about NN minutes on the CI machine.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${ZT_ASAN_DIR:-$root/build-asan}"
 "$root/scripts/setup.sh"
+# ZT_SANITIZE_CMAKE_ARGS: more cmake arguments, space-separated (a compiler launcher, say).
+extra=()
+[ -n "${ZT_SANITIZE_CMAKE_ARGS:-}" ] && read -ra extra <<<"$ZT_SANITIZE_CMAKE_ARGS"
 t0=$SECONDS
-ZT_BUILD_DIR="$build" bash "$root/scripts/build.sh" -DZT_CUDA=OFF -DZT_SANITIZE=ON -DZT_BUILD_BENCH=OFF
+ZT_BUILD_DIR="$build" bash "$root/scripts/build.sh" -DZT_CUDA=OFF -DZT_SANITIZE=ON -DZT_BUILD_BENCH=OFF -DZT_UNITY=ON \
+  -DCMAKE_CXX_FLAGS_RELEASE="-O1 -DNDEBUG" "${extra[@]}"
 t1=$SECONDS
 # Two passes. The unit tests run with LeakSanitizer on: a leak fails its test. The MPI tests run
 # with leak checking off: every process that starts MPI (those tests and the zerotrain binary

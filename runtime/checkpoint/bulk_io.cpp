@@ -4,17 +4,15 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <new>
-#include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <new>
+
+#include "base/clock.h"
 
 namespace zt::ckpt {
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
-double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 bool aligned(const void* p, int64_t offset) {
   const auto a = offload::kDirectIoAlignment;
@@ -84,13 +82,13 @@ void BulkIo::write(FileWriter& f, const void* data, size_t bytes, int64_t offset
     if (from >= bytes) return;
     const auto t0 = Clock::now();
     f.pwrite(p + from, bytes - from, offset + int64_t(from));
-    t.write_s += since(t0);
+    t.write_s += seconds_since(t0);
     t.buffered_bytes += int64_t(bytes - from);
   };
   if (!o_.uring) {  // hash, then write, on this thread
     const auto t0 = Clock::now();
     if (during) during();
-    t.hash_s += since(t0);
+    t.hash_s += seconds_since(t0);
     buffered_rest(0);
     return;
   }
@@ -101,7 +99,7 @@ void BulkIo::write(FileWriter& f, const void* data, size_t bytes, int64_t offset
                            off_t(offset), direct);
   const auto t0 = Clock::now();
   if (during) during();
-  t.hash_s += since(t0);
+  t.hash_s += seconds_since(t0);
   const auto t1 = Clock::now();
   try {
     engine().wait(h);
@@ -109,13 +107,13 @@ void BulkIo::write(FileWriter& f, const void* data, size_t bytes, int64_t offset
     if (direct && e.err() == EINVAL) {  // opened, but this file system takes no O_DIRECT writes at this alignment
       say_refused(f.path(), EINVAL, "writes");
       write_refused_ = true;
-      t.write_s += since(t1);
+      t.write_s += seconds_since(t1);
       buffered_rest(0);
       return;
     }
     throw IoError("cannot write", f.path(), offset, e.err() != 0 ? e.err() : ENOSPC);
   }
-  t.write_s += since(t1);
+  t.write_s += seconds_since(t1);
   (direct ? t.direct_bytes : t.buffered_bytes) += int64_t(ring_bytes);
   buffered_rest(ring_bytes);
 }
@@ -160,7 +158,7 @@ void BulkIo::finish_read(Read& r, IoBreakdown& t) {
     if (e.err() == 0) throw IoError("unexpected end of file reading", r.file->path(), r.offset, 0);
     throw IoError("cannot read", r.file->path(), r.offset, e.err());
   }
-  t.read_s += since(t0);
+  t.read_s += seconds_since(t0);
   r.h.reset();
   r.file->count_read(r.bytes);
   (r.direct ? t.direct_bytes : t.buffered_bytes) += int64_t(r.bytes);

@@ -16,6 +16,7 @@
 #include <regex>
 #include <sstream>
 
+#include "base/clock.h"
 #include "build_info.h"
 #include "runtime/checkpoint/file_io.h"
 #include "runtime/checkpoint/shard_file.h"
@@ -24,9 +25,6 @@
 namespace zt::ckpt {
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
-double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 std::string host_name() {
   char b[256] = {};
@@ -201,7 +199,7 @@ void CheckpointWriter::begin(ShardedState& state, const RunFacts& facts, const s
       state.read(a, r, dst);
       dst += r.n;
     }
-  p->snapshot_s = since(started);
+  p->snapshot_s = seconds_since(started);
   const std::string path = join_path(p->staging, rank_file_name(ex_.rank()));
   const int rank = ex_.rank(), world = ex_.world_size();
   const int64_t block = o_.block_bytes;
@@ -319,8 +317,8 @@ void CheckpointWriter::complete() {
   res.total_bytes = total;
   res.snapshot_s = p.snapshot_s;
   res.write_s = p.file.seconds;
-  res.total_s = since(p.started);
-  res.commit_s = since(commit_start);
+  res.total_s = seconds_since(p.started);
+  res.commit_s = seconds_since(commit_start);
   res.writer_cpu_s = p.cpu_s;
   res.io = p.file.io;
   char line[512];

@@ -13,7 +13,7 @@ namespace zt::ckpt {
 
 namespace {
 
-const std::string kFix = "give a GPT-2 model.safetensors in the Hugging Face layout whose shape matches this run's model";
+const std::string kFixShape = "give a GPT-2 model.safetensors in the Hugging Face layout whose shape matches this run's model";
 
 bool is_conv1d(const std::string& n) { return n == "qkv_w" || n == "attproj_w" || n == "fc_w" || n == "fcproj_w"; }
 
@@ -86,7 +86,7 @@ void to_f32(StDType t, const void* src, int64_t n, float* dst) {
 std::unique_ptr<HfGpt2Reader> HfGpt2Reader::open(const std::string& path, const std::vector<UnitLayout>& units,
                                                  const ModelConfig& model, Diagnostics& d) {
   const size_t before = d.error_count();
-  auto file = SafetensorsFile::open(path, d, kFix);
+  auto file = SafetensorsFile::open(path, d, kFixShape);
   if (!file) return nullptr;
   std::unique_ptr<HfGpt2Reader> r(new HfGpt2Reader());
   r->units_ = &units;
@@ -102,7 +102,7 @@ std::unique_ptr<HfGpt2Reader> HfGpt2Reader::open(const std::string& path, const 
       if (!st) {
         d.error(path + " (tensor \"" + name + "\")", "", "missing: this run's " + u.name + "." + t.name + " " +
                                                               shape_text(t.shape) + " comes from it",
-                t.name == "lm_head_w" ? "the file has tied embeddings: train with them (drop --untied-embeddings)" : kFix);
+                t.name == "lm_head_w" ? "the file has tied embeddings: train with them (drop --untied-embeddings)" : kFixShape);
         continue;
       }
       // A vocabulary smaller than the model's (HF's 50257 into a model of 50304): the rows past it are
@@ -112,7 +112,7 @@ std::unique_ptr<HfGpt2Reader> HfGpt2Reader::open(const std::string& path, const 
       if (fewer_rows && r->file_vocab_ != 0 && r->file_vocab_ != st->shape[0])
         d.error(path + " (tensor \"" + name + "\")", shape_text(st->shape),
                 "has " + std::to_string(st->shape[0]) + " vocabulary rows, the file's wte " + std::to_string(r->file_vocab_),
-                kFix);
+                kFixShape);
       else if (fewer_rows)
         r->file_vocab_ = st->shape[0];
       else if (st->shape != want)
@@ -123,9 +123,9 @@ std::unique_ptr<HfGpt2Reader> HfGpt2Reader::open(const std::string& path, const 
                          : ""),
                 is_vocab_rows(t) && st->shape.size() == 2 && st->shape[0] > want[0]
                     ? "run with --vocab " + std::to_string(st->shape[0]) + " or more"
-                    : kFix);
+                    : kFixShape);
       if (st->dtype != StDType::F32 && st->dtype != StDType::F16 && st->dtype != StDType::BF16 && st->dtype != StDType::F64)
-        d.error(path + " (tensor \"" + name + "\")", st_dtype_name(st->dtype), "expected a floating-point dtype", kFix);
+        d.error(path + " (tensor \"" + name + "\")", st_dtype_name(st->dtype), "expected a floating-point dtype", kFixShape);
     }
   for (const auto& t : file->tensors()) {
     const std::string& n = t.name;
@@ -137,7 +137,7 @@ std::unique_ptr<HfGpt2Reader> HfGpt2Reader::open(const std::string& path, const 
       for (const auto& tv : u.tensors) known = known || r->source(u, tv).name == n;
     if (!known)
       d.error(path + " (tensor \"" + n + "\")", shape_text(t.shape), "not part of this run's GPT-2 (" + model_text(model) + ")",
-              kFix);
+              kFixShape);
   }
   // config.json beside it: what the weights alone cannot tell (heads, activation, epsilon).
   const std::string dir = path.find('/') == std::string::npos ? "." : path.substr(0, path.rfind('/'));
@@ -182,7 +182,7 @@ std::unique_ptr<HfGpt2Reader> HfGpt2Reader::open(const std::string& path, const 
     }
     if (r->hf_vocab_ < 1 || r->hf_vocab_ > model.vocab) {
       d.error(path + " (header key \"__metadata__.zt.hf_vocab\")", hv->second,
-              "expected a vocabulary size in [1, " + std::to_string(model.vocab) + "]", kFix);
+              "expected a vocabulary size in [1, " + std::to_string(model.vocab) + "]", kFixShape);
       return nullptr;
     }
   } else if (r->file_vocab_ < model.vocab) {

@@ -29,7 +29,7 @@ bool parse_blocks(const std::string& s, std::vector<uint64_t>& out) {
   return true;
 }
 
-const std::string kFix = "the file is damaged: copy the checkpoint again from where it was written, or load another tag";
+const std::string kFixDamaged = "the file is damaged: copy the checkpoint again from where it was written, or load another tag";
 
 }  // namespace
 
@@ -115,17 +115,17 @@ std::unique_ptr<ShardFileReader> ShardFileReader::open(const std::string& tag_di
               probe.size() < rec.bytes ? "the file is truncated: the manifest recorded " + std::to_string(rec.bytes) +
                                              " bytes, it ends " + std::to_string(rec.bytes - probe.size()) + " bytes early"
                                        : "the manifest recorded " + std::to_string(rec.bytes) + " bytes",
-              kFix);
+              kFixDamaged);
       return nullptr;
     }
   }
-  auto file = SafetensorsFile::open(path, d, kFix);
+  auto file = SafetensorsFile::open(path, d, kFixDamaged);
   if (!file) return nullptr;
   if (file->header_checksum() != rec.header_checksum) {
     d.error(path + " (bytes 0.." + std::to_string(file->data_start()) + ")", checksum_text(file->header_checksum()),
             "the header does not match the manifest's record (" + checksum_text(rec.header_checksum) +
                 "): the file is damaged or comes from another save",
-            kFix);
+            kFixDamaged);
     return nullptr;
   }
   std::unique_ptr<ShardFileReader> r(new ShardFileReader());
@@ -135,7 +135,7 @@ std::unique_ptr<ShardFileReader> ShardFileReader::open(const std::string& tag_di
   const auto bb = file->metadata().find("zt.block_bytes");
   if (bb == file->metadata().end() || bb->second != std::to_string(m.block_bytes))
     d.error(path + " (header key \"__metadata__.zt.block_bytes\")", bb == file->metadata().end() ? "" : bb->second,
-            "expected " + std::to_string(m.block_bytes) + " as the manifest records", kFix);
+            "expected " + std::to_string(m.block_bytes) + " as the manifest records", kFixDamaged);
   size_t expected = 0;
   for (const auto& a : m.arrays)
     for (const auto& e : rec.owned) {
@@ -145,7 +145,7 @@ std::unique_ptr<ShardFileReader> ShardFileReader::open(const std::string& tag_di
       if (!t || t->dtype != StDType::F32 || t->shape != std::vector<int64_t>{e.n}) {
         d.error(path + " (header key \"" + name + "\")", t ? std::string(st_dtype_name(t->dtype)) + " " + shape_text(t->shape) : "",
                 t ? "expected F32 [" + std::to_string(e.n) + "]" : "missing: the manifest says rank " + std::to_string(rank) + " owns it",
-                kFix);
+                kFixDamaged);
         continue;
       }
       const auto it = file->metadata().find(kBlocksPrefix + name);
@@ -153,12 +153,12 @@ std::unique_ptr<ShardFileReader> ShardFileReader::open(const std::string& tag_di
       const int64_t nblocks = (t->bytes() + m.block_bytes - 1) / m.block_bytes;
       if (it == file->metadata().end() || !parse_blocks(it->second, hashes) || int64_t(hashes.size()) != nblocks)
         d.error(path + " (header key \"__metadata__." + kBlocksPrefix + name + "\")", "",
-                "expected " + std::to_string(nblocks) + " block checksums", kFix);
+                "expected " + std::to_string(nblocks) + " block checksums", kFixDamaged);
       r->blocks_[name] = std::move(hashes);
     }
   if (file->tensors().size() != expected)
     d.error(path, std::to_string(file->tensors().size()) + " tensors",
-            "expected " + std::to_string(expected) + " (one per array and owned range)", kFix);
+            "expected " + std::to_string(expected) + " (one per array and owned range)", kFixDamaged);
   if (d.error_count() != before) return nullptr;
   r->file_ = std::move(file);
   return r;
@@ -207,7 +207,7 @@ void ShardFileReader::read(const std::string& array, const ElementRange& owned, 
     buf.resize(size_t(e - s));
     file_->read(t, s, size_t(e - s), buf.data());
     std::string problem;
-    if (!check_blocks(t, blk, buf.data(), e - s, &problem)) throw UserError(path(), "", problem, kFix);
+    if (!check_blocks(t, blk, buf.data(), e - s, &problem)) throw UserError(path(), "", problem, kFixDamaged);
     const int64_t from = std::max(s, b0), to = std::min(e, b1);
     std::memcpy(dst + (from - b0), buf.data() + (from - s), size_t(to - from));
   }
@@ -276,7 +276,7 @@ void ShardFileReader::read(const std::string& array, const ElementRange& owned, 
     if (verify) {
       const auto h0 = std::chrono::steady_clock::now();
       std::string problem;
-      if (!check_blocks(t, cur.s / bb, cur.into, cur.e - cur.s, &problem)) throw UserError(path(), "", problem, kFix);
+      if (!check_blocks(t, cur.s / bb, cur.into, cur.e - cur.s, &problem)) throw UserError(path(), "", problem, kFixDamaged);
       times.hash_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - h0).count();
     }
     if (cur.scratch) {
@@ -320,7 +320,7 @@ int ShardFileReader::verify_all(Diagnostics& d) const {
       file_->read(t, s, size_t(n), buf.data());
       std::string problem;
       if (!check_blocks(t, s / block_bytes_, buf.data(), n, &problem)) {
-        d.error(path(), "", problem, kFix);
+        d.error(path(), "", problem, kFixDamaged);
         ++bad;
       }
     }

@@ -22,5 +22,7 @@ std::string join_list(const std::vector<std::string>& v, const std::string& sep 
 std::string json_type_name(const nlohmann::json& v);
 // A number as a message shows it: 0.001, 1e-08, 5e+08 (the shortest round trip of iostream).
 std::string number_text(double v);
+// A string value as a message quotes it: "nvme".
+inline std::string quoted_text(const std::string& v) { return "\"" + v + "\""; }
 
 }  // namespace zt

@@ -10,8 +10,6 @@
 namespace zt {
 namespace {
 
-std::string num(double v) { return number_text(v); }
-std::string q(const std::string& v) { return "\"" + v + "\""; }
 
 void check_nvme_path(const OffloadConfig& o, const std::string& block, bool probe, Diagnostics& d) {
   if (o.device.value != "nvme" || o.device.invalid) return;
@@ -23,7 +21,7 @@ void check_nvme_path(const OffloadConfig& o, const std::string& block, bool prob
   }
   if (!probe) return;
   const PathInfo p = probe_path(o.nvme_path.value);
-  const std::string v = q(o.nvme_path.value);
+  const std::string v = quoted_text(o.nvme_path.value);
   if (!p.exists) {
     d.error(path, v, "the path does not exist", "create it (mkdir -p " + o.nvme_path.value + ") or point nvme_path at an existing folder");
   } else if (!p.is_dir) {
@@ -46,7 +44,7 @@ void check_range(const Field<double>& f, const std::string& path, Diagnostics& d
   if (f.invalid || f.is_auto) return;
   const double v = f.value;
   const bool ok = std::isfinite(v) && (lo_open ? v > lo : v >= lo) && (hi_open ? v < hi : v <= hi);
-  if (!ok) d.error(path, num(v), "out of range: must be " + what, "use a value " + what);
+  if (!ok) d.error(path, number_text(v), "out of range: must be " + what, "use a value " + what);
 }
 
 // The scheduler's params with DeepSpeed's own limits (runtime/lr_schedules.py of 0.19.5).
@@ -94,8 +92,8 @@ void validate_scheduler(Config& c, Diagnostics& d) {
     check_range(s.warmup_min_lr, "scheduler.params.warmup_min_lr", d, 0, false, INFINITY, true, ">= 0 and finite");
     check_range(s.warmup_max_lr, "scheduler.params.warmup_max_lr", d, 0, false, INFINITY, true, ">= 0 and finite");
     if (!s.warmup_min_lr.invalid && !s.warmup_max_lr.invalid && s.warmup_min_lr.value > s.warmup_max_lr.value)
-      d.error("scheduler.params.warmup_min_lr", num(s.warmup_min_lr.value),
-              "greater than warmup_max_lr " + num(s.warmup_max_lr.value), "make warmup_min_lr <= warmup_max_lr");
+      d.error("scheduler.params.warmup_min_lr", number_text(s.warmup_min_lr.value),
+              "greater than warmup_max_lr " + number_text(s.warmup_max_lr.value), "make warmup_min_lr <= warmup_max_lr");
   }
   if (t != "WarmupLR" && !s.total_num_steps.invalid && !w.invalid && w.value > s.total_num_steps.value && w.value >= 1)
     d.warning("scheduler.params.warmup_num_steps", std::to_string(w.value),
@@ -153,27 +151,27 @@ void validate_config(Config& c, const LoadOptions& opts, Diagnostics& d) {
   auto& oo = z.offload_optimizer;
   auto& op = z.offload_param;
   if (stage_ok && op.device.value != "none" && stage < 3)
-    d.error("zero_optimization.offload_param.device", q(op.device.value),
+    d.error("zero_optimization.offload_param.device", quoted_text(op.device.value),
             "parameter offload needs ZeRO stage 3, and stage is " + std::to_string(stage) +
                 " (DeepSpeed ignores it silently; zerotrain refuses)",
             "set zero_optimization.stage to 3, or remove offload_param");
   if (stage_ok && oo.device.value != "none" && stage == 0)
-    d.error("zero_optimization.offload_optimizer.device", q(oo.device.value),
+    d.error("zero_optimization.offload_optimizer.device", quoted_text(oo.device.value),
             "optimizer offload needs ZeRO stage 1, 2 or 3, and stage is 0", "set zero_optimization.stage to 1, 2 or 3, or remove offload_optimizer");
   if (!oo.ratio.invalid) {
     if (!(oo.ratio.value >= 0 && oo.ratio.value <= 1))
-      d.error("zero_optimization.offload_optimizer.ratio", num(oo.ratio.value), "out of range: the offloaded fraction must be in [0, 1]",
+      d.error("zero_optimization.offload_optimizer.ratio", number_text(oo.ratio.value), "out of range: the offloaded fraction must be in [0, 1]",
               "use a value in [0, 1] (1 offloads all optimizer state, 0 none of it)");
     else if (oo.ratio.value < 1 && stage_ok && stage != 3)
-      d.error("zero_optimization.offload_optimizer.ratio", num(oo.ratio.value),
+      d.error("zero_optimization.offload_optimizer.ratio", number_text(oo.ratio.value),
               "partial optimizer offload (ratio < 1) works only with ZeRO stage 3, and stage is " + std::to_string(stage),
               "set zero_optimization.stage to 3, or remove ratio (offload everything)");
   }
   if (oo.ratio.present && oo.device.value == "none")
-    d.warning("zero_optimization.offload_optimizer.ratio", num(oo.ratio.value), "has no effect: offload_optimizer.device is \"none\"",
+    d.warning("zero_optimization.offload_optimizer.ratio", number_text(oo.ratio.value), "has no effect: offload_optimizer.device is \"none\"",
               "set device to \"cpu\", or remove ratio");
   else if (!oo.ratio.invalid && oo.ratio.value < 1 && oo.device.value == "nvme")
-    d.error("zero_optimization.offload_optimizer.ratio", num(oo.ratio.value),
+    d.error("zero_optimization.offload_optimizer.ratio", number_text(oo.ratio.value),
             "partial optimizer offload (ratio < 1) works with offload_optimizer.device \"cpu\" only, and device is \"nvme\"",
             "set device to \"cpu\", or remove ratio (page all optimizer state to NVMe)");
   check_nvme_path(oo, "offload_optimizer", opts.probe_paths, d);
@@ -232,14 +230,14 @@ void validate_config(Config& c, const LoadOptions& opts, Diagnostics& d) {
     if (!o.betas.invalid && !o.betas.is_auto && o.betas.value.size() == 2)
       for (int i = 0; i < 2; ++i)
         if (!(o.betas.value[i] >= 0 && o.betas.value[i] < 1))
-          d.error("optimizer.params.betas[" + std::to_string(i) + "]", num(o.betas.value[i]), "out of range: must be in [0, 1)",
+          d.error("optimizer.params.betas[" + std::to_string(i) + "]", number_text(o.betas.value[i]), "out of range: must be in [0, 1)",
                   i == 0 ? "0.9 is usual" : "0.999 (or 0.95 for large language models) is usual");
   } else {
     check_range(o.momentum, "optimizer.params.momentum", d, 0, false, inf, true, ">= 0 and finite");
     if (o.nesterov.value && !o.momentum.invalid && !o.dampening.invalid && (o.momentum.value <= 0 || o.dampening.value != 0))
       d.error("optimizer.params.nesterov", "true",
               "Nesterov momentum needs momentum > 0 and dampening 0 (torch.optim.SGD refuses it too), and momentum is " +
-                  num(o.momentum.value) + ", dampening " + num(o.dampening.value),
+                  number_text(o.momentum.value) + ", dampening " + number_text(o.dampening.value),
               "set momentum (e.g. 0.9) and dampening 0, or nesterov false");
   }
 
@@ -247,10 +245,10 @@ void validate_config(Config& c, const LoadOptions& opts, Diagnostics& d) {
 
   // Other top-level values.
   if (!c.gradient_clipping.invalid && !std::isfinite(c.gradient_clipping.value))
-    d.error("gradient_clipping", num(c.gradient_clipping.value), "out of range: must be finite (0 = no clipping)",
+    d.error("gradient_clipping", number_text(c.gradient_clipping.value), "out of range: must be finite (0 = no clipping)",
             "use 1.0 (DeepSpeed's default) or 0 to turn clipping off");
   else if (!c.gradient_clipping.invalid && c.gradient_clipping.value < 0)
-    d.warning("gradient_clipping", num(c.gradient_clipping.value),
+    d.warning("gradient_clipping", number_text(c.gradient_clipping.value),
               "negative: DeepSpeed clips only when it is > 0, so this turns clipping off (and so it does here)",
               "write 0 to turn clipping off");
   check_range(c.gradient_predivide_factor, "gradient_predivide_factor", d, 0, true, inf, true, "> 0 and finite");

@@ -11,10 +11,6 @@
 namespace zt {
 namespace {
 
-std::string num(double v) { return number_text(v); }
-std::string q(const std::string& v) { return "\"" + v + "\""; }
-
-bool is_adam(const Config& c) { return c.optimizer.type.value == "Adam" || c.optimizer.type.value == "AdamW"; }
 
 // The element count of the largest per-rank shard of any unit at stage 3 (the engine pads each unit
 // to world size × 16 elements and splits it evenly).
@@ -45,29 +41,29 @@ void report(ZeroRule rule, const Config& c, const ZeroOptionSet& zs, Diagnostics
     case ZeroRule::AccumPrecision: {
       const bool comm = rule == ZeroRule::CommPrecision;
       d.error(comm ? "communication_data_type" : "data_types.grad_accum_dtype",
-              q(comm ? c.communication_data_type.value : c.data_types.grad_accum_dtype.value),
+              quoted_text(comm ? c.communication_data_type.value : c.data_types.grad_accum_dtype.value),
               "the cuda backend reduces and accumulates gradients in bf16 only",
               "remove it or set it to \"bf16\", or run on --backend cpu (which emulates fp32 and fp16)");
       return;
     }
     case ZeroRule::ParamOffloadNeedsHostOptimizer:
-      d.error("zero_optimization.offload_param.device", q(op.device.value),
+      d.error("zero_optimization.offload_param.device", quoted_text(op.device.value),
               "on the cuda backend parameter offload needs every shard's optimizer step on the host (it writes the new "
               "shard there), and " +
                   (oo.device.value == "none" ? std::string("offload_optimizer.device is \"none\"")
-                                             : "offload_optimizer.ratio is " + num(oo.ratio.value)),
+                                             : "offload_optimizer.ratio is " + number_text(oo.ratio.value)),
               "set offload_optimizer.device to \"cpu\" or \"nvme\" with ratio 1, or offload_param.device to \"none\"");
       return;
     case ZeroRule::PartialOffloadNeedsStage3Cpu:
       return;  // validate.cpp words the stage and device cases of ratio < 1 with their own keys
     case ZeroRule::PartialOffloadNeedsAdam:
-      d.error("zero_optimization.offload_optimizer.ratio", num(oo.ratio.value),
+      d.error("zero_optimization.offload_optimizer.ratio", number_text(oo.ratio.value),
               "partial optimizer offload keeps part of the optimizer in device memory, where only Adam/AdamW run, and "
               "the optimizer is " + c.optimizer.type.value,
               "remove ratio (offload everything), or use Adam/AdamW");
       return;
     case ZeroRule::LambOnNvme:
-      d.error("optimizer.type", q(c.optimizer.type.value),
+      d.error("optimizer.type", quoted_text(c.optimizer.type.value),
               "Lamb needs every tensor's state at once for its trust ratio, so its state cannot be paged to NVMe",
               "use offload_optimizer.device \"cpu\", or Adam/AdamW");
       return;
@@ -112,7 +108,6 @@ const char* compute_backend_name(ComputeBackend b) { return b == ComputeBackend:
 
 void validate_for_engine(const Config& c, const LoadOptions& opts, Diagnostics& d) {
   const auto& z = c.zero_optimization;
-  const auto& oo = z.offload_optimizer;
   const auto& op = z.offload_param;
   const auto& o = c.optimizer;
   // The ZeRO objects' rules, written once in runtime/zero/zero_rules.h (the engine checks the same).

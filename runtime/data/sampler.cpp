@@ -6,18 +6,13 @@
 #include <numeric>
 #include <string>
 
+#include "base/splitmix64.h"
 #include "runtime/common/diagnostics.h"
 #include "runtime/data/token_dataset.h"
 
 namespace zt {
 
 namespace {
-uint64_t splitmix64(uint64_t& s) {
-  uint64_t x = (s += 0x9E3779B97F4A7C15ull);
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
 }  // namespace
 
 BatchSampler::BatchSampler(const TokenCorpus& corpus, int seq_len, uint64_t seed, const std::string& source)
@@ -43,7 +38,7 @@ int64_t BatchSampler::window_of(int64_t g) {
     uint64_t s = seed_ ^ (uint64_t(epoch) * 0xD1B54A32D192ED03ull);
     for (int64_t i = windows_ - 1; i > 0; --i) {
       // Unbiased enough for i < 2^32 windows: a 64-bit value reduced by multiply-high.
-      const int64_t j = int64_t((unsigned __int128)splitmix64(s) * uint64_t(i + 1) >> 64);
+      const int64_t j = int64_t((unsigned __int128)splitmix64_next(s) * uint64_t(i + 1) >> 64);
       std::swap(perm_[size_t(i)], perm_[size_t(j)]);
     }
     epoch_ = epoch;

@@ -5,6 +5,7 @@
 #include <array>
 #include <cmath>
 
+#include "base/splitmix64.h"
 
 namespace zt {
 
@@ -16,35 +17,28 @@ constexpr int kK = 32;
 // Next symbol given (a, b): the "usual" successor of b alone, or one of two successors of the pair.
 constexpr std::array<double, 3> kProbs = {0.6, 0.25, 0.15};
 
-uint64_t splitmix64(uint64_t& s) {
-  uint64_t x = (s += 0x9E3779B97F4A7C15ull);
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
-
 struct Chain {
   std::array<uint8_t, kK> first;                // successor of b alone
   std::array<std::array<uint8_t, 2>, kK * kK> pair;  // successors of (a, b), distinct from first[b]
 
   explicit Chain(uint64_t seed) {
     uint64_t s = seed ^ 0x5A17C0DEull;
-    for (int b = 0; b < kK; ++b) first[size_t(b)] = uint8_t(splitmix64(s) % kK);
+    for (int b = 0; b < kK; ++b) first[size_t(b)] = uint8_t(splitmix64_next(s) % kK);
     for (int ab = 0; ab < kK * kK; ++ab) {
       const int b = ab % kK;
       uint8_t x, y;
-      do x = uint8_t(splitmix64(s) % kK); while (x == first[size_t(b)]);
-      do y = uint8_t(splitmix64(s) % kK); while (y == first[size_t(b)] || y == x);
+      do x = uint8_t(splitmix64_next(s) % kK); while (x == first[size_t(b)]);
+      do y = uint8_t(splitmix64_next(s) % kK); while (y == first[size_t(b)] || y == x);
       pair[size_t(ab)] = {x, y};
     }
   }
 
   void generate(uint64_t seed, size_t n, std::vector<uint16_t>& out) const {
     uint64_t s = seed;
-    int a = int(splitmix64(s) % kK), b = int(splitmix64(s) % kK);
+    int a = int(splitmix64_next(s) % kK), b = int(splitmix64_next(s) % kK);
     out.resize(n);
     for (size_t i = 0; i < n; ++i) {
-      const double u = double(splitmix64(s) >> 11) * (1.0 / 9007199254740992.0);
+      const double u = double(splitmix64_next(s) >> 11) * (1.0 / 9007199254740992.0);
       int c;
       if (u < kProbs[0]) c = first[size_t(b)];
       else if (u < kProbs[0] + kProbs[1]) c = pair[size_t(a * kK + b)][0];
@@ -62,7 +56,7 @@ TokenDataset make_synthetic_dataset(uint64_t seed, size_t train_tokens, size_t v
   const Chain chain(seed);
   TokenDataset d;
   uint64_t s = seed;
-  const uint64_t train_seed = splitmix64(s), val_seed = splitmix64(s);
+  const uint64_t train_seed = splitmix64_next(s), val_seed = splitmix64_next(s);
   std::vector<uint16_t> train, val;
   chain.generate(train_seed, train_tokens, train);
   chain.generate(val_seed, val_tokens, val);

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "base/clock.h"
 #include "collectives/communicator.h"
 #include "kernels/backend.h"
 #include "runtime/zero/buckets.h"
@@ -18,8 +19,6 @@
 
 namespace zt {
 
-using Clock = std::chrono::steady_clock;
-inline double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 // Where one step's time went (wall_clock_breakdown): compute, and waits for communication.
 struct StepTimes {
