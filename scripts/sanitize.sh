@@ -5,7 +5,7 @@
 # Prints the build and test times. The build is optimised at -O1 (the level AddressSanitizer's
 # own documentation recommends; -O3 under both sanitizers took twice as long to compile, for
 # tests that run a few percent faster) with unity builds of the libraries (ZT_UNITY), which
-# together take the job's build from about 43 to about NN minutes on the CI machine.
+# together cut the job's build (43 minutes at -O3 on the CI machine; 19 minutes here on 2 busy cores).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${ZT_ASAN_DIR:-$root/build-asan}"

@@ -16,6 +16,8 @@
 #include "runtime/config/config_plan.h"
 #include "runtime/model/gpt2.h"
 #include "runtime/config/report.h"
+#include "runtime/engine/engine.h"
+#include "runtime/engine/engine_config.h"
 #include "runtime/model/model_config.h"
 #include "runtime/plan/gpu_memory.h"
 #include "runtime/plan/machine_probe.h"
@@ -134,6 +136,10 @@ FitReport check_fit(const CheckArgs& a, const Config& c, int64_t params, const M
     plan_in.activation_bytes = double(GPT2::activation_bytes_for(
         *model, ModelRunOptions{int(plan_in.micro_batch), plan_in.activation_checkpointing}, size_t(plan_working_bytes(plan_in)),
         attention_saved_estimate(backend, int(plan_in.micro_batch), *model)));
+  if (model)  // the engine's unit buffers as a run at this world size would hold them
+    plan_in.unit_buffer_bytes = double(planned_unit_buffer_bytes(
+        *model, engine_options_from_config(c, 0, plan_in.activation_checkpointing, model), a.world_size,
+        size_t(plan_working_bytes(plan_in))));
   const MemoryPlan plan = make_memory_plan(plan_in);
   const auto& z = c.zero_optimization;
   std::string nvme;

@@ -10,6 +10,7 @@
 
 #include "runtime/engine/engine_checkpoint.h"
 #include "runtime/engine/engine_state.h"
+#include "runtime/zero/unit_buffer_plan.h"
 #include "runtime/zero/zero_rules.h"
 #include "runtime/model/init.h"
 
@@ -63,14 +64,26 @@ offload::PinnedAllocatorOptions pinned_options(const EngineOptions& o, std::vect
   return po;
 }
 
-std::vector<UnitSpec> unit_specs(const GPT2& model) {
+std::vector<UnitSpec> unit_specs(const std::vector<UnitLayout>& layouts) {
   std::vector<UnitSpec> specs;
-  for (const auto& l : model.layouts()) {
+  for (const auto& l : layouts) {
     UnitSpec s{l.name, l.numel, {}};
     for (const auto& t : l.tensors) s.tensors.push_back({t.name, t.offset, t.numel});
     specs.push_back(std::move(s));
   }
   return specs;
+}
+
+GatherOptions gather_options(const EngineOptions& o, const ModelConfig& m) {
+  GatherOptions go;
+  go.overlap = o.overlap_comm;
+  go.tied_head = m.tied_embeddings;
+  go.prefetch_bucket_size = o.prefetch_bucket_size;
+  go.persistence_threshold = o.param_persistence_threshold;
+  go.max_live_parameters = o.max_live_parameters;
+  go.max_reuse_distance = o.max_reuse_distance;
+  go.allgather_bucket_size = o.allgather_bucket_size;
+  return go;
 }
 
 PartitionConfig partition_config(const EngineOptions& o, Backend& b, const Communicator& c) {
@@ -93,17 +106,30 @@ PartitionConfig partition_config(const EngineOptions& o, Backend& b, const Commu
 
 std::vector<ElementRange> checkpoint_needed_ranges(const ModelConfig& model, const EngineOptions& o, Backend& b,
                                                    const Communicator& c) {
-  std::vector<UnitSpec> specs;
-  for (const auto& l : build_unit_layouts(model)) {
-    UnitSpec s{l.name, l.numel, {}};
-    for (const auto& t : l.tensors) s.tensors.push_back({t.name, t.offset, t.numel});
-    specs.push_back(std::move(s));
-  }
-  const Partition part(std::move(specs), partition_config(o, b, c));
+  const Partition part(unit_specs(build_unit_layouts(model)), partition_config(o, b, c));
   std::vector<ElementRange> out;
   for (const UnitRange& r : part.needed_ranges())
     if (r.n > 0) out.push_back({r.unit, r.begin, r.n});
   return out;
+}
+
+uint64_t planned_unit_buffer_bytes(const ModelConfig& model, const EngineOptions& o, int world_size,
+                                   size_t element_bytes) {
+  const ShardMap map(unit_specs(build_unit_layouts(model)), world_size, 0, o.shard_alignment);
+  UnitBufferWalk walk;
+  for (int u = 0; u < map.units(); ++u) {
+    walk.padded.push_back(map.shard(u).padded);
+    walk.numel.push_back(map.shard(u).numel);
+  }
+  walk.stage = o.stage;
+  walk.overlap = o.overlap_comm;
+  walk.reduce_bucket_elems = o.reduce_bucket_size;
+  walk.micro_steps = o.grad_accum;
+  walk.gather = gather_options(o, model);
+  // Between steps, when ranks hold shards, the checksum, the export and a checkpoint load gather one
+  // unit at a time in fp32 beside the pool (State::gather_unit).
+  const uint64_t gather_scratch = o.stage >= 1 && world_size > 1 ? uint64_t(map.max_unit_padded()) * 4 : 0;
+  return uint64_t(unit_buffer_peak_elements(walk)) * element_bytes + gather_scratch;
 }
 
 Engine::State::State(const ModelConfig& m, const EngineOptions& o, Backend& b, Communicator& c)
@@ -112,7 +138,7 @@ Engine::State::State(const ModelConfig& m, const EngineOptions& o, Backend& b, C
   comm.set_compute_stream(b.native_stream());  // NCCL: collectives wait for the kernels before them
   model = std::make_unique<GPT2>(m, b, ModelRunOptions{o.micro_batch, o.checkpoint_activations});
   ledger.record_external(MemCategory::Activations, model->activation_bytes());
-  part = std::make_unique<Partition>(unit_specs(*model), partition_config(o, b, c));
+  part = std::make_unique<Partition>(unit_specs(model->layouts()), partition_config(o, b, c));
   check_zero_rules(o, b, *part);
   // The communicator's own working buffers, sized now for the largest call this engine makes (the
   // model in 4-byte elements; a padded call runs as one chunk more) and counted where they live:
@@ -135,15 +161,7 @@ Engine::State::State(const ModelConfig& m, const EngineOptions& o, Backend& b, C
       *z, pinned, transfer.get(),
       ParamOffloadOptions{o.offload.param_nvme_path, o.offload.param_buffer_count, o.offload.param_buffer_size, o.offload.aio});
   reducer = std::make_unique<GradReducer>(*z, *pool, o.reduce_bucket_size, o.overlap_comm);
-  GatherOptions go;
-  go.overlap = o.overlap_comm;
-  go.tied_head = m.tied_embeddings;
-  go.prefetch_bucket_size = o.prefetch_bucket_size;
-  go.persistence_threshold = o.param_persistence_threshold;
-  go.max_live_parameters = o.max_live_parameters;
-  go.max_reuse_distance = o.max_reuse_distance;
-  go.allgather_bucket_size = o.allgather_bucket_size;
-  gatherer = std::make_unique<ParamGatherer>(*z, *pool, *store, go);
+  gatherer = std::make_unique<ParamGatherer>(*z, *pool, *store, gather_options(o, m));
   UpdateRules rules;
   rules.scheduler = o.scheduler;
   rules.gradient_clipping = o.gradient_clipping;

@@ -23,6 +23,14 @@
 
 namespace zt {
 
+// The bytes of full-unit buffers an engine built with these options holds at its peak, found without
+// building one: the pool's gradient and stage 3 gathered-unit buffers after a step
+// (runtime/zero/unit_buffer_plan.h) and, when ranks hold shards (stage >= 1, more than one rank),
+// the one fp32 unit the checksum, export and checkpoint load gather into beside it. The memory plan's
+// buffers row less the communicator's. element_bytes: the backend's working element (4 on the CPU).
+uint64_t planned_unit_buffer_bytes(const ModelConfig& model, const EngineOptions& o, int world_size,
+                                   size_t element_bytes);
+
 struct StepStats {
   int64_t step = 0;            // optimizer steps attempted so far, this one included
   double loss = 0;             // mean over the global batch

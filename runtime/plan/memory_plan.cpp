@@ -91,16 +91,19 @@ MemoryPlan make_memory_plan(const PlanInput& in) {
 
   p.device_activations = in.activation_bytes.value_or(0.0);
 
-  // Gradient reduction buffers: the bucket, but at least what zerotrain's engine holds, which reduces
-  // whole units: up to three full-unit gradient buffers at once (two in flight and a tied head's
-  // embedding gradient), whatever reduce_bucket_size says.
-  double buffers = std::max(min_elems(in.reduce_bucket_size, psi), 3.0 * double(gpt2_largest_unit(in))) * w;
-  if (in.stage == 1 || in.stage == 2) buffers += min_elems(in.allgather_bucket_size, psi) * w;
-  if (in.stage == 3) {
-    buffers += std::max(min_elems(in.stage3_max_live_parameters, psi),
-                        min_elems(in.stage3_prefetch_bucket_size, psi)) * w;
+  if (in.unit_buffer_bytes) {
+    p.device_buffers = *in.unit_buffer_bytes;  // what the engine's buffer pool holds
+  } else {
+    // No model: the bucket sizes bound the buffers, but at least three of the largest unit (the
+    // engine reduces whole units: two in flight and a tied head's embedding gradient).
+    double buffers = std::max(min_elems(in.reduce_bucket_size, psi), 3.0 * double(gpt2_largest_unit(in))) * w;
+    if (in.stage == 1 || in.stage == 2) buffers += min_elems(in.allgather_bucket_size, psi) * w;
+    if (in.stage == 3) {
+      buffers += std::max(min_elems(in.stage3_max_live_parameters, psi),
+                          min_elems(in.stage3_prefetch_bucket_size, psi)) * w;
+    }
+    p.device_buffers = buffers;
   }
-  p.device_buffers = buffers;
   p.comm_buffers = double(in.comm_buffer_bytes);
   if (in.backend_is_host) {
     p.device_buffers += p.comm_buffers;

@@ -48,10 +48,15 @@
 // its libraries, MPI's and the BLAS/OpenMP threads' own memory) is a row of its own, outside the
 // device total, so that the ledger and the operating system's resident set can be compared.
 //
-// Buffers per rank in the working dtype: the reduce bucket min(reduce_bucket_size, Ψ)·w at every
-// stage; stages 1-2 add the all-gather bucket min(allgather_bucket_size, Ψ)·w; stage 3 adds the
-// gathered-parameter working set max(min(stage3_max_live_parameters, Ψ),
-// min(stage3_prefetch_bucket_size, Ψ))·w.
+// Buffers per rank in the working dtype: with a model (PlanInput::unit_buffer_bytes), what the
+// engine's full-unit buffer pool holds after a step — the gradient buffers of whole units and stage
+// 3's gathered units, from walking the step's schedule with the reducer's and gatherer's own rules
+// (runtime/zero/unit_buffer_plan.h) — and, when ranks hold shards, the one fp32 unit gathered
+// between steps (checksum, export, load): the ledger's comm_buffers peak less the communicator's.
+// Without a model (check --params) an estimate from the bucket sizes: the reduce bucket
+// min(reduce_bucket_size, Ψ)·w at every stage; stages 1-2 add the all-gather bucket
+// min(allgather_bucket_size, Ψ)·w; stage 3 adds the gathered-parameter working set
+// max(min(stage3_max_live_parameters, Ψ), min(stage3_prefetch_bucket_size, Ψ))·w.
 //
 // DeepSpeed's estimators (documented deepspeed.runtime.zero estimate_zero2/zero3_model_states_mem_needs,
 // buffer factor 1.5, G = GPUs per node, M = nodes; "per CPU" is per node):
@@ -101,6 +106,8 @@ struct PlanInput {
   int64_t sub_group_size = 1000000000;
   int optimizer_buffer_count = 4, param_buffer_count = 5;
   int64_t param_buffer_size = 100000000;
+  // The engine's full-unit buffers at their peak (planned_unit_buffer_bytes); unset: no model.
+  std::optional<double> unit_buffer_bytes;
   uint64_t comm_buffer_bytes = 0;    // the communicator's own working buffers per rank (host memory)
   bool backend_is_host = false;      // the CPU backend: its device memory is host RAM
   std::optional<uint64_t> process_baseline;  // resident bytes at start-up, measured by the run

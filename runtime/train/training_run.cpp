@@ -207,11 +207,13 @@ void check_start(Started& st, const RunOptions& o, Communicator& comm, Backend& 
   }
   remove_stale_swap_files_of(st.cfg, rank);
   // Pre-flight: the plan against this machine, before the engine allocates anything.
+  st.eo = engine_options_from_config(st.cfg, o.seed, o.recompute, &o.model);
   PlanInput plan_in = plan_input(st.cfg, o.model.total_params(), &o.model, o.local_ranks);
   plan_in.activation_checkpointing = o.recompute;  // the run recomputes with --recompute only, whatever the block says
   plan_in.emulates_16bit_in_fp32 = target == ComputeBackend::Cpu;
   plan_in.backend_is_host = target == ComputeBackend::Cpu;
   plan_in.comm_buffer_bytes = comm.buffer_bytes_for(uint64_t(o.model.total_params()) * 4);  // as the engine reserves
+  plan_in.unit_buffer_bytes = double(planned_unit_buffer_bytes(o.model, st.eo, W, dtype_size(backend.act_dtype())));
   if (st.baseline.known) plan_in.process_baseline = st.baseline.rss;
   const int micro_batch = int(st.cfg.train_micro_batch_size_per_gpu.value);
   plan_in.activation_bytes = double(GPT2::activation_bytes_for(
@@ -221,7 +223,6 @@ void check_start(Started& st, const RunOptions& o, Communicator& comm, Backend& 
   d.append(preflight(st.plan, probe_machine(), st.cfg.zero_optimization.offload_optimizer.nvme_path.value));
   if (d.has_errors()) throw UserError(d);
   st.warnings = format_report(d);  // printed once for the job when every rank has started
-  st.eo = engine_options_from_config(st.cfg, o.seed, o.recompute, &o.model);
   st.eo.trace = !o.trace_path.empty() && comm.rank() == 0;
   if (rank == 0 && !o.metrics_path.empty()) st.metrics = std::make_unique<OutputFile>("--metrics", o.metrics_path);
   if (rank == 0 && !o.trace_path.empty()) st.trace = std::make_unique<OutputFile>("--trace", o.trace_path);

@@ -4,6 +4,9 @@
 // bytes resident per rank equal the memory plan up to padding, the activations exactly.
 #include <gtest/gtest.h>
 
+#include <iterator>
+#include <tuple>
+
 #include "runtime/model/gpt2.h"
 #include "runtime/plan/memory_plan.h"
 #include "tests/engine/engine_test_util.h"
@@ -97,6 +100,75 @@ TEST_P(AccountingBf16, ResidentBytesMatchThePlanWithTheMasterCopy) {
   EXPECT_EQ(double(probe.ledger().current()[MemCategory::CommBuffers]), plan.comm_buffers)
       << "between steps the ledger's buffers are the communicator's reservation alone";
 }
+
+// The plan's buffers row is what the engine holds at its peak, exactly: the full-unit buffer pool
+// (gradients of whole units, stage 3's gathered units, walked by planned_unit_buffer_bytes with the
+// reducer's and gatherer's rules), the fp32 unit the parameter summary gathers between steps, and the
+// communicator's reservation; beside them only the loss and norm exchanges (8 bytes per rank each).
+// For every stage, with overlap on and off, a tied and an untied head, one bucket and many, with
+// gradient accumulation, and stage 3's prefetch, persistence and reuse choices; and the plan's
+// total is the ledger's peak up to the padding.
+struct BufferCase {
+  const char* name;
+  bool tied, overlap;
+  int grad_accum;
+  int64_t reduce_bucket, prefetch, persistence, reuse, max_live;
+};
+constexpr BufferCase kBufferCases[] = {
+    {"defaults", true, true, 1, 500000000, 50000000, 100000, 1000000000, 1000000000},
+    {"no_overlap", true, false, 1, 500000000, 50000000, 100000, 1000000000, 1000000000},
+    {"untied_small_buckets", false, true, 1, 3000, 50000000, 100000, 1000000000, 1000000000},
+    {"accumulate_small_buckets", true, true, 3, 5000, 50000000, 100000, 1000000000, 1000000000},
+    {"no_reuse_no_persistence", true, true, 1, 500000000, 50000000, 0, 0, 1000000000},
+    {"small_prefetch_few_live", false, true, 3, 4000, 3000, 0, 2000, 6000},
+    // Buckets that end where units end: a unit's last bucket is still in flight (overlap keeps one)
+    // when the next unit of its size asks for its buffer.
+    {"unit_aligned_buckets", false, true, 1, 16, 50000000, 100000, 1000000000, 1000000000},
+};
+
+class AccountingBuffers : public ::testing::TestWithParam<std::tuple<int, int>> {};
+
+TEST_P(AccountingBuffers, PlanBuffersAreTheLedgersPeak) {
+  const auto [stage, which] = GetParam();
+  const BufferCase& c = kBufferCases[which];
+  const int W = world().comm->world_size();
+  const ModelConfig model = tiny_model(c.tied);
+  EngineOptions o = base_options(stage, c.grad_accum, DType::F32, c.overlap);
+  o.reduce_bucket_size = c.reduce_bucket;
+  o.prefetch_bucket_size = c.prefetch;
+  o.param_persistence_threshold = c.persistence;
+  o.max_reuse_distance = c.reuse;
+  o.max_live_parameters = c.max_live;
+  const RunResult r = run_engine(model, o, 2);
+  const uint64_t comm = world().comm->buffer_bytes_for(uint64_t(model.total_params()) * 4);
+  const uint64_t units = planned_unit_buffer_bytes(model, o, W, 4);
+  const uint64_t ledger = r.peak[MemCategory::CommBuffers];
+  EXPECT_LE(units + comm, ledger) << c.name;
+  EXPECT_LE(ledger - (units + comm), 16ull * (W > 1 ? W : 0))
+      << c.name << ": the ledger's buffers peaked at " << ledger << " bytes, the plan says " << units + comm;
+
+  Engine probe(model, o, *world().backend, *world().comm);
+  PlanInput in;
+  in.params = probe.params();
+  in.world_size = W;
+  in.stage = stage;
+  in.optimizer = OptimizerType::AdamW;
+  in.backend_is_host = true;
+  in.comm_buffer_bytes = comm;
+  in.unit_buffer_bytes = double(units);
+  in.activation_bytes = double(probe.ledger().current()[MemCategory::Activations]);
+  const MemoryPlan plan = make_memory_plan(in);
+  const double pad = 16.0 * double(probe.shard_map().total_padded() - in.params) + 16.0 * W;  // 4 fp32 arrays
+  EXPECT_NEAR(plan.device_total(), double(r.peak_total), pad) << c.name << ": the plan's total is the ledger's peak";
+}
+
+INSTANTIATE_TEST_SUITE_P(Engine, AccountingBuffers,
+                         ::testing::Combine(::testing::Values(0, 1, 2, 3),
+                                            ::testing::Range(0, int(std::size(kBufferCases)))),
+                         [](const auto& info) {
+                           return "stage" + std::to_string(std::get<0>(info.param)) + "_" +
+                                  kBufferCases[std::get<1>(info.param)].name;
+                         });
 
 INSTANTIATE_TEST_SUITE_P(Engine, AccountingBf16, ::testing::Values(0, 1, 2, 3),
                          [](const auto& info) { return "stage" + std::to_string(info.param); });

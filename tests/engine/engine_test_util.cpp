@@ -55,6 +55,8 @@ RunResult run_engine(const ModelConfig& model, EngineOptions options, int steps)
   r.resident = engine.ledger().current();
   r.host = engine.ledger().host();
   r.summary = engine.param_summary();
+  r.peak = engine.ledger().peak_by_category();
+  r.peak_total = engine.ledger().peak_total();
   return r;
 }
 

@@ -32,6 +32,8 @@ struct RunResult {
   ParamSummary summary;
   MemCounts resident;  // ledger bytes after the last step (backend memory)
   MemCounts host;      // host memory that offload keeps apart from the backend's
+  MemCounts peak;      // the ledger's peak by category, the parameter summary's gathers included
+  uint64_t peak_total = 0;
   int64_t skipped = 0;
 };
 
