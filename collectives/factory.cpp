@@ -46,7 +46,7 @@ std::unique_ptr<Communicator> make_communicator(const Bootstrap& boot, CommBacke
       offload::PinnedAllocatorOptions pin;
       pin.pin_memory = memory->name() != "cpu";  // a CPU backend's memory is host memory already
       return std::make_unique<HostStagedCommunicator>(make_communicator(boot, CommBackend::Mpi, options), *memory,
-                                                      std::move(pin));
+                                                      std::move(pin), options.buffer_bytes);
     }
     case CommBackend::Auto:
       break;

@@ -1,10 +1,16 @@
-// HostStagedCommunicator: the staging pool, the handle that copies the result back, and the
-// mapping of each collective onto one host buffer (every call runs in place on the host).
+// HostStagedCommunicator: the two staging slots and the collectives in flight on them, the handle
+// that copies results back, and the cutting of each collective into inner calls that fit a slot
+// (every inner call runs in place on the host).
 #include "collectives/host_staged_communicator.h"
 
 #include <algorithm>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
 #include <exception>
 #include <mutex>
+#include <stdexcept>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -12,78 +18,100 @@
 
 namespace zt {
 
-// Pinned buffers kept for reuse. Capacities are powers of two (at least 64 KiB), so that buffers
-// of the same order of size are shared between calls; take() hands out the smallest one that fits.
-class HostStagedCommunicator::Pool {
- public:
-  explicit Pool(offload::PinnedAllocatorOptions pin) : alloc_(std::move(pin)) {}
-
-  offload::PinnedBuffer take(size_t bytes) {
-    std::lock_guard<std::mutex> lock(mu_);
-    size_t best = free_.size();
-    for (size_t i = 0; i < free_.size(); ++i)
-      if (free_[i].size() >= bytes && (best == free_.size() || free_[i].size() < free_[best].size())) best = i;
-    if (best != free_.size()) {
-      offload::PinnedBuffer b = std::move(free_[best]);
-      free_.erase(free_.begin() + std::ptrdiff_t(best));
-      return b;
-    }
-    size_t cap = size_t(64) << 10;
-    while (cap < bytes) cap <<= 1;
-    held_ += cap;
-    return alloc_.allocate(cap);
-  }
-  void give(offload::PinnedBuffer b) {
-    if (!b.data()) return;
-    std::lock_guard<std::mutex> lock(mu_);
-    free_.push_back(std::move(b));
-  }
-  size_t held() const {
-    std::lock_guard<std::mutex> lock(mu_);
-    return held_;
-  }
-
- private:
-  mutable std::mutex mu_;
-  offload::PinnedAllocator alloc_;
-  std::vector<offload::PinnedBuffer> free_;
-  size_t held_ = 0;
-};
-
 namespace {
 
-// A run of bytes between backend memory (`dev`) and offset `host` of the staging buffer.
+// A run of bytes between backend memory (`dev`) and offset `host` of a staging slot.
 struct Piece {
   void* dev;
   size_t host, bytes;
 };
 
-// The handle of one staged collective: owns the host buffer until the inner collective is done,
-// then (in wait/done) copies the `back` pieces of it to backend memory.
-class StagedHandle final : public CommHandle {
+class StagedChunk;
+
+}  // namespace
+
+// Two slots, each holding one staged inner collective at a time, and those collectives in issue
+// order so that a call finding both slots busy completes the oldest one.
+class HostStagedCommunicator::Staging {
  public:
-  StagedHandle(CommHandlePtr inner, Backend& be, std::shared_ptr<HostStagedCommunicator::Pool> pool,
-               offload::PinnedBuffer buf, std::vector<Piece> back)
-      : inner_(std::move(inner)), be_(be), pool_(std::move(pool)), buf_(std::move(buf)), back_(std::move(back)) {}
-  ~StagedHandle() override {
-    if (finished_) return;
-    try {
-      inner_->wait();  // the inner collective may still be writing the host buffer
-    } catch (...) {  // its failure was the caller's to see through wait(); the buffer is all we own
+  Staging(offload::PinnedAllocatorOptions pin, uint64_t cap)
+      : alloc_(std::move(pin)), cap_(cap), chunk_(size_t(comm_chunk_bytes(UINT64_MAX, cap))) {}
+
+  size_t chunk_bytes() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return chunk_;
+  }
+  size_t held() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return slots_[0].buf.size() + slots_[1].buf.size();
+  }
+
+  // Both slots sized to comm_chunk_bytes(L, cap) now, written once so that they are resident when
+  // the ledger counts them; no slot grows afterwards.
+  void reserve(uint64_t largest_call_bytes) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (slots_[0].busy || slots_[1].busy)
+      throw std::logic_error("HostStagedCommunicator::reserve_buffers: called while collectives are in flight");
+    chunk_ = size_t(comm_chunk_bytes(largest_call_bytes, cap_));
+    for (Slot& s : slots_) {
+      if (s.buf.size() != chunk_) s.buf = alloc_.allocate(chunk_);
+      std::memset(s.buf.data(), 0, chunk_);
     }
-    pool_->give(std::move(buf_));
+    reserved_ = true;
   }
-  void wait() override {
-    finish();
-    if (error_) std::rethrow_exception(error_);
+
+  // A free slot of at least `bytes` (≤ chunk_bytes()). With both busy, the oldest staged collective
+  // still in flight is completed first; a slot smaller than `bytes` grows (before a reservation).
+  int acquire(size_t bytes);
+  void release(int slot) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      slots_[slot].busy = false;
+    }
+    freed_.notify_all();
   }
-  bool done() override {
-    if (!finished_ && !inner_->done()) return false;
-    finish();
-    return true;
+  char* data(int slot) const { return slots_[slot].buf.as<char>(); }
+  void track(const std::shared_ptr<StagedChunk>& c) {
+    std::lock_guard<std::mutex> lock(mu_);
+    in_flight_.push_back(c);
   }
 
  private:
+  struct Slot {
+    offload::PinnedBuffer buf;
+    bool busy = false;
+  };
+  mutable std::mutex mu_;
+  std::condition_variable freed_;
+  offload::PinnedAllocator alloc_;
+  const uint64_t cap_;
+  size_t chunk_;
+  bool reserved_ = false;
+  Slot slots_[2];
+  std::deque<std::weak_ptr<StagedChunk>> in_flight_;
+};
+
+namespace {
+
+// One inner collective on a slot: owns the slot until the inner collective is done, then (in
+// finish) copies the `back` pieces of it to backend memory.
+class StagedChunk {
+ public:
+  StagedChunk(CommHandlePtr inner, Backend& be, std::shared_ptr<HostStagedCommunicator::Staging> staging, int slot,
+              std::vector<Piece> back)
+      : inner_(std::move(inner)), be_(be), staging_(std::move(staging)), slot_(slot), back_(std::move(back)) {}
+  ~StagedChunk() {
+    if (finished_) return;
+    try {
+      inner_->wait();  // the inner collective may still be writing the slot
+    } catch (...) {  // its failure was the caller's to see through wait(); the slot is all we own
+    }
+    staging_->release(slot_);
+  }
+  StagedChunk(const StagedChunk&) = delete;
+  StagedChunk& operator=(const StagedChunk&) = delete;
+
+  bool done() { return finished_ || inner_->done(); }
   void finish() {
     if (finished_) return;
     try {
@@ -92,7 +120,7 @@ class StagedHandle final : public CommHandle {
       bool any = false;
       for (const Piece& p : back_)
         if (p.bytes) {
-          last = be_.copy_to_device_async(p.dev, buf_.as<char>() + p.host, p.bytes);
+          last = be_.copy_to_device_async(p.dev, staging_->data(slot_) + p.host, p.bytes);
           any = true;
         }
       if (any) be_.wait_copy(last);  // the last copy done implies every earlier one in its direction
@@ -100,131 +128,260 @@ class StagedHandle final : public CommHandle {
       error_ = std::current_exception();
     }
     finished_ = true;
-    pool_->give(std::move(buf_));
+    staging_->release(slot_);
   }
+  const std::exception_ptr& error() const { return error_; }
 
+ private:
   CommHandlePtr inner_;
   Backend& be_;
-  std::shared_ptr<HostStagedCommunicator::Pool> pool_;
-  offload::PinnedBuffer buf_;
+  std::shared_ptr<HostStagedCommunicator::Staging> staging_;
+  int slot_;
   std::vector<Piece> back_;
   bool finished_ = false;
   std::exception_ptr error_;
 };
 
+// The handle of one call: its inner collectives, finished in order.
+class StagedHandle final : public CommHandle {
+ public:
+  explicit StagedHandle(std::vector<std::shared_ptr<StagedChunk>> chunks) : chunks_(std::move(chunks)) {}
+  void wait() override {
+    for (auto& c : chunks_) c->finish();
+    for (auto& c : chunks_)
+      if (c->error()) std::rethrow_exception(c->error());
+  }
+  bool done() override {
+    for (auto& c : chunks_)
+      if (!c->done()) return false;
+    for (auto& c : chunks_) c->finish();
+    return true;
+  }
+
+ private:
+  std::vector<std::shared_ptr<StagedChunk>> chunks_;
+};
+
 }  // namespace
 
-HostStagedCommunicator::HostStagedCommunicator(std::unique_ptr<Communicator> inner, Backend& backend,
-                                               offload::PinnedAllocatorOptions pin)
-    : inner_(std::move(inner)), backend_(backend), pool_(std::make_shared<Pool>(std::move(pin))) {}
-
-HostStagedCommunicator::~HostStagedCommunicator() = default;
-
-size_t HostStagedCommunicator::staging_bytes() const { return pool_->held(); }
+int HostStagedCommunicator::Staging::acquire(size_t bytes) {
+  for (;;) {
+    std::shared_ptr<StagedChunk> oldest;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      for (int i = 0; i < 2; ++i) {
+        Slot& s = slots_[i];
+        if (s.busy) continue;
+        if (s.buf.size() < bytes) {
+          if (reserved_) throw std::logic_error("HostStagedCommunicator: a staged call larger than its reserved slot");
+          s.buf = offload::PinnedBuffer();
+          s.buf = alloc_.allocate(size_t(comm_chunk_bytes(bytes, cap_)));
+        }
+        s.busy = true;
+        return i;
+      }
+      while (!in_flight_.empty() && !oldest) {
+        oldest = in_flight_.front().lock();  // expired: its handle was dropped and it released its slot
+        in_flight_.pop_front();
+      }
+      // Nothing left to complete: a dropped handle's collective is releasing its slot on another thread.
+      if (!oldest) freed_.wait(lock, [&] { return !slots_[0].busy || !slots_[1].busy; });
+    }
+    if (oldest) oldest->finish();
+  }
+}
 
 namespace {
 
-// A host buffer of `bytes` with the `in` pieces of backend memory copied into it (waited for: the
-// inner collective reads it next).
-offload::PinnedBuffer stage_in(HostStagedCommunicator::Pool& pool, Backend& be, size_t bytes,
-                               const std::vector<Piece>& in) {
-  offload::PinnedBuffer buf = pool.take(bytes);
-  Backend::CopyTicket last = 0;
-  bool any = false;
-  for (const Piece& p : in)
-    if (p.bytes) {
-      last = be.copy_to_host_async(buf.as<char>() + p.host, p.dev, p.bytes);
-      any = true;
-    }
-  if (any) be.wait_copy(last);
-  return buf;
-}
-
-// Starts the inner collective on `buf` and wraps it; a call the inner communicator refuses returns
-// the buffer to the pool before the error propagates.
+// Stages one inner collective: `in` copied into a slot of `bytes` (waited for: the inner collective
+// reads it next), then `start(slot)` issues it; a call the inner communicator refuses releases the
+// slot before the error propagates.
 template <class Start>
-CommHandlePtr launch(const std::shared_ptr<HostStagedCommunicator::Pool>& pool, Backend& be,
-                     offload::PinnedBuffer buf, std::vector<Piece> back, Start start) {
+std::shared_ptr<StagedChunk> stage(const std::shared_ptr<HostStagedCommunicator::Staging>& staging, Backend& be,
+                                   size_t bytes, const std::vector<Piece>& in, std::vector<Piece> back,
+                                   Start start) {
+  const int slot = staging->acquire(bytes);
   CommHandlePtr inner;
   try {
-    inner = start(buf.as<char>());
+    char* h = staging->data(slot);
+    Backend::CopyTicket last = 0;
+    bool any = false;
+    for (const Piece& p : in)
+      if (p.bytes) {
+        last = be.copy_to_host_async(h + p.host, p.dev, p.bytes);
+        any = true;
+      }
+    if (any) be.wait_copy(last);
+    inner = start(h);
   } catch (...) {
-    pool->give(std::move(buf));
+    staging->release(slot);
     throw;
   }
-  return std::make_shared<StagedHandle>(std::move(inner), be, pool, std::move(buf), std::move(back));
+  auto c = std::make_shared<StagedChunk>(std::move(inner), be, staging, slot, std::move(back));
+  staging->track(c);
+  return c;
+}
+
+char* at(const void* p, size_t bytes) { return static_cast<char*>(const_cast<void*>(p)) + bytes; }
+
+// Appends `p`, merged into the last piece when it continues it on both sides (a call that fits one
+// slot then copies each buffer in one piece).
+void add_piece(std::vector<Piece>& pieces, Piece p) {
+  if (!pieces.empty()) {
+    Piece& last = pieces.back();
+    if (at(last.dev, last.bytes) == p.dev && last.host + last.bytes == p.host) {
+      last.bytes += p.bytes;
+      return;
+    }
+  }
+  pieces.push_back(p);
+}
+
+// Elements per inner call when each carries `parts` runs of `es`-byte elements in `chunk` bytes.
+size_t run_elements(size_t chunk, size_t parts, size_t es) {
+  const size_t n = chunk / (parts * es);
+  if (n == 0)
+    throw std::invalid_argument("HostStagedCommunicator: a staging slot of " + std::to_string(chunk) +
+                                " bytes cannot hold one element per rank (" + std::to_string(parts) +
+                                " ranks); raise ZT_COMM_BUFFER_MB");
+  return n;
 }
 
 }  // namespace
+
+HostStagedCommunicator::HostStagedCommunicator(std::unique_ptr<Communicator> inner, Backend& backend,
+                                               offload::PinnedAllocatorOptions pin, uint64_t staging_cap)
+    : inner_(std::move(inner)), backend_(backend), staging_(std::make_shared<Staging>(std::move(pin), staging_cap)),
+      cap_(staging_cap) {}
+
+HostStagedCommunicator::~HostStagedCommunicator() = default;
+
+size_t HostStagedCommunicator::staging_bytes() const { return staging_->held(); }
+size_t HostStagedCommunicator::staging_chunk_bytes() const { return staging_->chunk_bytes(); }
+
+uint64_t HostStagedCommunicator::buffer_bytes_for(uint64_t largest_call_bytes) const {
+  return inner_->buffer_bytes_for(largest_call_bytes) + 2 * comm_chunk_bytes(largest_call_bytes, cap_);
+}
+void HostStagedCommunicator::reserve_buffers(uint64_t largest_call_bytes) {
+  inner_->reserve_buffers(largest_call_bytes);
+  staging_->reserve(largest_call_bytes);
+}
 
 CommHandlePtr HostStagedCommunicator::all_reduce_async(const void* send, void* recv, size_t count, DType t,
                                                        ReduceOp op) {
   check_reduction(CommOp::AllReduce, t, op);
   if (count == 0) return inner_->all_reduce_async(send, recv, 0, t, op);
-  const size_t bytes = count * dtype_size(t);
-  return launch(pool_, backend_, stage_in(*pool_, backend_, bytes, {{const_cast<void*>(send), 0, bytes}}),
-                {{recv, 0, bytes}}, [&](char* h) { return inner_->all_reduce_async(h, h, count, t, op); });
+  const size_t es = dtype_size(t), per = run_elements(staging_->chunk_bytes(), 1, es);
+  std::vector<std::shared_ptr<StagedChunk>> chunks;
+  for (size_t a = 0; a < count; a += per) {
+    const size_t n = std::min(per, count - a), bytes = n * es;
+    chunks.push_back(stage(staging_, backend_, bytes, {{at(send, a * es), 0, bytes}}, {{at(recv, a * es), 0, bytes}},
+                           [&](char* h) { return inner_->all_reduce_async(h, h, n, t, op); }));
+  }
+  return std::make_shared<StagedHandle>(std::move(chunks));
 }
 
+// Reduce-scatter and all-gather cut every rank's shard the same way: inner call k carries run k of
+// each shard, the runs of all ranks back to back in the slot.
 CommHandlePtr HostStagedCommunicator::reduce_scatter_async(const void* send, void* recv, size_t count, DType t,
                                                            ReduceOp op) {
   check_even_split(CommOp::ReduceScatter, count, world_size());
   check_reduction(CommOp::ReduceScatter, t, op);
   if (count == 0) return inner_->reduce_scatter_async(send, recv, 0, t, op);
-  const size_t es = dtype_size(t), bytes = count * es;
-  const size_t shard_bytes = count / size_t(world_size()) * es, mine = size_t(rank()) * shard_bytes;
-  return launch(pool_, backend_, stage_in(*pool_, backend_, bytes, {{const_cast<void*>(send), 0, bytes}}),
-                {{recv, mine, shard_bytes}},
-                [&](char* h) { return inner_->reduce_scatter_async(h, h + mine, count, t, op); });
+  const size_t w = size_t(world_size()), me = size_t(rank()), es = dtype_size(t), shard = count / w;
+  const size_t per = run_elements(staging_->chunk_bytes(), w, es);
+  std::vector<std::shared_ptr<StagedChunk>> chunks;
+  for (size_t a = 0; a < shard; a += per) {
+    const size_t n = std::min(per, shard - a), run = n * es;
+    std::vector<Piece> in;
+    for (size_t r = 0; r < w; ++r) add_piece(in, {at(send, (r * shard + a) * es), r * run, run});
+    chunks.push_back(stage(staging_, backend_, w * run, in, {{at(recv, a * es), me * run, run}},
+                           [&](char* h) { return inner_->reduce_scatter_async(h, h + me * run, w * n, t, op); }));
+  }
+  return std::make_shared<StagedHandle>(std::move(chunks));
 }
 
 CommHandlePtr HostStagedCommunicator::all_gather_async(const void* send, void* recv, size_t count, DType t) {
   check_even_split(CommOp::AllGather, count, world_size());
   if (count == 0) return inner_->all_gather_async(send, recv, 0, t);
-  const size_t es = dtype_size(t), bytes = count * es;
-  const size_t shard_bytes = count / size_t(world_size()) * es, mine = size_t(rank()) * shard_bytes;
-  return launch(pool_, backend_, stage_in(*pool_, backend_, bytes, {{const_cast<void*>(send), mine, shard_bytes}}),
-                {{recv, 0, bytes}}, [&](char* h) { return inner_->all_gather_async(h + mine, h, count, t); });
+  const size_t w = size_t(world_size()), me = size_t(rank()), es = dtype_size(t), shard = count / w;
+  const size_t per = run_elements(staging_->chunk_bytes(), w, es);
+  std::vector<std::shared_ptr<StagedChunk>> chunks;
+  for (size_t a = 0; a < shard; a += per) {
+    const size_t n = std::min(per, shard - a), run = n * es;
+    std::vector<Piece> back;
+    for (size_t r = 0; r < w; ++r) add_piece(back, {at(recv, (r * shard + a) * es), r * run, run});
+    chunks.push_back(stage(staging_, backend_, w * run, {{at(send, a * es), me * run, run}}, std::move(back),
+                           [&](char* h) { return inner_->all_gather_async(h + me * run, h, w * n, t); }));
+  }
+  return std::make_shared<StagedHandle>(std::move(chunks));
 }
 
 CommHandlePtr HostStagedCommunicator::broadcast_async(void* buf_dev, size_t count, DType t, int root) {
   check_root(root, world_size());
   if (count == 0) return inner_->broadcast_async(buf_dev, 0, t, root);
-  const size_t bytes = count * dtype_size(t);
+  const size_t es = dtype_size(t), per = run_elements(staging_->chunk_bytes(), 1, es);
   const bool is_root = rank() == root;
-  return launch(pool_, backend_, stage_in(*pool_, backend_, bytes, {{buf_dev, 0, is_root ? bytes : 0}}),
-                {{buf_dev, 0, is_root ? 0 : bytes}}, [&](char* h) { return inner_->broadcast_async(h, count, t, root); });
+  std::vector<std::shared_ptr<StagedChunk>> chunks;
+  for (size_t a = 0; a < count; a += per) {
+    const size_t n = std::min(per, count - a), bytes = n * es;
+    chunks.push_back(stage(staging_, backend_, bytes, {{at(buf_dev, a * es), 0, is_root ? bytes : 0}},
+                           {{at(buf_dev, a * es), 0, is_root ? 0 : bytes}},
+                           [&](char* h) { return inner_->broadcast_async(h, n, t, root); }));
+  }
+  return std::make_shared<StagedHandle>(std::move(chunks));
 }
 
-// Segments: packed back to back in one host buffer (in list order), the inner communicator's segment
-// op on host segments of the same counts and owners, and only the segments the op changes copied
-// back (reduce-scatter: the ones this rank owns; all-gather: the others; all-reduce: all).
+// Segments: cut into runs of at most a slot (a segment split where a run ends, each part keeping its
+// owner; every rank cuts the same way since the counts are the same), each run packed back to back
+// in one slot (in list order), the inner communicator's segment op on host segments of the same
+// counts and owners, and only the segments the op changes copied back (reduce-scatter: the ones this
+// rank owns; all-gather: the others; all-reduce: all).
 CommHandlePtr HostStagedCommunicator::segments_async(CommOp op, const std::vector<Segment>& segments, DType t,
                                                      ReduceOp rop) {
   if (op != CommOp::AllGather) check_reduction(op, t, rop);
-  const size_t total = check_segments(op, segments, world_size());
-  const size_t es = dtype_size(t);
-  std::vector<Piece> in, back;
-  size_t off = 0;
+  check_segments(op, segments, world_size());
+  const size_t es = dtype_size(t), per = run_elements(staging_->chunk_bytes(), 1, es);
+  // The runs: each a list of (device pointer, count, owner) parts.
+  std::vector<std::vector<Segment>> runs(1);
+  size_t room = per;
   for (const Segment& sg : segments) {
-    const Piece p{sg.data, off, sg.count * es};
-    const bool mine = sg.owner == rank();
-    if (op != CommOp::AllGather || mine) in.push_back(p);
-    if (op == CommOp::AllReduce || (op == CommOp::ReduceScatter) == mine) back.push_back(p);
-    off += p.bytes;
+    size_t done = 0;
+    do {
+      if (room == 0) {
+        runs.emplace_back();
+        room = per;
+      }
+      const size_t n = std::min(room, sg.count - done);
+      runs.back().push_back({at(sg.data, done * es), n, sg.owner});
+      done += n;
+      room -= n;
+    } while (done < sg.count);
   }
-  return launch(pool_, backend_, stage_in(*pool_, backend_, std::max<size_t>(total * es, 1), in), std::move(back),
-                [&](char* h) {
-                  std::vector<Segment> hs(segments.size());
-                  size_t o = 0;
-                  for (size_t i = 0; i < segments.size(); ++i) {
-                    hs[i] = {h + o, segments[i].count, segments[i].owner};
-                    o += segments[i].count * es;
-                  }
-                  if (op == CommOp::ReduceScatter) return inner_->reduce_scatter_segments_async(hs, t, rop);
-                  if (op == CommOp::AllReduce) return inner_->all_reduce_segments_async(hs, t, rop);
-                  return inner_->all_gather_segments_async(hs, t);
-                });
+  std::vector<std::shared_ptr<StagedChunk>> chunks;
+  for (const std::vector<Segment>& run : runs) {
+    std::vector<Piece> in, back;
+    size_t off = 0;
+    for (const Segment& sg : run) {
+      const Piece p{sg.data, off, sg.count * es};
+      const bool mine = sg.owner == rank();
+      if (op != CommOp::AllGather || mine) in.push_back(p);
+      if (op == CommOp::AllReduce || (op == CommOp::ReduceScatter) == mine) back.push_back(p);
+      off += p.bytes;
+    }
+    chunks.push_back(stage(staging_, backend_, std::max<size_t>(off, 1), in, std::move(back), [&](char* h) {
+      std::vector<Segment> hs(run.size());
+      size_t o = 0;
+      for (size_t i = 0; i < run.size(); ++i) {
+        hs[i] = {h + o, run[i].count, run[i].owner};
+        o += run[i].count * es;
+      }
+      if (op == CommOp::ReduceScatter) return inner_->reduce_scatter_segments_async(hs, t, rop);
+      if (op == CommOp::AllReduce) return inner_->all_reduce_segments_async(hs, t, rop);
+      return inner_->all_gather_segments_async(hs, t);
+    }));
+  }
+  return std::make_shared<StagedHandle>(std::move(chunks));
 }
 
 CommHandlePtr HostStagedCommunicator::reduce_scatter_segments_async(const std::vector<Segment>& segments, DType t,

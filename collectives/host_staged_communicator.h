@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 
+#include "collectives/comm_options.h"
 #include "collectives/communicator.h"
 #include "kernels/backend.h"
 #include "offload/pinned_memory.h"
@@ -19,8 +20,18 @@ namespace zt {
 //      the caller's buffer on the copy lane and waits for it, after which later backend ops see it.
 // The results are the inner communicator's, bit for bit (the rank-order reduction of the MPI
 // communicator included). In-place and out-of-place calls are both supported; on the host every
-// call runs in place. Host buffers come from a pool that keeps them for reuse; a handle dropped
-// without wait() returns its buffer only once the inner collective is done, and never copies back.
+// call runs in place. A handle dropped without wait() returns its buffer only once the inner
+// collective is done, and never copies back.
+//
+// Staging is bounded: two host buffers (slots) of at most half the cap each (CommOptions'
+// buffer_bytes, ZT_COMM_BUFFER_MB; after reserve_buffers(L), comm_chunk_bytes(L, cap) each, the MPI
+// communicator's own formula). A call larger than a slot is carried out as several inner collectives
+// of at most a slot each (all-reduce and broadcast: consecutive runs; reduce-scatter and all-gather:
+// the same run of every rank's shard; segment lists: cut into runs, segments split where needed,
+// owners kept), so the comms statistics count each of them. Every element is still reduced by the
+// inner communicator in rank order, so results are bitwise those of one call. When both slots are
+// busy the call first completes the oldest staged collective in flight (waiting for it and copying
+// its result back), in issue order, so every rank issues the same inner calls in the same order.
 //
 // Calls, waits and polls must come from the thread that drives the backend (the engine's), since
 // they issue backend copies. stats() are the inner communicator's (busy time excludes the copies).
@@ -29,7 +40,8 @@ class HostStagedCommunicator final : public Communicator {
   // `inner` works on host memory; `backend` owns the memory callers pass. pin.pin_memory = false
   // stages through pageable memory (a CPU backend, whose "device" is host memory, gains nothing).
   HostStagedCommunicator(std::unique_ptr<Communicator> inner, Backend& backend,
-                         offload::PinnedAllocatorOptions pin = {});
+                         offload::PinnedAllocatorOptions pin = {},
+                         uint64_t staging_cap = CommOptions{}.buffer_bytes);
   ~HostStagedCommunicator() override;
 
   int rank() const override { return inner_->rank(); }
@@ -50,24 +62,24 @@ class HostStagedCommunicator final : public Communicator {
   CommStats stats() const override { return inner_->stats(); }
   void reset_stats() override { inner_->reset_stats(); }
 
-  // Pinned bytes the pool holds now (in use and kept for reuse).
+  // Host bytes the two staging slots hold now (at most the cap).
   size_t staging_bytes() const;
-  // The inner communicator's working buffers and the staging pool held now; the reservation is the
-  // inner communicator's (the pool holds one staging buffer per call in flight, each the size of its
-  // call: it is reported, not bounded).
+  // The most bytes one inner collective stages (a slot's size).
+  size_t staging_chunk_bytes() const;
+  // The inner communicator's working buffers and the staging slots: held now, and what
+  // reserve_buffers(L) holds (the inner's plus 2 * comm_chunk_bytes(L, cap)).
   uint64_t buffer_bytes() const override { return inner_->buffer_bytes() + staging_bytes(); }
-  uint64_t buffer_bytes_for(uint64_t largest_call_bytes) const override {
-    return inner_->buffer_bytes_for(largest_call_bytes);
-  }
-  void reserve_buffers(uint64_t largest_call_bytes) override { inner_->reserve_buffers(largest_call_bytes); }
+  uint64_t buffer_bytes_for(uint64_t largest_call_bytes) const override;
+  void reserve_buffers(uint64_t largest_call_bytes) override;
 
-  class Pool;
+  class Staging;
 
  private:
   CommHandlePtr segments_async(CommOp op, const std::vector<Segment>& segments, DType t, ReduceOp rop);
   std::unique_ptr<Communicator> inner_;
   Backend& backend_;
-  std::shared_ptr<Pool> pool_;
+  std::shared_ptr<Staging> staging_;
+  uint64_t cap_;
 };
 
 }  // namespace zt

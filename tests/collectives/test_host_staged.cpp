@@ -23,6 +23,9 @@ namespace {
 
 Communicator* g_plain = nullptr;
 HostStagedCommunicator* g_staged = nullptr;
+// The same over slots of kSmallCap / 2 bytes, so that calls of a few tens of KiB are cut.
+HostStagedCommunicator* g_small = nullptr;
+constexpr uint64_t kSmallCap = uint64_t(256) << 10;
 Backend* g_backend = nullptr;
 const Bootstrap* g_boot = nullptr;
 
@@ -107,11 +110,11 @@ struct DevBuf {
   void* p;
 };
 
-void expect_same_as_plain(const Call& k, uint64_t salt) {
+void expect_same_as_plain(const Call& k, uint64_t salt, HostStagedCommunicator* staged = g_staged) {
   const Bufs want = run_plain(k, salt);
-  const Bufs init = initial(k, g_staged->rank(), g_staged->world_size(), salt);
+  const Bufs init = initial(k, staged->rank(), staged->world_size(), salt);
   DevBuf a(init.a), b(init.b);
-  issue(*g_staged, k, a.get(), b.get())->wait();
+  issue(*staged, k, a.get(), b.get())->wait();
   EXPECT_TRUE(a.host() == want.a) << "buffer a differs from the plain MPI communicator: " << k.label();
   EXPECT_TRUE(b.host() == want.b) << "buffer b differs from the plain MPI communicator: " << k.label();
 }
@@ -290,6 +293,130 @@ TEST(HostStaged, StatsAreTheInnerCommunicators) {
   EXPECT_EQ(s[CommOp::ReduceScatter].bytes, 128u * w);
 }
 
+// Calls larger than a slot: cut into inner calls of at most a slot, each of them counted in the
+// statistics, the staging never above the cap, and both buffers bitwise as one plain call leaves them.
+TEST(HostStaged, CallsLargerThanASlotAreCutAndStayBitwise) {
+  const size_t w = size_t(g_plain->world_size()), chunk = g_small->staging_chunk_bytes();
+  ASSERT_EQ(chunk, kSmallCap / 2);
+  uint64_t salt = 9000;
+  for (DType t : {DType::F32, DType::BF16, DType::I64}) {
+    const size_t es = dtype_size(t), flat = chunk / es, per_shard = chunk / (w * es);
+    struct Case {
+      CommOp op;
+      size_t count, calls;
+    };
+    const Case cases[] = {{CommOp::AllReduce, 2 * flat + 5, 3},     {CommOp::AllReduce, flat, 1},
+                          {CommOp::Broadcast, 3 * flat, 3},         {CommOp::ReduceScatter, (2 * per_shard + 7) * w, 3},
+                          {CommOp::AllGather, (per_shard + 1) * w, 2}, {CommOp::AllGather, per_shard * w, 1}};
+    for (const Case& c : cases)
+      for (bool in_place : {false, true}) {
+        Call k{c.op, c.count, t, ReduceOp::Sum, in_place};
+        if (c.op == CommOp::Broadcast) k.root = int(w) - 1;
+        g_small->reset_stats();
+        expect_same_as_plain(k, ++salt, g_small);
+        EXPECT_EQ(g_small->stats()[c.op].calls, c.calls) << k.label();
+        EXPECT_EQ(g_small->stats()[c.op].bytes, comm_algorithm_bytes(c.op, c.count, t)) << k.label();
+        EXPECT_LE(g_small->staging_bytes(), kSmallCap) << k.label();
+      }
+  }
+}
+
+// A segment list longer than a slot: runs cut across segments and inside a long one, owners kept.
+TEST(HostStaged, SegmentListsLongerThanASlotAreCutAndStayBitwise) {
+  const int w = g_plain->world_size(), r = g_plain->rank();
+  const DType t = DType::F32;
+  const size_t es = 4, flat = g_small->staging_chunk_bytes() / es;
+  const size_t counts[] = {flat - 3, 7, 2 * flat + 11, 0, 5};
+  const int owners[] = {w - 1, 0, 1 % w, 0, w - 1};
+  uint64_t salt = 9500;
+  for (CommOp op : {CommOp::ReduceScatter, CommOp::AllReduce, CommOp::AllGather}) {
+    size_t n = 0;
+    for (size_t c : counts) n += c;
+    std::vector<char> host;
+    test::fill_input(host, t, 0, n, r, ++salt);
+    DevBuf dev(host);
+    std::vector<Segment> hs, ds;
+    size_t off = 0;
+    for (size_t i = 0; i < 5; ++i) {
+      hs.push_back({host.data() + off * es, counts[i], owners[i]});
+      ds.push_back({dev.get() + off * es, counts[i], owners[i]});
+      off += counts[i];
+    }
+    auto run = [&](Communicator& c, const std::vector<Segment>& sg) {
+      if (op == CommOp::ReduceScatter) return c.reduce_scatter_segments_async(sg, t, ReduceOp::Sum);
+      if (op == CommOp::AllReduce) return c.all_reduce_segments_async(sg, t, ReduceOp::Sum);
+      return c.all_gather_segments_async(sg, t);
+    };
+    g_small->reset_stats();
+    run(*g_plain, hs)->wait();
+    run(*g_small, ds)->wait();
+    EXPECT_TRUE(dev.host() == host) << comm_op_name(op) << " segments cut into runs";
+    EXPECT_EQ(g_small->stats()[op].calls, (n * es + g_small->staging_chunk_bytes() - 1) / g_small->staging_chunk_bytes())
+        << comm_op_name(op);
+  }
+}
+
+// Many cut calls in flight at once: the third inner call completes the first before it stages, so
+// the staging stays within the cap while every call is still pending; waited in reverse order.
+TEST(HostStaged, CallsInFlightShareTwoSlots) {
+  const size_t w = size_t(g_plain->world_size()), flat = g_small->staging_chunk_bytes() / 4;
+  std::vector<Call> calls;
+  for (int i = 0; i < 4; ++i) {
+    calls.push_back({CommOp::AllReduce, flat + 3 + size_t(i), DType::F32, ReduceOp::Sum, i % 2 == 0});
+    calls.push_back({CommOp::ReduceScatter, (flat / w + 1) * w, DType::F32, ReduceOp::Avg, i % 2 == 1});
+  }
+  std::vector<std::unique_ptr<DevBuf>> as, bs;
+  std::vector<CommHandlePtr> hs;
+  for (size_t i = 0; i < calls.size(); ++i) {
+    const Bufs init = initial(calls[i], g_small->rank(), int(w), 9800 + i);
+    as.push_back(std::make_unique<DevBuf>(init.a));
+    bs.push_back(std::make_unique<DevBuf>(init.b));
+    hs.push_back(issue(*g_small, calls[i], as.back()->get(), bs.back()->get()));
+    EXPECT_LE(g_small->staging_bytes(), kSmallCap) << "after issuing call " << i;
+  }
+  for (size_t i = hs.size(); i-- > 0;) hs[i]->wait();
+  for (size_t i = 0; i < calls.size(); ++i) {
+    const Bufs want = run_plain(calls[i], 9800 + i);
+    EXPECT_TRUE(as[i]->host() == want.a) << calls[i].label();
+    EXPECT_TRUE(bs[i]->host() == want.b) << calls[i].label();
+  }
+  // A dropped handle of a cut call copies nothing back and leaves the ranks in step.
+  std::vector<char> init(4 * (flat + 9), 0);
+  {
+    DevBuf a(init);
+    issue(*g_small, {CommOp::AllReduce, flat + 9, DType::F32}, a.get(), a.get()).reset();
+    g_small->barrier();
+    EXPECT_TRUE(a.host() == init) << "a dropped cut call must not copy its result back";
+  }
+  expect_same_as_plain({CommOp::AllReduce, 3 * w, DType::F32}, 9900, g_small);
+}
+
+// reserve_buffers(L) sizes both slots to comm_chunk_bytes(L, cap), as buffer_bytes_for(L) says, and
+// they never grow: a larger call is cut at that size.
+TEST(HostStaged, ReservedSlotsAreWhatBufferBytesForSays) {
+  zt::offload::PinnedAllocatorOptions pin;
+  pin.pin_memory = false;
+  CommOptions options = CommOptions::from_env();
+  options.buffer_bytes = kSmallCap;
+  HostStagedCommunicator c(std::make_unique<MpiCommunicator>(*g_boot, options), *g_backend, pin, kSmallCap);
+  const uint64_t L = 100000;
+  const uint64_t want = c.buffer_bytes_for(L);
+  EXPECT_EQ(want, 4 * comm_chunk_bytes(L, kSmallCap)) << "inner pack + receive, and two slots";
+  c.reserve_buffers(L);
+  EXPECT_EQ(c.buffer_bytes(), want);
+  EXPECT_EQ(c.staging_bytes(), 2 * comm_chunk_bytes(L, kSmallCap));
+  EXPECT_EQ(c.staging_chunk_bytes(), comm_chunk_bytes(L, kSmallCap));
+  const size_t n = 3 * L / 4 + 1;  // 0.75 L float32 elements = 3 L bytes: 4 inner calls of L bytes
+  std::vector<char> host;
+  test::fill_input(host, DType::F32, 0, n, c.rank(), 9990);
+  DevBuf dev(host);
+  g_plain->all_reduce(host.data(), host.data(), n, DType::F32, ReduceOp::Sum);
+  c.all_reduce(dev.get(), dev.get(), n, DType::F32, ReduceOp::Sum);
+  EXPECT_TRUE(dev.host() == host);
+  EXPECT_EQ(c.stats()[CommOp::AllReduce].calls, (n * 4 + L - 1) / L);
+  EXPECT_EQ(c.buffer_bytes(), want) << "the slots must not grow after the reservation";
+}
+
 TEST(HostStaged, FactoryBuildsItForABackend) {
   auto c = make_communicator(*g_boot, CommBackend::MpiHostStaged, CommOptions::from_env(), g_backend);
   EXPECT_EQ(c->name(), "mpi-staged");
@@ -318,13 +445,17 @@ int main(int argc, char** argv) {
     zt::offload::PinnedAllocatorOptions pin;
     pin.pin_memory = false;
     zt::HostStagedCommunicator staged(std::make_unique<zt::MpiCommunicator>(boot, options), *backend, pin);
+    zt::HostStagedCommunicator small(std::make_unique<zt::MpiCommunicator>(boot, options), *backend, pin,
+                                     zt::kSmallCap);
     zt::g_plain = &plain;
     zt::g_staged = &staged;
+    zt::g_small = &small;
     zt::g_backend = backend.get();
     zt::g_boot = &boot;
     rc = RUN_ALL_TESTS();
     zt::g_plain = nullptr;
     zt::g_staged = nullptr;
+    zt::g_small = nullptr;
   }
   return rc;
 }
