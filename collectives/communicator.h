@@ -110,11 +110,15 @@ class Communicator {
   // buffers). buffer_bytes(): held now; buffer_bytes_for(L): what reserve_buffers(L) holds.
   // reserve_buffers(L) allocates them now for calls of up to L bytes (at most CommOptions'
   // buffer_bytes cap), so that a memory ledger counts what is held; afterwards they never grow and
-  // larger calls run in chunks. Communicators that keep none (single; NCCL, whose internal buffers
-  // NCCL does not report) answer 0.
+  // larger calls run in chunks. Communicators that keep none (single; NCCL) answer 0.
   virtual uint64_t buffer_bytes() const { return 0; }
   virtual uint64_t buffer_bytes_for(uint64_t largest_call_bytes) const { return 0; }
   virtual void reserve_buffers(uint64_t largest_call_bytes) {}
+  // The communicator's own buffers in device memory, as far as they can be known: NCCL does not
+  // report its buffers, so the NCCL communicator answers the growth of the driver's used device
+  // memory across ncclCommInitRank (channels, FIFOs, proxy buffers NCCL sets up at init; buffers it
+  // allocates later, on a first use of another algorithm, are not seen). Host communicators: 0.
+  virtual uint64_t device_buffer_bytes() const { return 0; }
 };
 
 }  // namespace zt

@@ -106,6 +106,7 @@ struct NcclCommunicator::Impl {
   ncclComm_t comm = nullptr;
   cudaStream_t stream = nullptr, compute = nullptr;
   float* barrier_buf = nullptr;
+  uint64_t init_device_bytes = 0;  // the driver's used device memory grown across ncclCommInitRank
   std::atomic<double> timeout_s;
   CommStatsTable stats;
 
@@ -206,7 +207,13 @@ NcclCommunicator::NcclCommunicator(const Bootstrap& boot, CommOptions options)
   ncclUniqueId id;
   if (m.rank == 0) ZT_NCCL_CHECK(ncclGetUniqueId(&id));
   boot.broadcast_bytes(&id, sizeof id, 0);
+  size_t free_before = 0, free_after = 0, total = 0;
+  ZT_CUDA_CHECK(cudaMemGetInfo(&free_before, &total));
   ZT_NCCL_CHECK(ncclCommInitRank(&m.comm, m.world, id, m.rank));
+  ZT_CUDA_CHECK(cudaMemGetInfo(&free_after, &total));
+  // Another process on the same device may allocate meanwhile: the growth is this process's only
+  // when the device is its own, which NCCL requires of its ranks anyway.
+  m.init_device_bytes = free_before > free_after ? uint64_t(free_before - free_after) : 0;
   boot.attach();
   m.watchdog = std::thread([this] { impl_->watchdog_loop(); });
 }
@@ -227,6 +234,7 @@ NcclCommunicator::~NcclCommunicator() {
 }
 
 int NcclCommunicator::rank() const { return impl_->rank; }
+uint64_t NcclCommunicator::device_buffer_bytes() const { return impl_->init_device_bytes; }
 int NcclCommunicator::world_size() const { return impl_->world; }
 int NcclCommunicator::device() const { return impl_->device; }
 void* NcclCommunicator::comm_stream() const { return impl_->stream; }

@@ -41,6 +41,8 @@ class NcclCommunicator final : public Communicator {
 
   CommStats stats() const override;
   void reset_stats() override;
+  // The driver's used device memory grown across ncclCommInitRank (see Communicator).
+  uint64_t device_buffer_bytes() const override;
 
   // cudaStream_t the collectives are ordered after (default: the legacy default stream, nullptr).
   void set_compute_stream(void* stream) override;

@@ -142,10 +142,14 @@ Engine::State::State(const ModelConfig& m, const EngineOptions& o, Backend& b, C
   check_zero_rules(o, b, *part);
   // The communicator's own working buffers, sized now for the largest call this engine makes (the
   // model in 4-byte elements; a padded call runs as one chunk more) and counted where they live:
-  // host memory, the backend's own on the CPU backend.
+  // host memory, the backend's own on the CPU backend; NCCL's device buffers as measured at its start.
   comm.reserve_buffers(uint64_t(part->map().total_numel()) * 4);
-  if (capabilities_of(b).host_memory) ledger.record_external(MemCategory::CommBuffers, comm.buffer_bytes());
-  else ledger.record_host(MemCategory::CommBuffers, comm.buffer_bytes());
+  if (capabilities_of(b).host_memory) {
+    ledger.record_external(MemCategory::CommBuffers, comm.buffer_bytes() + comm.device_buffer_bytes());
+  } else {
+    ledger.record_host(MemCategory::CommBuffers, comm.buffer_bytes());
+    if (comm.device_buffer_bytes()) ledger.record_external(MemCategory::CommBuffers, comm.device_buffer_bytes());
+  }
   if (o.trace) trace = std::make_unique<Trace>();
   z = std::make_unique<ZeroContext>(ZeroContext{b, c, ledger, *part, o.precision, o.comm_precision.value_or(o.precision),
                                                 o.grad_accum_precision.value_or(o.precision), trace.get(), {}});

@@ -105,6 +105,8 @@ MemoryPlan make_memory_plan(const PlanInput& in) {
     p.device_buffers = buffers;
   }
   p.comm_buffers = double(in.comm_buffer_bytes);
+  p.comm_device_buffers = double(in.comm_device_bytes);
+  p.device_buffers += p.comm_device_buffers;
   if (in.backend_is_host) {
     p.device_buffers += p.comm_buffers;
   } else {

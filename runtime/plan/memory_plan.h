@@ -42,7 +42,8 @@
 // Communicator::buffer_bytes_for answers; comm_options.h's mpi_buffer_bytes for the MPI
 // communicator: two buffers of min(the padded model in fp32, half of ZT_COMM_BUFFER_MB) each, 0 at
 // world size 1 and under NCCL): host memory, so device buffers on the CPU backend and host RAM beside
-// the GPU.
+// the GPU. NCCL's own device buffers (PlanInput::comm_device_bytes, Communicator::device_buffer_bytes:
+// measured by the run when NCCL starts; 0 in `check`) are device buffers.
 //
 // The process baseline (PlanInput::process_baseline, measured by the run at start-up: the binary,
 // its libraries, MPI's and the BLAS/OpenMP threads' own memory) is a row of its own, outside the
@@ -109,6 +110,7 @@ struct PlanInput {
   // The engine's full-unit buffers at their peak (planned_unit_buffer_bytes); unset: no model.
   std::optional<double> unit_buffer_bytes;
   uint64_t comm_buffer_bytes = 0;    // the communicator's own working buffers per rank (host memory)
+  uint64_t comm_device_bytes = 0;    // its buffers in device memory (NCCL: measured at its start)
   bool backend_is_host = false;      // the CPU backend: its device memory is host RAM
   std::optional<uint64_t> process_baseline;  // resident bytes at start-up, measured by the run
   int64_t largest_layer_params = 0;  // for DeepSpeed's zero3 estimate; 0: derived from the shapes
@@ -131,6 +133,7 @@ struct MemoryPlan {
   double device_params = 0, device_grads = 0, device_optimizer = 0, device_activations = 0,
          device_buffers = 0;
   double comm_buffers = 0;  // the communicator's part (in device_buffers on the CPU backend, else host)
+  double comm_device_buffers = 0;  // the communicator's device memory (NCCL's; in device_buffers)
   // Bytes per node held in host RAM (CPU offload; beside a GPU also the communicator's host
   // buffers) and on NVMe, for all ranks of that node.
   double host_bytes_per_node = 0, nvme_bytes_per_node = 0;

@@ -50,6 +50,7 @@ nlohmann::json plan_to_json(const MemoryPlan& p) {
       {"total", bytes(p.device_total())},
   };
   j["comm_buffers_per_rank"] = bytes(p.comm_buffers);
+  j["comm_device_buffers_per_rank"] = bytes(p.comm_device_buffers);
   if (in.process_baseline) j["process_baseline_per_rank"] = *in.process_baseline;
   j["host_per_rank"] = bytes(p.host_bytes_per_rank);
   j["host_per_node"] = bytes(p.host_bytes_per_node);
@@ -96,6 +97,7 @@ std::string plan_to_table(const MemoryPlan& p) {
   row("device activations / rank", g(p.device_activations), "-");
   row("device buffers / rank", g(p.device_buffers), "-");
   row(in.backend_is_host ? "  of which communicator / rank" : "  communicator (host RAM) / rank", g(p.comm_buffers), "-");
+  if (p.comm_device_buffers > 0) row("  of which NCCL (measured) / rank", g(p.comm_device_buffers), "-");
   row("device total / rank", g(p.device_total()), "-");
   if (in.process_baseline) row("process baseline (measured) / rank", g(double(*in.process_baseline)), "-");
   row("host RAM (offload) / node", g(p.host_bytes_per_node), g(p.ds_estimate_host));

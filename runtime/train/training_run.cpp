@@ -213,6 +213,7 @@ void check_start(Started& st, const RunOptions& o, Communicator& comm, Backend& 
   plan_in.emulates_16bit_in_fp32 = target == ComputeBackend::Cpu;
   plan_in.backend_is_host = target == ComputeBackend::Cpu;
   plan_in.comm_buffer_bytes = comm.buffer_bytes_for(uint64_t(o.model.total_params()) * 4);  // as the engine reserves
+  plan_in.comm_device_bytes = comm.device_buffer_bytes();
   plan_in.unit_buffer_bytes = double(planned_unit_buffer_bytes(o.model, st.eo, W, dtype_size(backend.act_dtype())));
   if (st.baseline.known) plan_in.process_baseline = st.baseline.rss;
   const int micro_batch = int(st.cfg.train_micro_batch_size_per_gpu.value);

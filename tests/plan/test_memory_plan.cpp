@@ -226,6 +226,19 @@ TEST(MemoryPlan, CommunicatorBuffersAndTheProcessBaselineHaveTheirOwnRows) {
   EXPECT_DOUBLE_EQ(gpu.host_bytes_per_rank, 64u << 20);
   EXPECT_DOUBLE_EQ(gpu.host_bytes_per_node, 4.0 * (64u << 20));
   EXPECT_EQ(plan_to_json(gpu)["comm_buffers_per_rank"].get<int64_t>(), int64_t(64) << 20);
+  // NCCL's buffers, as measured at its start, are device memory: in the device total, a row of their own.
+  EXPECT_EQ(plan_to_json(gpu)["comm_device_buffers_per_rank"].get<int64_t>(), 0);
+  in.comm_device_bytes = uint64_t(300) << 20;
+  const MemoryPlan nccl = make_memory_plan(in);
+  EXPECT_DOUBLE_EQ(nccl.device_buffers, without + (300u << 20));
+  EXPECT_DOUBLE_EQ(nccl.host_bytes_per_rank, 64u << 20) << "the host row keeps only the host buffers";
+  EXPECT_EQ(plan_to_json(nccl)["comm_device_buffers_per_rank"].get<int64_t>(), int64_t(300) << 20);
+  const std::string table = plan_to_table(nccl);
+  const size_t row = table.find("of which NCCL (measured) / rank");
+  ASSERT_NE(row, std::string::npos) << table;
+  EXPECT_NE(table.substr(row, table.find('\n', row) - row).find(" 0.29 "), std::string::npos) << table;
+  EXPECT_EQ(plan_to_table(gpu).find("NCCL"), std::string::npos) << "nothing measured (check, host staging): no row";
+  in.comm_device_bytes = 0;
   EXPECT_FALSE(plan_to_json(gpu).contains("process_baseline_per_rank")) << "not measured: not shown";
   EXPECT_EQ(plan_to_table(gpu).find("process baseline"), std::string::npos);
   in.process_baseline = uint64_t(3) << 29;  // 1.5 GiB
