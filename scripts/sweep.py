@@ -79,12 +79,12 @@ def machine_name(zerotrain):
         return "this machine"
 
 
-def paper_formula(stage, psi, n, w, k):
-    """The ZeRO paper's model-state bytes per rank (params, grads, optimizer) with these widths."""
-    params = w * psi / (n if stage == 3 else 1)
-    grads = w * psi / (n if stage >= 2 else 1)
-    optim = k * psi / (n if stage >= 1 else 1)
-    return params, grads, optim
+def paper_formula(plan, psi):
+    """The ZeRO paper's model-state bytes per rank (params, grads, optimizer): w bytes per parameter
+    for params and grads, K for the optimizer, each divided by what the binary's plan says the stage
+    divides it by (its stage_divisors, from runtime/zero/stage_traits.h)."""
+    w, k, div = plan["working_bytes"], plan["optimizer_k"], plan["stage_divisors"]
+    return w * psi / div["params"], w * psi / div["grads"], k * psi / div["optimizer"]
 
 
 def summarize(run, start, steps, end, n):
@@ -101,7 +101,7 @@ def summarize(run, start, steps, end, n):
                 "w_bytes": w, "K_bytes": k})
     for c in CATEGORIES:
         row[f"{c}_bytes"] = alloc.get(c, 0)
-    fp, fg, fo = paper_formula(stage, psi, n, w, k)
+    fp, fg, fo = paper_formula(plan, psi)
     row["formula_params_bytes"], row["formula_grads_bytes"], row["formula_optimizer_bytes"] = fp, fg, fo
     row["model_states_bytes"] = sum(alloc.get(c, 0) for c in ("params", "grads", "master", "optimizer"))
     row["formula_model_states_bytes"] = fp + fg + fo

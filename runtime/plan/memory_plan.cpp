@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "runtime/plan/deepspeed_estimate.h"
+#include "runtime/zero/stage_traits.h"
 
 namespace zt {
 
@@ -53,9 +54,10 @@ MemoryPlan make_memory_plan(const PlanInput& in) {
   p.optimizer_k = p.master_k + p.state_k;
   p.ranks_on_node = std::min(std::max(1, in.ranks_per_node), n);
 
-  const double opt_div = in.stage >= 1 ? n : 1;  // optimizer partition (stage 1+)
-  const double grad_div = in.stage >= 2 ? n : 1;
-  const double param_div = in.stage >= 3 ? n : 1;
+  const StageTraits traits = stage_traits(in.stage);
+  const double opt_div = traits.optimizer_divisor(n);  // optimizer partition (stage 1+)
+  const double grad_div = traits.grad_divisor(n);
+  const double param_div = traits.param_divisor(n);
 
   p.device_params = w * psi / param_div;
   p.device_grads = w * psi / grad_div;
@@ -67,7 +69,7 @@ MemoryPlan make_memory_plan(const PlanInput& in) {
     const double r = std::clamp(in.offload_optimizer_ratio, 0.0, 1.0);
     const double shard = psi / opt_div;
     p.device_optimizer = (1 - r) * p.optimizer_k * shard;
-    if (in.stage >= 2) p.device_grads = (1 - r) * w * psi / grad_div;
+    if (traits.shards_grads) p.device_grads = (1 - r) * w * psi / grad_div;
     const double grads_fp32 = r * 4 * shard;
     const double master_and_state = r * (4 + p.state_k) * shard;
     if (in.offload_optimizer == OffloadDevice::CPU) {

@@ -2,12 +2,14 @@
 // two decimals), one row per category with our number and DeepSpeed's estimate side by side.
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <string>
 
 #include "runtime/plan/memory_plan.h"
 #include "runtime/plan/units.h"
+#include "runtime/zero/stage_traits.h"
 
 namespace zt {
 
@@ -48,6 +50,15 @@ nlohmann::json plan_to_json(const MemoryPlan& p) {
       {"activations", bytes(p.device_activations)},
       {"buffers", bytes(p.device_buffers)},
       {"total", bytes(p.device_total())},
+  };
+  // What the stage divides each model state's bytes per rank by (runtime/zero/stage_traits.h): the
+  // sweep takes ZeRO's formula from here rather than restating it.
+  const StageTraits traits = stage_traits(in.stage);
+  const int world = std::max(1, in.world_size);
+  j["stage_divisors"] = {
+      {"params", traits.param_divisor(world)},
+      {"grads", traits.grad_divisor(world)},
+      {"optimizer", traits.optimizer_divisor(world)},
   };
   j["comm_buffers_per_rank"] = bytes(p.comm_buffers);
   j["comm_device_buffers_per_rank"] = bytes(p.comm_device_buffers);

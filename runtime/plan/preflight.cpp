@@ -8,6 +8,7 @@
 
 #include "runtime/plan/machine_probe.h"
 #include "runtime/plan/units.h"
+#include "runtime/zero/stage_traits.h"
 
 namespace zt {
 
@@ -74,12 +75,13 @@ std::vector<Remedy> device_remedies(const MemoryPlan& p) {
     if (!p.input.activation_checkpointing) t += " or turn on activation checkpointing (--recompute)";
     r.push_back({p.device_activations * 0.5, t});
   }
-  if (W > 1 && stage < 3) {
+  const StageTraits traits = stage_traits(stage);
+  if (W > 1 && !traits.shards_params) {
     // Replicated terms a higher stage would divide by N: grads from stage 2, params at stage 3.
-    const double unsharded = (stage < 1 ? p.device_optimizer : 0) + (stage < 2 ? p.device_grads : 0) + p.device_params;
+    const double unsharded = (traits.shards_optimizer ? 0 : p.device_optimizer) + (traits.shards_grads ? 0 : p.device_grads) + p.device_params;
     const double saves = unsharded * (1.0 - 1.0 / W);
     r.push_back({saves, "raise zero_optimization.stage to 3 (it keeps 1/" + std::to_string(W) +
-                            " of the params" + (stage < 2 ? ", grads" : "") + (stage < 1 ? " and optimizer state" : "") +
+                            " of the params" + (traits.shards_grads ? "" : ", grads") + (traits.shards_optimizer ? "" : " and optimizer state") +
                             " per rank: " + gib1(saves) + " less)"});
   }
   if (W == 1)

@@ -26,6 +26,7 @@ std::vector<char> offloaded_units(const PartitionConfig& c, const std::vector<in
 
 Partition::Partition(std::vector<UnitSpec> units, const PartitionConfig& c) : cfg_(c) {
   if (c.stage < 0 || c.stage > 3) throw std::invalid_argument("Partition: stage must be 0..3, got " + std::to_string(c.stage));
+  traits_ = stage_traits(c.stage);
   for (int q = 0; q < c.world_size; ++q) maps_.emplace_back(units, c.world_size, q, c.alignment);
   const ShardMap& m = map();
   const int s = c.stage;
@@ -33,15 +34,15 @@ Partition::Partition(std::vector<UnitSpec> units, const PartitionConfig& c) : cf
   for (int u = 0; u < m.units(); ++u) {
     const UnitShard& sh = m.shard(u);
     UnitPart p;
-    p.param_len = s == 3 ? sh.shard : sh.padded;
-    p.grad_len = s >= 2 ? sh.shard : sh.padded;
-    p.state_len = s == 0 ? sh.padded : sh.shard;
-    p.state_valid = s == 0 ? sh.numel : sh.valid;
-    p.state_begin = s == 0 ? 0 : sh.rank_begin;
+    p.param_len = traits_.shards_params ? sh.shard : sh.padded;
+    p.grad_len = traits_.shards_grads ? sh.shard : sh.padded;
+    p.state_len = traits_.shards_optimizer ? sh.shard : sh.padded;
+    p.state_valid = traits_.shards_optimizer ? sh.valid : sh.numel;
+    p.state_begin = traits_.shards_optimizer ? sh.rank_begin : 0;
     p.state_in_grad = s == 1 ? sh.rank_begin : 0;
     p.state_in_param = (s == 1 || s == 2) ? sh.rank_begin : 0;
-    if (s == 3 && c.offload_param == OffloadDevice::CPU) p.param = ParamHome::Host;
-    if (s == 3 && c.offload_param == OffloadDevice::NVMe) p.param = ParamHome::Nvme;
+    if (traits_.shards_params && c.offload_param == OffloadDevice::CPU) p.param = ParamHome::Host;
+    if (traits_.shards_params && c.offload_param == OffloadDevice::NVMe) p.param = ParamHome::Nvme;
     state_lens.push_back(p.state_len);
     parts_.push_back(p);
   }

@@ -1,8 +1,8 @@
 // Partition: what one rank keeps of every unit under its ZeRO stage and offload choice — which
 // buffers are full or sharded, where its shard starts in each, where the optimizer state and the
 // working parameters live, and which collectives the stage issues. Built once; the engine's
-// objects read it (the memory plan still has its own stage divisors: runtime/plan/memory_plan.cpp). It
-// and the ZeRO rules (zero_rules.h) are where the ZeRO objects read the stage number.
+// objects read it. Which states the stage shards comes from stage_traits.h, which the memory plan
+// reads too. It and the ZeRO rules (zero_rules.h) are where the ZeRO objects read the stage number.
 #pragma once
 
 #include <cstdint>
@@ -12,6 +12,7 @@
 #include "base/offload.h"
 #include "base/optimizer.h"
 #include "runtime/zero/shard_map.h"
+#include "runtime/zero/stage_traits.h"
 
 namespace zt {
 
@@ -75,6 +76,7 @@ class Partition {
 
   const PartitionConfig& config() const { return cfg_; }
   int stage() const { return cfg_.stage; }
+  const StageTraits& traits() const { return traits_; }
   int world_size() const { return cfg_.world_size; }
   int rank() const { return cfg_.rank; }
   int units() const { return map().units(); }
@@ -85,14 +87,14 @@ class Partition {
 
   // --- what the stage does ---------------------------------------------------------------------
   // Stage 3: a unit's parameters are all-gathered before its forward and backward, released after.
-  bool gathers_params_for_compute() const { return cfg_.stage >= 3; }
+  bool gathers_params_for_compute() const { return traits_.shards_params; }
   // Stages 1–2: after the update, every rank's updated shard is all-gathered into the full params.
   bool gathers_params_after_update() const { return cfg_.stage == 1 || cfg_.stage == 2; }
   // Stages 2–3 reduce-scatter each micro-step's gradients as backward produces them; stages 0–1 add
   // micro-steps into full gradients and reduce once, at the accumulation boundary.
-  bool reduces_each_micro_step() const { return cfg_.stage >= 2; }
+  bool reduces_each_micro_step() const { return traits_.shards_grads; }
   // Stage 0 all-reduces (every rank keeps the whole sum); stages 1–3 reduce-scatter.
-  bool all_reduces_grads() const { return cfg_.stage == 0; }
+  bool all_reduces_grads() const { return !traits_.shards_optimizer; }
   // fp32 training on the CPU backend with nothing staged: the master weights are the working params.
   bool master_aliases_params() const { return aliases_; }
   bool any_staged() const { return any_staged_; }
@@ -119,6 +121,7 @@ class Partition {
 
  private:
   PartitionConfig cfg_;
+  StageTraits traits_;
   std::vector<ShardMap> maps_;  // every rank's view, this rank's at [rank]
   std::vector<UnitPart> parts_;
   bool aliases_ = false, any_staged_ = false, any_device_ = false;

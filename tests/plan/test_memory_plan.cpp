@@ -36,6 +36,22 @@ TEST(MemoryPlan, ZeroPaperTableAt7_5BOn64Ranks) {
   EXPECT_DOUBLE_EQ(s3.device_model_states(), 16 * 7.5e9 / 64);
 }
 
+// The JSON's stage divisors (what the sweep builds ZeRO's formula from) reproduce the plan's own
+// per-category bytes: w·Ψ/params and w·Ψ/grads, K·Ψ/optimizer, stage by stage.
+TEST(MemoryPlan, JsonStageDivisorsReproduceTheModelStates) {
+  const double expected[4][3] = {{1, 1, 1}, {1, 1, 64}, {1, 64, 64}, {64, 64, 64}};
+  for (int stage = 0; stage <= 3; ++stage) {
+    const MemoryPlan p = make_memory_plan(paper_input(stage));
+    const nlohmann::json d = plan_to_json(p)["stage_divisors"];
+    EXPECT_EQ(d["params"].get<double>(), expected[stage][0]) << "stage " << stage;
+    EXPECT_EQ(d["grads"].get<double>(), expected[stage][1]) << "stage " << stage;
+    EXPECT_EQ(d["optimizer"].get<double>(), expected[stage][2]) << "stage " << stage;
+    EXPECT_DOUBLE_EQ(p.device_params, p.working_bytes * 7.5e9 / d["params"].get<double>());
+    EXPECT_DOUBLE_EQ(p.device_grads, p.working_bytes * 7.5e9 / d["grads"].get<double>());
+    EXPECT_DOUBLE_EQ(p.device_optimizer, p.optimizer_k * 7.5e9 / d["optimizer"].get<double>());
+  }
+}
+
 TEST(MemoryPlan, OptimizerKCountsMasterCopyUnderMixedPrecision) {
   struct Case {
     std::optional<OptimizerType> opt;

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "runtime/zero/partition.h"
+#include "runtime/zero/stage_traits.h"
 #include "runtime/zero/zero_rules.h"
 #include "tests/zero/zero_test_layouts.h"
 
@@ -399,6 +400,32 @@ TEST(PartitionTable, RejectsStagesOutsideZeroToThree) {
     PartitionConfig c;
     c.stage = stage;
     EXPECT_THROW(Partition(odd_units(), c), std::invalid_argument) << stage;
+  }
+}
+
+// The stage traits, as ZeRO's paper states them: P_os from stage 1, P_os+g from stage 2,
+// P_os+g+p at stage 3; a sharded state's bytes divide by the world size, others by 1.
+TEST(StageTraits, StagesShardOptimizerThenGradsThenParams) {
+  const bool expect[4][3] = {{false, false, false}, {true, false, false}, {true, true, false}, {true, true, true}};
+  for (int stage = 0; stage < 4; ++stage) {
+    const StageTraits t = stage_traits(stage);
+    EXPECT_EQ(t.shards_optimizer, expect[stage][0]) << stage;
+    EXPECT_EQ(t.shards_grads, expect[stage][1]) << stage;
+    EXPECT_EQ(t.shards_params, expect[stage][2]) << stage;
+    for (int n : {1, 2, 7}) {
+      EXPECT_EQ(t.optimizer_divisor(n), expect[stage][0] ? double(n) : 1.0);
+      EXPECT_EQ(t.grad_divisor(n), expect[stage][1] ? double(n) : 1.0);
+      EXPECT_EQ(t.param_divisor(n), expect[stage][2] ? double(n) : 1.0);
+    }
+    // The Partition carries the same traits it was built with.
+    PartitionConfig c;
+    c.stage = stage;
+    c.world_size = 2;
+    const Partition part({UnitSpec{"u", 10, {}}}, c);
+    EXPECT_EQ(part.traits().shards_params, expect[stage][2]);
+    EXPECT_EQ(part.all_reduces_grads(), !expect[stage][0]);
+    EXPECT_EQ(part.reduces_each_micro_step(), expect[stage][1]);
+    EXPECT_EQ(part.gathers_params_for_compute(), expect[stage][2]);
   }
 }
 
