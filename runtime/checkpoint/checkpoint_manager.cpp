@@ -42,6 +42,15 @@ void check_settings(const CheckpointSettings& s, Diagnostics& d) {
     d.error("--init-from", s.init_from, "cannot be combined with --load (a checkpoint already holds weights)",
             "drop one of them");
   if (!s.load_tag.empty() && s.load_dir.empty()) d.error("--load-tag", s.load_tag, "needs --load DIR");
+  if (s.writer_nice < 0 || s.writer_nice > 19)
+    d.error("--save-writer-nice", std::to_string(s.writer_nice), "must be 0..19",
+            "give 19 (the default: the step's threads come first), 0 (the run's own priority) or a level between");
+  if (!(s.writer_cpu_percent > 0 && s.writer_cpu_percent <= 100)) {
+    char v[32];
+    std::snprintf(v, sizeof v, "%g", s.writer_cpu_percent);
+    d.error("--save-writer-cpu-percent", v, "must be above 0 and at most 100 (percent of one core)",
+            "give e.g. 25 to hold the checkpoint writer to a quarter of a core, or 100 (the default) for no pacing");
+  }
 }
 
 namespace {
@@ -75,6 +84,7 @@ namespace {
 LoadOptions load_options(const CheckpointSettings& s) {
   LoadOptions lo;
   lo.io.aio = s.aio;
+  lo.io.direct_reads = s.direct_reads;
   if (is_weights_only(s)) {
     lo.path = s.init_from;
     lo.load_optimizer_states = false;
@@ -88,6 +98,14 @@ LoadOptions load_options(const CheckpointSettings& s) {
 }
 
 }  // namespace
+
+// The load report's note on how the bytes came: only said when some came O_DIRECT (--load-direct).
+static std::string read_path(const LoadResult& r) {
+  if (r.io.direct_bytes == 0) return "";
+  char t[96];
+  std::snprintf(t, sizeof t, " (%.1f MiB of it O_DIRECT)", double(r.io.direct_bytes) / double(1 << 20));
+  return t;
+}
 
 bool is_weights_only(const CheckpointSettings& s) { return !s.init_from.empty() && is_directory(s.init_from); }
 
@@ -157,6 +175,8 @@ CheckpointManager::CheckpointManager(ShardedState& state, Communicator& comm, Ba
     so.tag_validation = s_.tag_validation;
     so.node_local_storage = s_.use_node_local_storage;
     so.io.aio = s_.aio;
+    so.writer_nice = s_.writer_nice;
+    so.writer_cpu_share = s_.writer_cpu_percent / 100.0;
     if (say_) so.warn = [out = say_](const std::string& m) { std::fprintf(out, "warning: %s\n", m.c_str()); };
     else so.warn = [](const std::string&) {};
     writer_ = std::make_unique<CheckpointWriter>(ex_, so);
@@ -174,9 +194,9 @@ int64_t CheckpointManager::start() {
       std::fprintf(say_,
                    "initialised the weights from checkpoint %s: the fp32 master of step %" PRId64
                    ", saved at world size %d stage %d, now %d / %d (optimizer state fresh, step 0); this rank read "
-                   "%.1f MiB from %zu rank file(s) in %.2f s\n",
+                   "%.1f MiB from %zu rank file(s) in %.2f s%s\n",
                    r.tag_dir.c_str(), m.step(), m.world_size, m.stage, state_.world_size(), state_.stage(),
-                   double(r.bytes_read) / double(1 << 20), r.files_read.size(), r.seconds);
+                   double(r.bytes_read) / double(1 << 20), r.files_read.size(), r.seconds, read_path(r).c_str());
     return 0;
   }
   if (!s_.init_from.empty()) {
@@ -201,9 +221,10 @@ int64_t CheckpointManager::start() {
     for (const auto& x : w.all()) std::fprintf(say_, "%s\n", format_diagnostic(x).c_str());
     std::fprintf(say_,
                  "loaded checkpoint %s: step %" PRId64 ", saved at world size %d stage %d, now %d / %d; this rank read "
-                 "%.1f MiB from %zu rank file(s) in %.2f s\n",
+                 "%.1f MiB from %zu rank file(s) in %.2f s%s\n",
                  loaded_->tag_dir.c_str(), m.step(), m.world_size, m.stage, state_.world_size(), state_.stage(),
-                 double(loaded_->bytes_read) / double(1 << 20), loaded_->files_read.size(), loaded_->seconds);
+                 double(loaded_->bytes_read) / double(1 << 20), loaded_->files_read.size(), loaded_->seconds,
+                 read_path(*loaded_).c_str());
   }
   last_saved_ = m.step();  // an end-of-run save at this step would rewrite the same state
   return m.step();

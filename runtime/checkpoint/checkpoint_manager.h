@@ -32,6 +32,10 @@ struct CheckpointSettings {
   bool load_universal = false;        // accepted: every zerotrain checkpoint is universal
   bool use_node_local_storage = false;
   offload::AioConfig aio;             // the ds_config's aio block: checkpoint reads and writes use it too
+  // zerotrain's own switches (run flags; DeepSpeed's config has no such keys).
+  bool direct_reads = false;          // --load-direct: loads read O_DIRECT (default: the page cache)
+  int writer_nice = 19;               // --save-writer-nice N, 0..19
+  double writer_cpu_percent = 100;    // --save-writer-cpu-percent P, (0, 100]: the writer's share of one core
 };
 
 // Wiring for the loop (collective methods, called by every rank at the same points):
@@ -76,7 +80,8 @@ class CheckpointManager {
 // uninterrupted run's): errors naming both values; a different precision: a warning.
 Diagnostics compare_run(const Manifest& m, const RunFacts& now, const std::string& precision_now);
 
-// The flags together: --save-every without --save, --load-tag without --load, --init-from with --load.
+// The flags together: --save-every without --save, --load-tag without --load, --init-from with --load;
+// --save-writer-nice outside 0..19, --save-writer-cpu-percent outside (0, 100].
 void check_settings(const CheckpointSettings& s, Diagnostics& d);
 // --init-from names a directory: a zerotrain checkpoint (DIR with `latest`, or DIR/TAG) whose fp32
 // master the run starts from, with fresh optimizer state at step 0 (a weights-only load).

@@ -82,6 +82,7 @@ struct CheckpointWriter::Pending {
   std::string error;
   WrittenFile file;
   double cpu_s = 0;
+  int nice_seen = 0;  // the writer thread's nice level, read back after setting it
 };
 
 CheckpointWriter::CheckpointWriter(RankExchange& ex, SaveOptions o)
@@ -98,6 +99,8 @@ CheckpointWriter::CheckpointWriter(RankExchange& ex, SaveOptions o)
   if (!o_.io.note) o_.io.note = o_.warn;
   if (o_.writer_nice < 0 || o_.writer_nice > 19)
     throw UserError("checkpoint writer nice level", std::to_string(o_.writer_nice), "expected 0..19");
+  if (!(o_.writer_cpu_share > 0 && o_.writer_cpu_share <= 1))
+    throw UserError("checkpoint writer CPU share", std::to_string(o_.writer_cpu_share), "expected a fraction in (0, 1]");
   io_ = std::make_unique<BulkIo>(o_.io);
   leader_ = ex_.rank() == 0;
   if (o_.node_local_storage) {
@@ -207,19 +210,23 @@ void CheckpointWriter::begin(ShardedState& state, const RunFacts& facts, const s
   Pending* pp = p.get();
   BulkIo* io = io_.get();
   const int nice = o_.writer_nice;
-  p->thread = std::thread([pp, path, rank, world, block, data, io, nice] {
+  const double share = o_.writer_cpu_share;
+  p->thread = std::thread([pp, path, rank, world, block, data, io, nice, share] {
     // Below the step's threads: the writer takes what they leave (the ring's I/O thread, made by
     // the first save's writer, inherits the level).
-    if (nice > 0) ::setpriority(PRIO_PROCESS, id_t(::syscall(SYS_gettid)), nice);
+    const id_t tid = id_t(::syscall(SYS_gettid));
+    if (nice > 0) ::setpriority(PRIO_PROCESS, tid, nice);
+    pp->nice_seen = ::getpriority(PRIO_PROCESS, tid);
     timespec c0{}, c1{};
     ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
     try {
       make_directories(pp->staging);
+      WriterPacer pacer(share);
       pp->file = write_shard_file(path, pp->manifest.units, pp->spec, data, block,
                                   {{"zt.rank", std::to_string(rank)},
                                    {"zt.world_size", std::to_string(world)},
                                    {"zt.tag", pp->tag}},
-                                  *io);
+                                  *io, &pacer);
       pp->ok = true;
     } catch (const std::exception& e) {
       pp->error = e.what();
@@ -321,6 +328,8 @@ void CheckpointWriter::complete() {
   res.commit_s = seconds_since(commit_start);
   res.writer_cpu_s = p.cpu_s;
   res.io = p.file.io;
+  res.pace = p.file.pace;
+  res.writer_nice = p.nice_seen;
   char line[512];
   if (res.ok) {
     std::snprintf(line, sizeof line, "saved checkpoint %s (step %" PRId64 ", %d rank files, %.1f MiB) in %.2f s",

@@ -16,6 +16,7 @@
 #include "runtime/checkpoint/manifest.h"
 #include "runtime/checkpoint/rank_exchange.h"
 #include "runtime/checkpoint/sharded_state.h"
+#include "runtime/checkpoint/writer_pacer.h"
 
 namespace zt::ckpt {
 
@@ -30,6 +31,11 @@ struct SaveOptions {
   // The background writer's nice level (and its I/O thread's): 19 lets the step's threads take
   // the cores whenever they want them; 0 leaves it at the run's own priority.
   int writer_nice = 19;
+  // The background writer's share of one core, in (0, 1]: below 1 it sleeps between checksum
+  // blocks so that its thread's CPU seconds stay under share × its wall seconds (WriterPacer).
+  // 1 (the default) never sleeps. The ring's I/O thread (the copy into the page cache where
+  // O_DIRECT is off or refused) is not paced.
+  double writer_cpu_share = 1.0;
 };
 
 struct SaveResult {
@@ -45,6 +51,8 @@ struct SaveResult {
   double commit_s = 0;       // the leader's manifest, fsyncs, folder rename and `latest`
   double writer_cpu_s = 0;   // CPU seconds of the background writer thread (hash, submissions, page-cache copies)
   IoBreakdown io;            // where write_s went
+  PaceAccount pace;          // what the writer's pacing did (sleeps, its CPU and wall seconds)
+  int writer_nice = 0;       // the nice level the writer thread ran at (read back from the kernel)
 };
 
 std::string default_tag(int64_t step);  // "global_step<step>", DeepSpeed's

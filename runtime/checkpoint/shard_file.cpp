@@ -44,7 +44,8 @@ int64_t ShardFileSpec::range_elements() const {
 }
 
 WrittenFile write_shard_file(const std::string& path, const std::vector<UnitLayout>& units, const ShardFileSpec& spec,
-                             const float* data, int64_t block_bytes, const StMetadata& extra, BulkIo& io) {
+                             const float* data, int64_t block_bytes, const StMetadata& extra, BulkIo& io,
+                             WriterPacer* pacer) {
   using Clock = std::chrono::steady_clock;
   const auto t0 = Clock::now();
   std::vector<StTensor> tensors;
@@ -67,6 +68,7 @@ WrittenFile write_shard_file(const std::string& path, const std::vector<UnitLayo
   // The data area is the snapshot as it is, in file order: the ring writes it while this thread
   // hashes each block (for the header) and the whole area (for the manifest).
   auto hash_pass = [&] {
+    if (pacer) pacer->start();
     const char* p = reinterpret_cast<const char*>(data);
     for (const auto& t : w.tensors()) {
       std::string& hashes = meta[kBlocksPrefix + t.name];
@@ -75,9 +77,11 @@ WrittenFile write_shard_file(const std::string& path, const std::vector<UnitLayo
         const size_t n = size_t(std::min(block_bytes, t.bytes() - b));
         hashes += hex16(xxh3(p + b, n));
         w.account(p + b, n);
+        if (pacer) pacer->after(int64_t(n));
       }
       p += t.bytes();
     }
+    if (pacer) pacer->finish();
   };
   WrittenFile f;
   io.write(out, data, size_t(w.file_bytes() - w.header_bytes()), w.header_bytes(), hash_pass, f.io);
@@ -90,6 +94,7 @@ WrittenFile write_shard_file(const std::string& path, const std::vector<UnitLayo
   f.io.sync_s += std::chrono::duration<double>(Clock::now() - t1).count();
   out.close();
   f.path = path;
+  if (pacer) f.pace = pacer->account();
   f.bytes = w.file_bytes();
   f.checksum = w.data_checksum();
   f.header_checksum = w.header_checksum();

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "runtime/checkpoint/bulk_io.h"
+#include "runtime/checkpoint/writer_pacer.h"
 #include "runtime/checkpoint/manifest.h"
 #include "runtime/checkpoint/safetensors.h"
 #include "runtime/checkpoint/sharded_state.h"
@@ -32,13 +33,16 @@ struct WrittenFile {
   uint64_t checksum = 0, header_checksum = 0;
   double seconds = 0;  // hashing, writing and fsync
   IoBreakdown io;      // where those seconds went
+  PaceAccount pace;    // the writer's pacing over the hash pass (none without a pacer)
 };
 
 // Writes `data` (spec.total_elements() floats in data order; page-aligned for O_DIRECT) to a new
 // file at `path` with a checksum per `block_bytes` of each tensor, hashing while `io` writes,
-// then the header, fsync, close. Throws IoError.
+// then the header, fsync, close. `pacer`, when given, sleeps between blocks of the hash pass so
+// that this thread's CPU time stays under its share. Throws IoError.
 WrittenFile write_shard_file(const std::string& path, const std::vector<UnitLayout>& units, const ShardFileSpec& spec,
-                             const float* data, int64_t block_bytes, const StMetadata& extra, BulkIo& io);
+                             const float* data, int64_t block_bytes, const StMetadata& extra, BulkIo& io,
+                             WriterPacer* pacer = nullptr);
 
 // One rank file of a checkpoint opened for reading, checked against its manifest record.
 class ShardFileReader {

@@ -190,6 +190,16 @@ void register_train(CLI::App& app, int& exit_code) {
   app.add_option("--init-from", ck.init_from,
                  "Start from these weights: Hugging Face GPT-2 safetensors, `zerotrain export` output, or a zerotrain "
                  "checkpoint DIR[/TAG] (its fp32 master; optimizer state fresh, step 0; not with --load)");
+  app.add_flag("--load-direct", ck.direct_reads,
+               "Read --load / --init-from checkpoints with O_DIRECT (default: through the page cache, which a resume "
+               "right after a save finds warm)");
+  app.add_option("--save-writer-nice", ck.writer_nice,
+                 "Nice level of the checkpoint writer thread, 0..19 (19: the step's threads come first)")
+      ->capture_default_str();
+  app.add_option("--save-writer-cpu-percent", ck.writer_cpu_percent,
+                 "Hold the checkpoint writer to this percent of one core, (0, 100]: it sleeps between checksum "
+                 "blocks (100: no pacing)")
+      ->capture_default_str();
   app.callback([&app, f, &exit_code] {
     if (!app.get_subcommands().empty()) return;  // a subcommand ran instead
     exit_code = run(*f);

@@ -247,6 +247,9 @@ def main():
         refused("load_missing_dir", ["--load", missing], re.escape(missing) + r": the checkpoint directory does not exist")
         refused("save_every_alone", ["--save-every", "2"], r"--save-every = 2: needs --save DIR")
         refused("load_tag_alone", ["--load-tag", "global_step3"], r"--load-tag = global_step3: needs --load DIR")
+        refused("writer_nice_out_of_range", ["--save-writer-nice", "20"], r"--save-writer-nice = 20: must be 0\.\.19.*give 19")
+        refused("writer_cpu_percent_zero", ["--save-writer-cpu-percent", "0"],
+                r"--save-writer-cpu-percent = 0: must be above 0 and at most 100.*give e\.g\. 25")
         a_file = os.path.join(ROOT, "a_file")
         open(a_file, "w").close()
         refused("save_under_a_file", ["--save", a_file + "/ckpt"],
