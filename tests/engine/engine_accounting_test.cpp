@@ -131,6 +131,20 @@ constexpr BufferCase kBufferCases[] = {
     {"unit_aligned_buckets", false, true, 1, 16, 50000000, 100000, 1000000000, 1000000000},
 };
 
+// The plan of an fp32 AdamW run on the CPU backend with the engine's unit buffers and the
+// communicator's reservation; the caller sets the activations.
+PlanInput cpu_plan_input(int64_t params, int W, int stage, uint64_t comm, uint64_t units) {
+  PlanInput in;
+  in.params = params;
+  in.world_size = W;
+  in.stage = stage;
+  in.optimizer = OptimizerType::AdamW;
+  in.backend_is_host = true;
+  in.comm_buffer_bytes = comm;
+  in.unit_buffer_bytes = double(units);
+  return in;
+}
+
 class AccountingBuffers : public ::testing::TestWithParam<std::tuple<int, int>> {};
 
 TEST_P(AccountingBuffers, PlanBuffersAreTheLedgersPeak) {
@@ -153,14 +167,7 @@ TEST_P(AccountingBuffers, PlanBuffersAreTheLedgersPeak) {
       << c.name << ": the ledger's buffers peaked at " << ledger << " bytes, the plan says " << units + comm;
 
   Engine probe(model, o, *world().backend, *world().comm);
-  PlanInput in;
-  in.params = probe.params();
-  in.world_size = W;
-  in.stage = stage;
-  in.optimizer = OptimizerType::AdamW;
-  in.backend_is_host = true;
-  in.comm_buffer_bytes = comm;
-  in.unit_buffer_bytes = double(units);
+  PlanInput in = cpu_plan_input(probe.params(), W, stage, comm, units);
   in.activation_bytes = double(probe.ledger().current()[MemCategory::Activations]);
   const MemoryPlan plan = make_memory_plan(in);
   const double pad = 16.0 * double(probe.shard_map().total_padded() - in.params) + 16.0 * W;  // 4 fp32 arrays
@@ -195,14 +202,7 @@ TEST_P(AccountingPresets, PlanEqualsTheLedgerPerCategory) {
   o.allgather_bucket_size = 500000000;
   const uint64_t comm = world().comm->buffer_bytes_for(uint64_t(model.total_params()) * 4);
   const uint64_t units = planned_unit_buffer_bytes(model, o, W, 4);
-  PlanInput in;
-  in.params = model.total_params();
-  in.world_size = W;
-  in.stage = stage;
-  in.optimizer = OptimizerType::AdamW;
-  in.backend_is_host = true;
-  in.comm_buffer_bytes = comm;
-  in.unit_buffer_bytes = double(units);
+  PlanInput in = cpu_plan_input(model.total_params(), W, stage, comm, units);
   in.activation_bytes = double(GPT2::activation_bytes_for(
       model, ModelRunOptions{o.micro_batch, o.checkpoint_activations}, 4,
       world().backend->attention_saved_bytes(o.micro_batch, model.seq_len, model.dim, model.heads)));
