@@ -1,8 +1,10 @@
 // Checkpoint test helpers.
 #include "tests/checkpoint/ckpt_test_util.h"
 
+#include <fcntl.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -126,6 +128,15 @@ LoadCheck load_fake(const ckpt::LoadOptions& o, const ModelConfig& m, int world,
     c.results.push_back(std::move(res));
   });
   return c;
+}
+
+bool takes_direct(const std::string& dir) {
+  const std::string p = dir + "/.direct_probe";
+  const int fd = ::open(p.c_str(), O_WRONLY | O_CREAT | O_DIRECT | O_CLOEXEC, 0644);
+  const bool ok = fd >= 0;
+  if (ok) ::close(fd);
+  ::unlink(p.c_str());
+  return ok;
 }
 
 }  // namespace zt::test

@@ -28,6 +28,9 @@ class TempDir {
 // Every file and folder under `dir` with its size, modification time and content hash.
 std::string tree_fingerprint(const std::string& dir);
 
+// Whether `dir`'s file system accepts O_DIRECT opens (probed with a scratch file, removed after).
+bool takes_direct(const std::string& dir);
+
 // A small GPT-2 whose units do not divide evenly by 3 or 4 (so shards have ragged ends).
 ModelConfig small_model();
 // The larger model the kill -9 driver saves (about 0.5 M parameters, 6 MiB per save).

@@ -22,6 +22,8 @@
 namespace zt::ckpt {
 namespace {
 
+using test::takes_direct;
+
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
 // Notes from every rank's writer, counted.
@@ -35,16 +37,6 @@ struct Notes {
     };
   }
 };
-
-// Whether `dir`'s file system accepts O_DIRECT opens (probed with a scratch file).
-bool takes_direct(const std::string& dir) {
-  const std::string p = dir + "/.direct_probe";
-  const int fd = ::open(p.c_str(), O_WRONLY | O_CREAT | O_DIRECT | O_CLOEXEC, 0644);
-  const bool ok = fd >= 0;
-  if (ok) ::close(fd);
-  ::unlink(p.c_str());
-  return ok;
-}
 
 int64_t data_start_of(const std::string& file) {
   Diagnostics d;

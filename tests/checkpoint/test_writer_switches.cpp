@@ -24,17 +24,9 @@ namespace {
 
 using test::FakeShardedState;
 using test::TempDir;
+using test::takes_direct;
 
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
-
-bool takes_direct(const std::string& dir) {
-  const std::string p = dir + "/.direct_probe";
-  const int fd = ::open(p.c_str(), O_WRONLY | O_CREAT | O_DIRECT | O_CLOEXEC, 0644);
-  const bool ok = fd >= 0;
-  if (ok) ::close(fd);
-  ::unlink(p.c_str());
-  return ok;
-}
 
 RunFacts facts(const ModelConfig& m) {  // the run test::save_fake records
   RunFacts f;
