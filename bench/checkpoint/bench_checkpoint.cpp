@@ -267,7 +267,7 @@ int main(int argc, char** argv) {
   if (threads > 0) zt::set_cpu_threads(threads);
   auto backend = zt::make_cpu_backend();
   zt::EngineOptions eo;
-  eo.stage = stage;
+  eo.zero.stage = stage;
   eo.micro_batch = micro_batch;
   zt::Engine engine(model, eo, *backend, comm);
   zt::EngineCheckpoint engine_state(engine, model);

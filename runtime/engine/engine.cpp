@@ -32,22 +32,16 @@ BackendCaps capabilities_of(Backend& b) {
 // validation reports with their keys: what reaches a refusal here is a caller's mistake.
 void check_options(const EngineOptions& o) {
   if (o.micro_batch < 1 || o.grad_accum < 1) throw std::invalid_argument("engine: micro_batch and grad_accum must be >= 1");
-  if (o.reduce_bucket_size < 1 || o.allgather_bucket_size < 1)
+  if (o.reduce.bucket_elems < 1 || o.gather.allgather_bucket_size < 1)
     throw std::invalid_argument("engine: reduce_bucket_size and allgather_bucket_size must be >= 1 element");
   if (o.offload.chunk_elems < 1) throw std::invalid_argument("engine: offload chunk_elems must be >= 1");
 }
 
 void check_zero_rules(const EngineOptions& o, Backend& b, const Partition& part) {
   ZeroOptionSet zs;
-  zs.stage = o.stage;
-  zs.precision = o.precision;
-  zs.comm_precision = o.comm_precision;
-  zs.grad_accum_precision = o.grad_accum_precision;
+  static_cast<ZeroOptions&>(zs) = o.zero;
   zs.optimizer = o.optimizer.type;
-  zs.offload_optimizer = o.offload.optimizer;
-  zs.offload_ratio = o.offload.ratio;
-  zs.offload_param = o.offload.param;
-  zs.param_buffer_size = o.offload.param_buffer_size;
+  zs.param_buffer_size = o.offload.params.buffer_size;
   for (int u = 0; u < part.units(); ++u) zs.largest_param_shard = std::max(zs.largest_param_shard, part.unit(u).param_len);
   const std::vector<ZeroRule> broken = check_zero_options(zs, capabilities_of(b));
   if (broken.empty()) return;
@@ -74,31 +68,15 @@ std::vector<UnitSpec> unit_specs(const std::vector<UnitLayout>& layouts) {
   return specs;
 }
 
-GatherOptions gather_options(const EngineOptions& o, const ModelConfig& m) {
-  GatherOptions go;
-  go.overlap = o.overlap_comm;
-  go.tied_head = m.tied_embeddings;
-  go.prefetch_bucket_size = o.prefetch_bucket_size;
-  go.persistence_threshold = o.param_persistence_threshold;
-  go.max_live_parameters = o.max_live_parameters;
-  go.max_reuse_distance = o.max_reuse_distance;
-  go.allgather_bucket_size = o.allgather_bucket_size;
-  return go;
-}
-
 PartitionConfig partition_config(const EngineOptions& o, Backend& b, const Communicator& c) {
   PartitionConfig pc;
-  pc.stage = o.stage;
+  static_cast<ZeroOptions&>(pc) = o.zero;
   pc.world_size = c.world_size();
   pc.rank = c.rank();
   pc.alignment = o.shard_alignment;
   pc.optimizer = o.optimizer.type;
   pc.sgd_momentum = o.optimizer.momentum != 0.0;
-  pc.offload_optimizer = o.offload.optimizer;
-  pc.offload_ratio = o.offload.ratio;
-  pc.offload_param = o.offload.param;
   pc.backend_is_host = capabilities_of(b).host_memory;
-  pc.precision = o.precision;
   return pc;
 }
 
@@ -121,66 +99,63 @@ uint64_t planned_unit_buffer_bytes(const ModelConfig& model, const EngineOptions
     walk.padded.push_back(map.shard(u).padded);
     walk.numel.push_back(map.shard(u).numel);
   }
-  walk.stage = o.stage;
-  walk.overlap = o.overlap_comm;
-  walk.reduce_bucket_elems = o.reduce_bucket_size;
+  walk.stage = o.zero.stage;
   walk.micro_steps = o.grad_accum;
-  walk.gather = gather_options(o, model);
+  walk.reduce = o.reduce;
+  walk.gather = o.gather;
+  walk.tied_head = model.tied_embeddings;
   // Between steps, when ranks hold shards, the checksum, the export and a checkpoint load gather one
   // unit at a time in fp32 beside the pool (State::gather_unit).
-  const uint64_t gather_scratch = o.stage >= 1 && world_size > 1 ? uint64_t(map.max_unit_padded()) * 4 : 0;
+  const uint64_t gather_scratch = o.zero.stage >= 1 && world_size > 1 ? uint64_t(map.max_unit_padded()) * 4 : 0;
   return uint64_t(unit_buffer_peak_elements(walk)) * element_bytes + gather_scratch;
 }
 
-Engine::State::State(const ModelConfig& m, const EngineOptions& o, Backend& b, Communicator& c)
-    : model_cfg(m), opt(o), backend(b), comm(c), ledger(b), pinned(pinned_options(o, setup_warnings)) {
-  check_options(o);
-  comm.set_compute_stream(b.native_stream());  // NCCL: collectives wait for the kernels before them
-  model = std::make_unique<GPT2>(m, b, ModelRunOptions{o.micro_batch, o.checkpoint_activations});
+Engine::State::State(const ModelConfig& model_config, const EngineOptions& options, Backend& backend_in,
+                     Communicator& comm_in)
+    : model_cfg(model_config), opt(options), backend(backend_in), comm(comm_in), ledger(backend_in),
+      pinned(pinned_options(options, setup_warnings)) {
+  check_options(opt);
+  comm.set_compute_stream(backend.native_stream());  // NCCL: collectives wait for the kernels before them
+  model = std::make_unique<GPT2>(model_cfg, backend, ModelRunOptions{opt.micro_batch, opt.checkpoint_activations});
   ledger.record_external(MemCategory::Activations, model->activation_bytes());
-  part = std::make_unique<Partition>(unit_specs(model->layouts()), partition_config(o, b, c));
-  check_zero_rules(o, b, *part);
+  part = std::make_unique<Partition>(unit_specs(model->layouts()), partition_config(opt, backend, comm));
+  check_zero_rules(opt, backend, *part);
   // The communicator's own working buffers, sized now for the largest call this engine makes (the
   // model in 4-byte elements; a padded call runs as one chunk more) and counted where they live:
   // host memory, the backend's own on the CPU backend; NCCL's device buffers as measured at its start.
   comm.reserve_buffers(uint64_t(part->map().total_numel()) * 4);
-  if (capabilities_of(b).host_memory) {
+  if (capabilities_of(backend).host_memory) {
     ledger.record_external(MemCategory::CommBuffers, comm.buffer_bytes() + comm.device_buffer_bytes());
   } else {
     ledger.record_host(MemCategory::CommBuffers, comm.buffer_bytes());
     if (comm.device_buffer_bytes()) ledger.record_external(MemCategory::CommBuffers, comm.device_buffer_bytes());
   }
-  if (o.trace) trace = std::make_unique<Trace>();
-  z = std::make_unique<ZeroContext>(ZeroContext{b, c, ledger, *part, o.precision, o.comm_precision.value_or(o.precision),
-                                                o.grad_accum_precision.value_or(o.precision), trace.get(), {}});
-  const int U = part->units();
-  pool = std::make_unique<UnitBufferPool>(ledger, b, z->element_bytes());
+  if (opt.trace) trace = std::make_unique<Trace>();
+  const ZeroOptions& zo = opt.zero;
+  z = std::make_unique<ZeroContext>(ZeroContext{backend, comm, ledger, *part, zo.precision,
+                                                zo.comm_precision.value_or(zo.precision),
+                                                zo.grad_accum_precision.value_or(zo.precision), trace.get(), {}});
+  pool = std::make_unique<UnitBufferPool>(ledger, backend, z->element_bytes());
   if (part->any_staged()) {
     int64_t largest = 1;
-    for (int u = 0; u < U; ++u)
+    for (int u = 0; u < part->units(); ++u)
       if (part->unit(u).staged()) largest = std::max(largest, part->unit(u).state_len);
-    transfer = std::make_unique<HostTransfer>(*z, pinned, o.offload.buffer_count, o.offload.chunk_elems, largest);
+    transfer =
+        std::make_unique<HostTransfer>(*z, pinned, opt.offload.state.buffer_count, opt.offload.chunk_elems, largest);
   }
-  store = std::make_unique<ParamStore>(
-      *z, pinned, transfer.get(),
-      ParamOffloadOptions{o.offload.param_nvme_path, o.offload.param_buffer_count, o.offload.param_buffer_size, o.offload.aio});
-  reducer = std::make_unique<GradReducer>(*z, *pool, o.reduce_bucket_size, o.overlap_comm);
-  gatherer = std::make_unique<ParamGatherer>(*z, *pool, *store, gather_options(o, m));
-  UpdateRules rules;
-  rules.scheduler = o.scheduler;
-  rules.gradient_clipping = o.gradient_clipping;
-  if (o.precision == DType::F16) rules.loss_scaler = o.loss_scaler;
-  optimizer = std::make_unique<ShardOptimizer>(*z, o.optimizer, rules, o.sub_group_size,
-                                               StateOffloadOptions{o.offload.nvme_path, o.offload.buffer_count, o.offload.aio},
+  store = std::make_unique<ParamStore>(*z, pinned, transfer.get(), opt.offload.params);
+  reducer = std::make_unique<GradReducer>(*z, *pool, opt.reduce);
+  gatherer = std::make_unique<ParamGatherer>(*z, *pool, *store, opt.gather, model_cfg.tied_embeddings);
+  optimizer = std::make_unique<ShardOptimizer>(*z, opt.optimizer, opt.update, opt.sub_group_size, opt.offload.state,
                                                pinned, transfer.get(), *store);
   // Initial values of the range this rank keeps (the whole unit for stages 0–2, its shard for 3).
   set_params(
       [&](int u, float* values) {
         const int64_t first = part->gathers_params_for_compute() ? part->shard(u).rank_begin : 0;
-        init_unit_params(model->layout(u), o.seed, first, first + part->unit(u).param_len, values);
+        init_unit_params(model->layout(u), opt.seed, first, first + part->unit(u).param_len, values);
       },
       true);
-  tokens.resize(size_t(o.micro_batch) * m.seq_len);
+  tokens.resize(size_t(opt.micro_batch) * model_cfg.seq_len);
   targets.resize(tokens.size());
   backend.synchronize();
 }

@@ -89,7 +89,7 @@ void EngineCheckpoint::set_counters(const nlohmann::json& j) {
   if (c.steps < 0 || c.applied < 0 || c.skipped < 0 || c.applied + c.skipped != c.steps)
     throw UserError("manifest.json: counters", j.dump(),
                     "step must equal applied_steps + skipped_steps, all >= 0", "load another tag");
-  const bool fp16 = engine_.options().precision == DType::F16;
+  const bool fp16 = engine_.options().zero.precision == DType::F16;
   if (j.contains("loss_scaler") && fp16) {
     const auto& s = j.at("loss_scaler");
     if (!s.is_object() || !s.contains("scale") || !s.at("scale").is_number())

@@ -26,7 +26,7 @@ class EngineCheckpoint final : public ShardedState {
   int world_size() const override { return part_.world_size(); }
   int rank() const override { return part_.rank(); }
   int stage() const override { return part_.stage(); }
-  DType precision() const override { return engine_.options().precision; }
+  DType precision() const override { return engine_.options().zero.precision; }
   OptimizerType optimizer() const override { return engine_.options().optimizer.type; }
   std::vector<std::string> arrays() const override { return arrays_; }
   std::vector<ElementRange> owned() const override { return owned_; }

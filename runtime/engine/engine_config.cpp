@@ -73,58 +73,59 @@ SchedulerParams scheduler_params(const SchedulerConfig& s) {
   return p;
 }
 
+offload::AioConfig aio_config(const AioConfig& a) {
+  offload::AioConfig r;
+  r.block_size = size_t(a.block_size.value);
+  r.queue_depth = int(a.queue_depth.value);
+  r.intra_op_parallelism = int(a.intra_op_parallelism.value);
+  r.single_submit = a.single_submit.value;
+  r.overlap_events = a.overlap_events.value;
+  return r;
+}
+
+LossScalerConfig loss_scaler_config(const Fp16Config& f, int stage) {
+  LossScalerConfig r;
+  r.loss_scale = f.loss_scale.value;
+  r.initial_scale_power = int(f.initial_scale_power.value);
+  r.loss_scale_window = f.loss_scale_window.value;
+  r.hysteresis = int(f.hysteresis.value);
+  r.consecutive_hysteresis = f.consecutive_hysteresis.value;
+  r.min_loss_scale = double(f.min_loss_scale.value);
+  // DeepSpeed's stage 0 runs FP16_Optimizer (no hysteresis); its ZeRO optimizers DynamicLossScaler.
+  r.kind = stage == 0 ? LossScalerKind::Fp16Optimizer : LossScalerKind::ZeroOptimizer;
+  return r;
+}
+
 }  // namespace
 
 EngineOptions engine_options_from_config(const Config& c, uint64_t seed, bool recompute, const ModelConfig* model) {
   EngineOptions e;
   const auto& z = c.zero_optimization;
   const ZeroSizes sizes = zero_sizes(z, c.world_size.value, model);
-  e.stage = int(z.stage.value);
   e.micro_batch = int(c.train_micro_batch_size_per_gpu.value);
   e.grad_accum = int(c.gradient_accumulation_steps.value);
-  const ZeroOptionSet zs = zero_option_set(c);  // the options the ZeRO rules read, as validation read them
-  e.precision = zs.precision;
-  e.comm_precision = zs.comm_precision;
-  e.grad_accum_precision = zs.grad_accum_precision;
-  e.overlap_comm = z.overlap_comm.value;
-  e.reduce_bucket_size = sizes.reduce_bucket;
-  e.allgather_bucket_size = sizes.allgather_bucket;
-  e.param_persistence_threshold = z.param_persistence_threshold.value;
-  e.prefetch_bucket_size = z.prefetch_bucket_size.value;
-  e.max_live_parameters = z.max_live_parameters.value;
-  e.max_reuse_distance = z.max_reuse_distance.value;
-  e.sub_group_size = sizes.sub_group;
+  e.zero = zero_option_set(c);  // the ZeRO choices as validation read them ("ratio 0" offloads nothing)
+  e.reduce = ReduceOptions{sizes.reduce_bucket, z.overlap_comm.value};
+  e.gather.overlap = z.overlap_comm.value;
+  e.gather.prefetch_bucket_size = z.prefetch_bucket_size.value;
+  e.gather.persistence_threshold = z.param_persistence_threshold.value;
+  e.gather.max_live_parameters = z.max_live_parameters.value;
+  e.gather.max_reuse_distance = z.max_reuse_distance.value;
+  e.gather.allgather_bucket_size = sizes.allgather_bucket;
   e.optimizer = optimizer_options(c.optimizer);
   if (!c.scheduler.type.value.empty())
-    e.scheduler = make_lr_scheduler(c.scheduler.type.value, scheduler_params(c.scheduler), e.optimizer.lr);
-  e.gradient_clipping = std::max(0.0, c.gradient_clipping.value);  // DeepSpeed clips only when > 0
+    e.update.scheduler = make_lr_scheduler(c.scheduler.type.value, scheduler_params(c.scheduler), e.optimizer.lr);
+  e.update.gradient_clipping = std::max(0.0, c.gradient_clipping.value);  // DeepSpeed clips only when > 0
+  e.update.loss_scaler = loss_scaler_config(c.fp16, e.zero.stage);
+  e.sub_group_size = sizes.sub_group;
   e.prescale_gradients = c.prescale_gradients.value;
   e.gradient_predivide_factor = c.gradient_predivide_factor.value;
-  const auto& f = c.fp16;
-  e.loss_scaler.loss_scale = f.loss_scale.value;
-  e.loss_scaler.initial_scale_power = int(f.initial_scale_power.value);
-  e.loss_scaler.loss_scale_window = f.loss_scale_window.value;
-  e.loss_scaler.hysteresis = int(f.hysteresis.value);
-  e.loss_scaler.consecutive_hysteresis = f.consecutive_hysteresis.value;
-  e.loss_scaler.min_loss_scale = double(f.min_loss_scale.value);
-  // DeepSpeed's stage 0 runs FP16_Optimizer (no hysteresis); its ZeRO optimizers DynamicLossScaler.
-  e.loss_scaler.kind = e.stage == 0 ? LossScalerKind::Fp16Optimizer : LossScalerKind::ZeroOptimizer;
-  const auto& oo = z.offload_optimizer;
-  e.offload.optimizer = zs.offload_optimizer;  // ratio 0 offloads nothing; ratio is read for "cpu" only
-  e.offload.ratio = zs.offload_ratio;
-  e.offload.nvme_path = oo.nvme_path.value;
   const auto& op = z.offload_param;
-  e.offload.param = zs.offload_param;
-  e.offload.param_nvme_path = op.nvme_path.value;
-  e.offload.param_buffer_count = int(op.buffer_count.value);
-  e.offload.param_buffer_size = op.buffer_size.value;
-  e.offload.buffer_count = int(oo.buffer_count.value);
+  e.offload.params =
+      ParamOffloadOptions{op.nvme_path.value, int(op.buffer_count.value), op.buffer_size.value, aio_config(c.aio)};
+  const auto& oo = z.offload_optimizer;
+  e.offload.state = StateOffloadOptions{oo.nvme_path.value, int(oo.buffer_count.value), aio_config(c.aio)};
   e.offload.pin_memory = oo.pin_memory.value;
-  e.offload.aio.block_size = size_t(c.aio.block_size.value);
-  e.offload.aio.queue_depth = int(c.aio.queue_depth.value);
-  e.offload.aio.intra_op_parallelism = int(c.aio.intra_op_parallelism.value);
-  e.offload.aio.single_submit = c.aio.single_submit.value;
-  e.offload.aio.overlap_events = c.aio.overlap_events.value;
   e.checkpoint_activations = recompute;
   e.seed = seed;
   return e;

@@ -1,5 +1,6 @@
-// EngineOptions: everything the ZeRO engine needs to run a step, as plain values (the config
-// module fills them from a ds_config; tests fill them directly).
+// EngineOptions: everything the ZeRO engine needs to run a step, as plain values composed of the
+// options of the objects it builds (the config module fills them from a ds_config; tests fill them
+// directly).
 #pragma once
 
 #include <cstdint>
@@ -8,71 +9,50 @@
 #include <string>
 
 #include "base/optimizer.h"
-#include "offload/aio_uring.h"
-#include "optim/loss_scaler.h"
-#include "optim/lr_scheduler.h"
-#include "base/dtype.h"
-#include "base/offload.h"
+#include "runtime/zero/grad_reducer.h"
+#include "runtime/zero/param_gatherer.h"
+#include "runtime/zero/param_store.h"
+#include "runtime/zero/shard_optimizer.h"
+#include "runtime/zero/zero_options.h"
 
 namespace zt {
 
-// Where the optimizer's fp32 state lives. CPU: host memory, apart from the backend's (on the CPU
-// backend too, so that the offload path runs there: gradients are copied out and the new working
-// params copied in, in chunks of chunk_elems elements through pinned buffers, transfers overlapping
-// the host's work). NVMe: the same, with master weights and moments paged per sub-group to a
-// direct-I/O file under nvme_path, read ahead and written behind with buffer_count buffers.
+// Offload beyond the ZeRO choices' devices and ratio (ZeroOptions): each object's own part. With
+// optimizer offload the gradients are copied out and the new working params copied in, in chunks of
+// chunk_elems elements through pinned buffers, transfers overlapping the host's work (on the CPU
+// backend too, so that the path runs there); NVMe pages master weights and moments per sub-group to
+// a direct-I/O file, read ahead and written behind.
 struct OffloadOptions {
-  OffloadDevice optimizer = OffloadDevice::None;
-  // Stage 3, cpu: the share of this rank's optimizer state offloaded, (0, 1]. Whole units, in walk
-  // order, go to the host until the share reaches `ratio`; the rest stays in backend memory.
-  double ratio = 1.0;
+  ParamOffloadOptions params;  // the ParamStore's: offload_param's swap path, buffers and aio
+  // The ShardOptimizer's: offload_optimizer's swap path and aio; its buffer_count is also the number
+  // of pinned transfer buffers.
+  StateOffloadOptions state;
   int64_t chunk_elems = int64_t(1) << 22;  // elements per transfer chunk (not a DeepSpeed key)
-  // Stage 3: cpu keeps each unit's parameter shard in pinned host memory, nvme in a swap file; it is
-  // copied into backend memory just before the unit's all-gather.
-  OffloadDevice param = OffloadDevice::None;
-  std::string param_nvme_path;
-  // Parameter NVMe: buffer_count pinned buffers of buffer_size elements stage the records (every
-  // unit's shard must fit in one; start-up refuses otherwise).
-  int param_buffer_count = 5;
-  int64_t param_buffer_size = 100000000;
-  std::string nvme_path;
-  int buffer_count = 4;
   bool pin_memory = true;
-  offload::AioConfig aio;
 };
 
+// Each object below the engine receives its own member as it is; the config mapping
+// (engine_config.h) fills them, and fills both `reduce.overlap` and `gather.overlap` from
+// overlap_comm.
 struct EngineOptions {
-  int stage = 0;                    // ZeRO stage 0..3
-  int micro_batch = 1;              // rows per micro-step per rank (M)
-  int grad_accum = 1;               // micro-steps per optimizer step (G)
-  DType precision = DType::F32;
-  // communication_data_type and data_types.grad_accum_dtype; unset = the training precision. The CPU
-  // backend emulates them by rounding where the data would be stored in that type (before and after
-  // each gradient collective; after each accumulation); the CUDA backend supports only bf16 for both.
-  std::optional<DType> comm_precision, grad_accum_precision;
-  bool overlap_comm = false;
-  // Elements per gradient bucket (one collective each; runtime/zero/buckets.h) and per bucket of the
-  // stage 1–2 post-update all-gather.
-  int64_t reduce_bucket_size = 500000000;
-  int64_t allgather_bucket_size = 500000000;
-  // Stage 3.
-  int64_t param_persistence_threshold = 100000;
-  int64_t prefetch_bucket_size = 50000000;
-  int64_t max_live_parameters = 1000000000;
-  int64_t max_reuse_distance = 1000000000;
-  int64_t sub_group_size = 1000000000;
-  // Step math.
+  int micro_batch = 1;  // rows per micro-step per rank (M)
+  int grad_accum = 1;   // micro-steps per optimizer step (G)
+  ZeroOptions zero;     // stage, precisions, where state and parameters live (Partition, ZeRO rules)
+  int64_t shard_alignment = 16;  // elements; each shard starts at a multiple of it
+  ReduceOptions reduce;          // GradReducer: elements per gradient bucket (runtime/zero/buckets.h)
+  GatherOptions gather;          // ParamGatherer: stage 3's fetches, stages 1–2's post-update buckets
+  // ShardOptimizer: the optimizer, its schedule, clipping and fp16 loss scaling, its sub-groups.
   OptimizerOptions optimizer;
-  std::shared_ptr<const LrScheduler> scheduler;  // null: constant optimizer.lr
-  double gradient_clipping = 0.0;                 // max global norm; 0 = off
+  UpdateRules update;
+  int64_t sub_group_size = 1000000000;
+  // Gradient averaging: divide by the world size before the reduction instead of after, or by a
+  // factor first and the rest after (DeepSpeed's prescale_gradients, gradient_predivide_factor).
   bool prescale_gradients = false;
   double gradient_predivide_factor = 1.0;
-  LossScalerConfig loss_scaler;  // fp16 only
   OffloadOptions offload;
   bool checkpoint_activations = false;
   bool trace = false;  // record a timeline (Engine::trace())
   uint64_t seed = 1234;
-  int64_t shard_alignment = 16;  // elements; each shard starts at a multiple of it
 };
 
 }  // namespace zt

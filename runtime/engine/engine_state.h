@@ -21,7 +21,7 @@
 namespace zt {
 
 struct Engine::State {
-  State(const ModelConfig& m, const EngineOptions& o, Backend& b, Communicator& c);
+  State(const ModelConfig& model_config, const EngineOptions& options, Backend& backend_in, Communicator& comm_in);
   ~State();
 
   ModelConfig model_cfg;

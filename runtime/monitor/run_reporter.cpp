@@ -115,7 +115,7 @@ std::string RunReporter::header() const {
   std::snprintf(b, sizeof b,
                 "zerotrain: %s on %d rank(s), backend %s, stage %d, %s | model %s: %d layers, dim %d, vocab %d, seq %d, "
                 "%" PRId64 " params | micro batch %d x accum %d x world %d = %lld samples/step | data: %s\n",
-                s_.config_name.c_str(), world_, backend_.name().c_str(), eo.stage, dtype_name(eo.precision),
+                s_.config_name.c_str(), world_, backend_.name().c_str(), eo.zero.stage, dtype_name(eo.zero.precision),
                 m.name.c_str(), m.layers, m.dim, m.vocab, m.seq_len, engine_.params(), eo.micro_batch, eo.grad_accum,
                 world_, (long long)samples_per_step_, s_.data_description.c_str());
   std::string out = b;
@@ -165,9 +165,9 @@ void RunReporter::start() {
   }
   record({{"event", "start"},
           {"world_size", world_},
-          {"stage", s_.eo->stage},
+          {"stage", s_.eo->zero.stage},
           {"params", engine_.params()},
-          {"precision", dtype_name(s_.eo->precision)},
+          {"precision", dtype_name(s_.eo->zero.precision)},
           {"samples_per_step", samples_per_step_},
           {"tokens_per_step", tokens_per_step_},
           {"expected_comm_bytes_per_step", engine_.expected_comm_bytes_per_step()},
@@ -198,7 +198,7 @@ std::string RunReporter::progress(const StepStats& st, double rate) const {
                 (long long)st.step, (long long)s_.steps, st.loss, st.lr, st.grad_norm, st.skipped ? " (skipped)" : "",
                 rate, gib(st.mem_peak).c_str(), duration(eta).c_str());
   std::string s = b;
-  if (s_.eo->precision == DType::F16)
+  if (s_.eo->zero.precision == DType::F16)
     s += " | loss scale " + std::to_string(int64_t(st.loss_scale)) + ", skipped " + std::to_string(st.skipped_total);
   return s + "\n";
 }
@@ -216,7 +216,7 @@ std::vector<MonitorEvent> RunReporter::events(const StepStats& st, double rate) 
       {"Train/Samples/comm_bytes_reduce_scatter", double(st.comm_bytes[int(CommOp::ReduceScatter)]), x},
       {"Train/Samples/comm_bytes_all_gather", double(st.comm_bytes[int(CommOp::AllGather)]), x},
   };
-  if (s_.eo->precision == DType::F16) e.push_back({"Train/Samples/loss_scale", st.loss_scale, x});
+  if (s_.eo->zero.precision == DType::F16) e.push_back({"Train/Samples/loss_scale", st.loss_scale, x});
   if (s_.cfg->wall_clock_breakdown.value) {
     e.push_back({"Train/Samples/elapsed_time_ms_forward", 1e3 * st.forward_s, x});
     e.push_back({"Train/Samples/elapsed_time_ms_backward", 1e3 * st.backward_s, x});

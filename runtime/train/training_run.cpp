@@ -38,27 +38,27 @@ namespace {
 
 // The command line's own checks (the config's, the backend's and the engine's are in validation):
 // appended to `d`, so that every problem of the start is reported at once.
-void check_inputs(const RunOptions& o, const TokenDataset* data, Diagnostics& d) {
-  const auto& m = o.model;
-  if (o.eval_batches < 1)
-    d.error("--eval-batches", std::to_string(o.eval_batches), "must be at least 1", "pass --eval-batches 1 or more");
+void check_inputs(const RunOptions& run, const TokenDataset* data, Diagnostics& d) {
+  const auto& m = run.model;
+  if (run.eval_batches < 1)
+    d.error("--eval-batches", std::to_string(run.eval_batches), "must be at least 1", "pass --eval-batches 1 or more");
   if (m.layers < 1 || m.heads < 1 || m.dim < 1 || m.vocab < 2 || m.seq_len < 1)
     d.error("--model", m.name, "layers, heads, dim, seq-len must be >= 1 and vocab >= 2", "fix the model flags");
   else if (m.dim % m.heads != 0)
     d.error("--dim", std::to_string(m.dim), "must be divisible by --heads " + std::to_string(m.heads),
             "pick a width that is a multiple of the head count");
   if (data) d.append(check_dataset(*data, m.seq_len, m.vocab));
-  if (o.sample_every < 0)
-    d.error("--sample-every", std::to_string(o.sample_every), "must be >= 0", "0 prints no samples");
-  if (o.sample_every > 0 && (o.sample_tokens < 1 || o.sample_tokens >= m.seq_len))
-    d.error("--sample-tokens", std::to_string(o.sample_tokens),
+  if (run.sample_every < 0)
+    d.error("--sample-every", std::to_string(run.sample_every), "must be >= 0", "0 prints no samples");
+  if (run.sample_every > 0 && (run.sample_tokens < 1 || run.sample_tokens >= m.seq_len))
+    d.error("--sample-tokens", std::to_string(run.sample_tokens),
             "must be in [1, " + std::to_string(m.seq_len - 1) + "] (one prompt token and the rest of the context)",
             "ask for fewer tokens");
-  if (!o.tokenizer.empty()) {
+  if (!run.tokenizer.empty()) {
     try {
-      const BpeTokenizer t = BpeTokenizer::load(o.tokenizer);
+      const BpeTokenizer t = BpeTokenizer::load(run.tokenizer);
       if (t.vocab_size() > m.vocab)
-        d.error("--tokenizer", o.tokenizer,
+        d.error("--tokenizer", run.tokenizer,
                 "has " + std::to_string(t.vocab_size()) + " tokens, more than the model's vocabulary of " +
                     std::to_string(m.vocab),
                 "give the tokenizer the data was prepared with");
@@ -72,7 +72,8 @@ void check_inputs(const RunOptions& o, const TokenDataset* data, Diagnostics& d)
 // the first token of the validation split (the tokenizer's <|endoftext|> when it has one) and
 // prints one line.
 // `codec` is made once for the run (the tokenizer read at start-up, on rank 0).
-void print_sample(Engine& engine, Backend& backend, const TextCodec& codec, const RunOptions& o, const TokenCorpus& val,
+void print_sample(Engine& engine, Backend& backend, const TextCodec& codec, const RunOptions& run,
+                  const TokenCorpus& val,
                   int64_t step, int rank, std::FILE* say) {
   std::vector<std::vector<float>> units;
   engine.for_each_full_master([&](int, const float* values, int64_t numel) {
@@ -82,8 +83,9 @@ void print_sample(Engine& engine, Backend& backend, const TextCodec& codec, cons
   SampleRequest request;
   const std::optional<int32_t> eot = codec.end_of_text();
   request.prompt = {eot ? *eot : int32_t(val.tokens(0, 1).at(0))};
-  request.tokens = o.sample_tokens;
-  request.sampling = SamplingOptions{1.0, 0, o.seed + uint64_t(step), codec.tokenizer ? codec.tokenizer->vocab_size() : 0};
+  request.tokens = run.sample_tokens;
+  request.sampling =
+      SamplingOptions{1.0, 0, run.seed + uint64_t(step), codec.tokenizer ? codec.tokenizer->vocab_size() : 0};
   request.stop = eot;
   std::string text;
   for (int32_t id : sample_from_weights(engine.model_config(), backend, units, request).tokens) text += codec.decode(id);
@@ -107,12 +109,12 @@ bool any_rank_failed(Communicator& comm, Backend& backend, bool failed) {
 
 // What a checkpoint records of the run beside the engine's state (the data order is a function of
 // the seed, the step and the global batch).
-ckpt::RunFacts run_facts(const RunOptions& o, const Config& cfg, const EngineOptions& eo, int world_size,
+ckpt::RunFacts run_facts(const RunOptions& run, const Config& cfg, const EngineOptions& eo, int world_size,
                          const std::string& data) {
   ckpt::RunFacts f;
-  f.model = o.model;
+  f.model = run.model;
   f.config = config_to_json(cfg);
-  f.seed = o.seed;
+  f.seed = run.seed;
   f.micro_batch = eo.micro_batch;
   f.grad_accum = eo.grad_accum;
   f.global_batch = int64_t(world_size) * eo.micro_batch * eo.grad_accum;
@@ -122,9 +124,9 @@ ckpt::RunFacts run_facts(const RunOptions& o, const Config& cfg, const EngineOpt
 
 // The flags and the config's checkpoint block together; checkpoint I/O takes the aio block as the
 // engine's NVMe offload does (one mapping: the engine options').
-ckpt::CheckpointSettings checkpoint_settings(const RunOptions& o, const Config& cfg, const EngineOptions& eo) {
-  ckpt::CheckpointSettings s = o.checkpoint;
-  s.aio = eo.offload.aio;
+ckpt::CheckpointSettings checkpoint_settings(const RunOptions& run, const Config& cfg, const EngineOptions& eo) {
+  ckpt::CheckpointSettings s = run.checkpoint;
+  s.aio = eo.offload.state.aio;
   s.tag_validation = cfg.checkpoint.tag_validation.value;
   s.load_universal = cfg.checkpoint.load_universal.value;
   s.use_node_local_storage = cfg.checkpoint.use_node_local_storage.value;
@@ -174,66 +176,72 @@ void on_every_rank(Communicator& comm, Backend& backend, Step step) {
 
 // Phase 1: everything that can be checked before allocating: the config validated for this backend
 // and model, the data, the command line — all reported together — then the pre-flight plan.
-void check_start(Started& st, const RunOptions& o, Communicator& comm, Backend& backend) {
+void check_start(Started& started, const RunOptions& run, Communicator& comm, Backend& backend) {
   const int W = comm.world_size(), rank = comm.rank();
   const ComputeBackend target = backend.name() == "cuda" ? ComputeBackend::Cuda : ComputeBackend::Cpu;
-  Diagnostics d;
-  LoadResult loaded = load_run_config(o, W, target);
-  d.append(loaded.diagnostics);
-  st.cfg = std::move(loaded.config);
+  Diagnostics problems;
+  LoadResult loaded = load_run_config(run, W, target);
+  problems.append(loaded.diagnostics);
+  started.cfg = std::move(loaded.config);
   bool data_ok = true;
   try {
-    st.data = o.data_dir.empty() && o.data_train.empty() && o.data_val.empty()
-                  ? make_synthetic_dataset(o.seed)
-                  : load_token_dataset(o.data_dir, o.data_train, o.data_val);
+    started.data = run.data_dir.empty() && run.data_train.empty() && run.data_val.empty()
+                  ? make_synthetic_dataset(run.seed)
+                  : load_token_dataset(run.data_dir, run.data_train, run.data_val);
   } catch (const UserError& e) {
-    d.append(e.diagnostics());
+    problems.append(e.diagnostics());
     data_ok = false;
   }
-  check_inputs(o, data_ok ? &st.data : nullptr, d);
-  if (d.has_errors()) {
-    ckpt::check_settings(o.checkpoint, d);  // reported with the rest; the checkpoint itself once the config is valid
-    throw UserError(d);
+  check_inputs(run, data_ok ? &started.data : nullptr, problems);
+  if (problems.has_errors()) {
+    // Reported with the rest; the checkpoint itself once the config is valid.
+    ckpt::check_settings(run.checkpoint, problems);
+    throw UserError(problems);
   }
   {
     // --load / --init-from: the checkpoint against this run, and the bytes this rank will load read
     // and checked, before anything is allocated.
-    const EngineOptions eo = engine_options_from_config(st.cfg, o.seed, o.recompute, &o.model);
-    const bool loads = !o.checkpoint.load_dir.empty() || !o.checkpoint.init_from.empty();
-    ckpt::check_before_start(checkpoint_settings(o, st.cfg, eo), run_facts(o, st.cfg, eo, W, st.data.description),
-                             dtype_name(eo.precision), eo.optimizer.type, eo.optimizer.momentum != 0.0, st.cfg.run_steps.value,
-                             loads ? checkpoint_needed_ranges(o.model, eo, backend, comm) : std::vector<ElementRange>{}, d);
-    if (d.has_errors()) throw UserError(d);
+    const EngineOptions eo = engine_options_from_config(started.cfg, run.seed, run.recompute, &run.model);
+    const bool loads = !run.checkpoint.load_dir.empty() || !run.checkpoint.init_from.empty();
+    ckpt::check_before_start(checkpoint_settings(run, started.cfg, eo),
+                             run_facts(run, started.cfg, eo, W, started.data.description), dtype_name(eo.zero.precision),
+                             eo.optimizer.type, eo.optimizer.momentum != 0.0, started.cfg.run_steps.value,
+                             loads ? checkpoint_needed_ranges(run.model, eo, backend, comm) : std::vector<ElementRange>{},
+                             problems);
+    if (problems.has_errors()) throw UserError(problems);
   }
-  remove_stale_swap_files_of(st.cfg, rank);
+  remove_stale_swap_files_of(started.cfg, rank);
   // Pre-flight: the plan against this machine, before the engine allocates anything.
-  st.eo = engine_options_from_config(st.cfg, o.seed, o.recompute, &o.model);
-  PlanInput plan_in = plan_input(st.cfg, o.model.total_params(), &o.model, o.local_ranks);
-  plan_in.activation_checkpointing = o.recompute;  // the run recomputes with --recompute only, whatever the block says
+  started.eo = engine_options_from_config(started.cfg, run.seed, run.recompute, &run.model);
+  PlanInput plan_in = plan_input(started.cfg, run.model.total_params(), &run.model, run.local_ranks);
+  plan_in.activation_checkpointing = run.recompute;  // the run recomputes with --recompute only, whatever the block says
   plan_in.emulates_16bit_in_fp32 = target == ComputeBackend::Cpu;
   plan_in.backend_is_host = target == ComputeBackend::Cpu;
-  plan_in.comm_buffer_bytes = comm.buffer_bytes_for(uint64_t(o.model.total_params()) * 4);  // as the engine reserves
+  plan_in.comm_buffer_bytes = comm.buffer_bytes_for(uint64_t(run.model.total_params()) * 4);  // as the engine reserves
   plan_in.comm_device_bytes = comm.device_buffer_bytes();
-  plan_in.unit_buffer_bytes = double(planned_unit_buffer_bytes(o.model, st.eo, W, dtype_size(backend.act_dtype())));
-  if (st.baseline.known) plan_in.process_baseline = st.baseline.rss;
-  const int micro_batch = int(st.cfg.train_micro_batch_size_per_gpu.value);
+  plan_in.unit_buffer_bytes =
+      double(planned_unit_buffer_bytes(run.model, started.eo, W, dtype_size(backend.act_dtype())));
+  if (started.baseline.known) plan_in.process_baseline = started.baseline.rss;
+  const int micro_batch = int(started.cfg.train_micro_batch_size_per_gpu.value);
   plan_in.activation_bytes = double(GPT2::activation_bytes_for(
-      o.model, ModelRunOptions{micro_batch, o.recompute}, dtype_size(backend.act_dtype()),
-      backend.attention_saved_bytes(micro_batch, o.model.seq_len, o.model.dim, o.model.heads)));
-  st.plan = make_memory_plan(plan_in);
-  d.append(preflight(st.plan, probe_machine(), st.cfg.zero_optimization.offload_optimizer.nvme_path.value));
-  if (d.has_errors()) throw UserError(d);
-  st.warnings = format_report(d);  // printed once for the job when every rank has started
-  st.eo.trace = !o.trace_path.empty() && comm.rank() == 0;
-  if (rank == 0 && !o.metrics_path.empty()) st.metrics = std::make_unique<OutputFile>("--metrics", o.metrics_path);
-  if (rank == 0 && !o.trace_path.empty()) st.trace = std::make_unique<OutputFile>("--trace", o.trace_path);
+      run.model, ModelRunOptions{micro_batch, run.recompute}, dtype_size(backend.act_dtype()),
+      backend.attention_saved_bytes(micro_batch, run.model.seq_len, run.model.dim, run.model.heads)));
+  started.plan = make_memory_plan(plan_in);
+  problems.append(
+      preflight(started.plan, probe_machine(), started.cfg.zero_optimization.offload_optimizer.nvme_path.value));
+  if (problems.has_errors()) throw UserError(problems);
+  started.warnings = format_report(problems);  // printed once for the job when every rank has started
+  started.eo.trace = !run.trace_path.empty() && comm.rank() == 0;
+  if (rank == 0 && !run.metrics_path.empty())
+    started.metrics = std::make_unique<OutputFile>("--metrics", run.metrics_path);
+  if (rank == 0 && !run.trace_path.empty()) started.trace = std::make_unique<OutputFile>("--trace", run.trace_path);
 }
 
 // Phase 2: the allocations (engine buffers, the NVMe swap file).
-void allocate_start(Started& st, const RunOptions& o, Communicator& comm, Backend& backend) {
-  const std::string source = o.config_path.empty() ? "<built-in config>" : o.config_path;
+void allocate_start(Started& started, const RunOptions& run, Communicator& comm, Backend& backend) {
+  const std::string source = run.config_path.empty() ? "<built-in config>" : run.config_path;
   try {
-    st.engine = std::make_unique<Engine>(o.model, st.eo, backend, comm);
+    started.engine = std::make_unique<Engine>(run.model, started.eo, backend, comm);
   } catch (const UserError&) {
     throw;
   } catch (const std::invalid_argument& e) {
@@ -243,20 +251,20 @@ void allocate_start(Started& st, const RunOptions& o, Communicator& comm, Backen
   } catch (const std::runtime_error& e) {
     // Not an option problem: I/O at allocation time (the NVMe swap file: fallocate, O_DIRECT, ...).
     // An NVMe swap file: the message names the path, the errno and the fix.
-    const auto& off = st.eo.offload;
-    if (off.optimizer == OffloadDevice::NVMe)
-      throw UserError("zero_optimization.offload_optimizer.nvme_path", off.nvme_path, e.what());
-    if (off.param == OffloadDevice::NVMe)
-      throw UserError("zero_optimization.offload_param.nvme_path", off.param_nvme_path, e.what());
+    const EngineOptions& eo = started.eo;
+    if (eo.zero.offload_optimizer == OffloadDevice::NVMe)
+      throw UserError("zero_optimization.offload_optimizer.nvme_path", eo.offload.state.nvme_path, e.what());
+    if (eo.zero.offload_param == OffloadDevice::NVMe)
+      throw UserError("zero_optimization.offload_param.nvme_path", eo.offload.params.nvme_path, e.what());
     throw;
   }
 }
 
 }  // namespace
 
-RunReport run_training(const RunOptions& o, Communicator& comm, Backend& backend, std::FILE* out) {
+RunReport run_training(const RunOptions& run, Communicator& comm, Backend& backend, std::FILE* out) {
   const int W = comm.world_size(), rank = comm.rank();
-  std::FILE* say = (rank == 0 && o.print) ? out : nullptr;
+  std::FILE* say = (rank == 0 && run.print) ? out : nullptr;
   // Monitors, comms logger and flops profiler: checked and made before the engine (so they are
   // declared first: destroyed after it).
   RunInstruments instruments;
@@ -265,69 +273,68 @@ RunReport run_training(const RunOptions& o, Communicator& comm, Backend& backend
   // What the process holds before the run reads or allocates anything: the binary, its libraries,
   // MPI, the backend's threads. Its own row in the plan; the ledger counts everything after it.
   started.baseline = read_process_memory();
-  on_every_rank(comm, backend, [&] { check_start(started, o, comm, backend); });
+  on_every_rank(comm, backend, [&] { check_start(started, run, comm, backend); });
   on_every_rank(comm, backend, [&] {
-    agree_on_fingerprint(make_run_fingerprint(o, started.cfg, started.data, backend), comm, backend);
+    agree_on_fingerprint(make_run_fingerprint(run, started.cfg, started.data, backend), comm, backend);
   });
   print_once(comm, backend, started.warnings, stderr);
   on_every_rank(comm, backend, [&] {
-    const EngineOptions& e = started.eo;
-    instruments = RunInstruments::make(started.cfg, o.model, e.micro_batch, e.grad_accum, started.cfg.run_steps.value,
-                                       rank, W, backend);
+    instruments = RunInstruments::make(started.cfg, run.model, started.eo.micro_batch, started.eo.grad_accum,
+                                       started.cfg.run_steps.value, rank, W, backend);
   });
-  on_every_rank(comm, backend, [&] { allocate_start(started, o, comm, backend); });
+  on_every_rank(comm, backend, [&] { allocate_start(started, run, comm, backend); });
   const TokenDataset& data = started.data;
   const EngineOptions& eo = started.eo;
   Engine& engine = *started.engine;
   std::string setup_warnings;
-  for (const auto& w : engine.setup_warnings()) setup_warnings += "warning: " + w + "\n";
+  for (const auto& warning : engine.setup_warnings()) setup_warnings += "warning: " + warning + "\n";
   print_once(comm, backend, setup_warnings, stderr);
 
   RunReport rep;
   rep.params = engine.params();
-  rep.stage = eo.stage;
+  rep.stage = eo.zero.stage;
   rep.unigram_entropy = unigram_entropy(data.train);
   const int64_t steps = started.cfg.run_steps.value;
-  const int T = o.model.seq_len;
-  if (say && eo.offload.optimizer == OffloadDevice::CPU && backend.name() == "cpu")
+  const int T = run.model.seq_len;
+  if (say && eo.zero.offload_optimizer == OffloadDevice::CPU && backend.name() == "cpu")
     std::fprintf(say,
                  "note: offload_optimizer=cpu on the cpu backend: the optimizer state is kept apart from the "
                  "backend's memory and moved in chunks as on a GPU (both are host RAM here)\n");
-  if (say && eo.offload.optimizer == OffloadDevice::NVMe)
+  if (say && eo.zero.offload_optimizer == OffloadDevice::NVMe)
     std::fprintf(say, "optimizer state paged to NVMe under %s (sub-groups of %lld elements, %d buffers)\n",
-                 eo.offload.nvme_path.c_str(), (long long)eo.sub_group_size, eo.offload.buffer_count);
+                 eo.offload.state.nvme_path.c_str(), (long long)eo.sub_group_size, eo.offload.state.buffer_count);
   ReportSetup rs;
   rs.cfg = &started.cfg;
   rs.eo = &eo;
   rs.plan = &started.plan;
-  rs.model = &o.model;
-  rs.config_name = o.config_path.empty() ? "built-in config" : o.config_path;
+  rs.model = &run.model;
+  rs.config_name = run.config_path.empty() ? "built-in config" : run.config_path;
   rs.data_description = data.description;
-  rs.metrics_path = o.metrics_path;
-  rs.trace_path = o.trace_path;
-  if (!o.checkpoint.save_dir.empty())
-    rs.checkpoints = "-> " + o.checkpoint.save_dir + " (" +
-                     (o.checkpoint.save_every > 0 ? "every " + std::to_string(o.checkpoint.save_every) + " steps, " : "") +
+  rs.metrics_path = run.metrics_path;
+  rs.trace_path = run.trace_path;
+  if (!run.checkpoint.save_dir.empty())
+    rs.checkpoints = "-> " + run.checkpoint.save_dir + " (" +
+                     (run.checkpoint.save_every > 0 ? "every " + std::to_string(run.checkpoint.save_every) + " steps, " : "") +
                      "at the end and on SIGTERM/SIGINT)";
   rs.steps = steps;
-  if (o.evaluate_only) rs.run_length = "no steps: the loss of " + o.checkpoint.init_from + "'s weights over the whole validation split";
+  if (run.evaluate_only) rs.run_length = "no steps: the loss of " + run.checkpoint.init_from + "'s weights over the whole validation split";
   rs.say = say;
   rs.process_baseline = started.baseline.rss;
   rs.metrics = started.metrics.get();
   rs.trace_file = started.trace.get();
   RunReporter reporter(rs, engine, comm, backend, instruments);
 
-  BatchSampler train_sampler(data.train, T, o.seed, data.train_source);
-  const BatchSampler val_sampler(data.val, T, o.seed, data.val_source);
+  BatchSampler train_sampler(data.train, T, run.seed, data.train_source);
+  const BatchSampler val_sampler(data.val, T, run.seed, data.val_source);
   const BatchGeometry geom{W, eo.micro_batch, eo.grad_accum};
   // The first eval_batches·W·M windows of the split (the whole split for zerotrain eval).
   auto validate = [&](int64_t step) {
-    const int64_t windows = o.evaluate_only ? val_sampler.num_windows() : int64_t(o.eval_batches) * W * eo.micro_batch;
-    const ValidationResult v = validate_windows(engine, val_sampler, T, geom, rank, windows);
-    rep.val_losses.emplace_back(step, v.sums.mean());
-    rep.val_tokens = v.sums.tokens;
-    rep.val_windows = v.windows;
-    if (!o.evaluate_only) reporter.validation(step, v.sums.mean());  // eval prints its own line
+    const int64_t windows = run.evaluate_only ? val_sampler.num_windows() : int64_t(run.eval_batches) * W * eo.micro_batch;
+    const ValidationResult result = validate_windows(engine, val_sampler, T, geom, rank, windows);
+    rep.val_losses.emplace_back(step, result.sums.mean());
+    rep.val_tokens = result.sums.tokens;
+    rep.val_windows = result.windows;
+    if (!run.evaluate_only) reporter.validation(step, result.sums.mean());  // eval prints its own line
   };
 
   // The first write: a file that cannot be written (--metrics /dev/full) stops every rank here.
@@ -342,19 +349,20 @@ RunReport run_training(const RunOptions& o, Communicator& comm, Backend& backend
 
   // Checkpoints: --load or --init-from now (collective; bad input stops every rank before any state
   // is written), saves after the steps --save-every names and at the end.
-  EngineCheckpoint ckpt_state(engine, o.model);
+  EngineCheckpoint ckpt_state(engine, run.model);
   std::unique_ptr<ckpt::CheckpointManager> checkpoints;
   int64_t first = 0;
   on_every_rank(comm, backend, [&] {
     checkpoints = std::make_unique<ckpt::CheckpointManager>(ckpt_state, comm, &backend,
-                                                     run_facts(o, started.cfg, eo, W, data.description),
-                                                     checkpoint_settings(o, started.cfg, eo), say);
+                                                     run_facts(run, started.cfg, eo, W, data.description),
+                                                     checkpoint_settings(run, started.cfg, eo), say);
     first = checkpoints->start();
   });
   if (say)
-    for (const auto& w : ckpt_state.warnings().all()) std::fprintf(say, "%s\n", format_diagnostic(w).c_str());
+    for (const auto& warning : ckpt_state.warnings().all())
+      std::fprintf(say, "%s\n", format_diagnostic(warning).c_str());
   rep.first_step = first;
-  if (o.evaluate_only) {
+  if (run.evaluate_only) {
     validate(first);
     const double loss = rep.val_losses.back().second;
     if (say)
@@ -365,15 +373,15 @@ RunReport run_training(const RunOptions& o, Communicator& comm, Backend& backend
     return rep;
   }
   auto saved_tags = [&] {
-    for (const auto& r : checkpoints->saves())
-      if (r.ok && std::find(rep.checkpoints.begin(), rep.checkpoints.end(), r.tag_dir) == rep.checkpoints.end())
-        rep.checkpoints.push_back(r.tag_dir);
+    for (const auto& save : checkpoints->saves())
+      if (save.ok && std::find(rep.checkpoints.begin(), rep.checkpoints.end(), save.tag_dir) == rep.checkpoints.end())
+        rep.checkpoints.push_back(save.tag_dir);
   };
 
   // --sample-every's text: the tokenizer was checked on every rank at start-up; rank 0 keeps it.
   TextCodec sample_codec;
-  if (say && o.sample_every > 0 && !o.tokenizer.empty())
-    sample_codec.tokenizer = std::make_unique<BpeTokenizer>(BpeTokenizer::load(o.tokenizer));
+  if (say && run.sample_every > 0 && !run.tokenizer.empty())
+    sample_codec.tokenizer = std::make_unique<BpeTokenizer>(BpeTokenizer::load(run.tokenizer));
   sample_codec.ids_out = !sample_codec.tokenizer;
 
   std::vector<double> rates;
@@ -382,24 +390,24 @@ RunReport run_training(const RunOptions& o, Communicator& comm, Backend& backend
   int64_t stopped_at = 0;
   std::exception_ptr output_error;  // rank 0's failed metrics write: every rank stops at the boundary
   try {
-    for (int64_t s = first; s < steps; ++s) {
-      reporter.before_step(s + 1);
-      const StepStats st = engine.train_step(
-          [&](int micro, int32_t* tok, int32_t* tgt) { train_sampler.fill(s, geom, rank, micro, tok, tgt); });
+    for (int64_t step = first; step < steps; ++step) {
+      reporter.before_step(step + 1);
+      const StepStats stats = engine.train_step(
+          [&](int micro, int32_t* tok, int32_t* tgt) { train_sampler.fill(step, geom, rank, micro, tok, tgt); });
       if (!output_error) try {
-        const double rate = reporter.after_step(st);
-        if (s > first || steps - first == 1) rates.push_back(rate);
+        const double rate = reporter.after_step(stats);
+        if (step > first || steps - first == 1) rates.push_back(rate);
       } catch (const OutputError&) {
         output_error = std::current_exception();
       }
-      rep.losses.push_back(st.loss);
-      if (o.eval_every > 0 && (s + 1) % o.eval_every == 0 && s + 1 < steps) validate(s + 1);
-      if (o.sample_every > 0 && (s + 1) % o.sample_every == 0)
-        print_sample(engine, backend, sample_codec, o, data.val, s + 1, rank, say);
-      checkpoints->after_step(s + 1);
+      rep.losses.push_back(stats.loss);
+      if (run.eval_every > 0 && (step + 1) % run.eval_every == 0 && step + 1 < steps) validate(step + 1);
+      if (run.sample_every > 0 && (step + 1) % run.sample_every == 0)
+        print_sample(engine, backend, sample_codec, run, data.val, step + 1, rank, say);
+      checkpoints->after_step(step + 1);
       stopped = boundary.agree(signals.pending(), output_error != nullptr);
       if (stopped.stop()) {
-        stopped_at = s + 1;
+        stopped_at = step + 1;
         break;
       }
     }
@@ -433,7 +441,7 @@ RunReport run_training(const RunOptions& o, Communicator& comm, Backend& backend
     rep.checkpoint_saved = save_before_stop(*checkpoints, stopped_at, say);
     saved_tags();
     const std::string saved = rep.checkpoint_saved ? "checkpoint " + rep.checkpoints.back() + " saved (resume with --load " +
-                                                         o.checkpoint.save_dir + ")"
+                                                         run.checkpoint.save_dir + ")"
                               : checkpoints->saving() ? "no checkpoint was written (the save failed: see above)"
                                                : "no checkpoint was written (no --save DIR was given)";
     if (say)

@@ -11,8 +11,8 @@ namespace {
 int position_of(int u, int U) { return U - 1 - u; }
 }  // namespace
 
-GradReducer::GradReducer(ZeroContext& z, UnitBufferPool& pool, int64_t bucket_elems, bool overlap)
-    : z_(z), pool_(pool), overlap_(overlap) {
+GradReducer::GradReducer(ZeroContext& z, UnitBufferPool& pool, const ReduceOptions& o)
+    : z_(z), pool_(pool), overlap_(o.overlap) {
   const Partition& p = z.part;
   const int U = p.units();
   std::vector<int> order;
@@ -22,7 +22,7 @@ GradReducer::GradReducer(ZeroContext& z, UnitBufferPool& pool, int64_t bucket_el
     len[size_t(u)] = p.shard(u).padded;
     grads_.push_back(z.ledger.alloc(MemCategory::Grads, size_t(p.unit(u).grad_len) * z.element_bytes()));
   }
-  stream_ = BucketStream(order, len, bucket_elems);
+  stream_ = BucketStream(order, len, o.bucket_elems);
   buckets_of_unit_.assign(size_t(U), 0);
   for (const Bucket& b : stream_.buckets())
     for (const BucketPiece& piece : b.pieces) ++buckets_of_unit_[size_t(piece.unit)];
@@ -103,8 +103,7 @@ void GradReducer::issue(size_t k) {
   CommHandlePtr h = p.all_reduces_grads() ? z_.comm.all_reduce_segments_async(segs, z_.working_type(), ReduceOp::Sum)
                                           : z_.comm.reduce_scatter_segments_async(segs, z_.working_type(), ReduceOp::Sum);
   in_flight_.push_back({k, std::move(h), Clock::now()});
-  if (!overlap_) drain(0);
-  else if (each) drain(1);  // one bucket in flight beside backward: full buffers go back to the pool
+  drain(reduce_calls_kept_in_flight(overlap_, each));
 }
 
 void GradReducer::drain(size_t keep) {

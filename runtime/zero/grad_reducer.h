@@ -10,6 +10,7 @@
 // Reductions are element-wise sums in rank order, so no bucket size ever changes a result.
 #pragma once
 
+#include <cstdint>
 #include <deque>
 #include <vector>
 
@@ -20,9 +21,22 @@
 
 namespace zt {
 
+// How many gradient collectives stay in flight once one is issued: none without overlap_comm; one
+// beside backward when every micro-step reduces (stages 2–3: the full buffers go back to the pool
+// as their buckets complete); all of them until the accumulation boundary otherwise.
+inline size_t reduce_calls_kept_in_flight(bool overlap, bool reduces_each_micro_step) {
+  if (!overlap) return 0;
+  return reduces_each_micro_step ? 1 : SIZE_MAX;
+}
+
+struct ReduceOptions {
+  int64_t bucket_elems = 500000000;  // reduce_bucket_size: elements per gradient collective
+  bool overlap = false;              // overlap_comm
+};
+
 class GradReducer {
  public:
-  GradReducer(ZeroContext& z, UnitBufferPool& pool, int64_t bucket_elems, bool overlap);
+  GradReducer(ZeroContext& z, UnitBufferPool& pool, const ReduceOptions& o);
   ~GradReducer();  // waits for collectives still in flight (their buffers go with this object)
   GradReducer(const GradReducer&) = delete;
   GradReducer& operator=(const GradReducer&) = delete;

@@ -5,9 +5,16 @@
 
 namespace zt {
 
-ParamGatherer::ParamGatherer(ZeroContext& z, UnitBufferPool& pool, ParamStore& store, const GatherOptions& o)
+ParamGatherer::ParamGatherer(ZeroContext& z, UnitBufferPool& pool, ParamStore& store, const GatherOptions& o,
+                             bool tied_head)
     : z_(z), pool_(pool), store_(store), o_(o), U_(z.part.units()) {
   gathered_.resize(size_t(U_));
+  std::vector<int64_t> padded, numel;
+  for (int u = 0; u < U_; ++u) {
+    padded.push_back(z.part.shard(u).padded);
+    numel.push_back(z.part.shard(u).numel);
+  }
+  schedule_ = GatherSchedule(padded, numel, o, tied_head);
   if (z.part.gathers_params_after_update()) {
     std::vector<int> order;
     std::vector<int64_t> len;
@@ -54,27 +61,15 @@ void ParamGatherer::gather(int u, bool wait) {
 void ParamGatherer::before_compute(int u, int pos) {
   if (!z_.part.gathers_params_for_compute()) return;
   gather(u, false);
-  if (!o_.overlap) return;
-  int64_t budget = o_.prefetch_bucket_size;
-  for (int q = pos + 1; q < 2 * U_; ++q) {
-    const int v = unit_at(q);
-    if (gathered_[size_t(v)].full) continue;
-    const int64_t P = z_.part.shard(v).padded;
-    if (P > budget || live_elements_ + P > o_.max_live_parameters) break;
-    gather(v, false);
-    budget -= P;
-  }
+  std::vector<bool> gathered;
+  for (const Gathered& g : gathered_) gathered.push_back(g.full != nullptr);
+  for (int ahead : schedule_.prefetch_after(pos, live_elements_, gathered)) gather(ahead, false);
 }
 
 const void* ParamGatherer::params(int u) {
   if (!z_.part.gathers_params_for_compute()) return store_.resident(u);
   gather(u, true);
   return gathered_[size_t(u)].full;
-}
-
-bool ParamGatherer::uses_unit(int pos, int u) const {
-  const int v = unit_at(pos);
-  return v == u || (o_.tied_head && u == 0 && v == U_ - 1);
 }
 
 void ParamGatherer::release(int u) {
@@ -90,24 +85,13 @@ void ParamGatherer::release(int u) {
 }
 
 void ParamGatherer::maybe_release(int u, int pos) {
-  Gathered& g = gathered_[size_t(u)];
-  if (!g.full) return;
-  if (z_.part.shard(u).numel <= o_.persistence_threshold) return;  // kept until the update makes it stale
-  int next = -1;
-  for (int q = pos + 1; q < 2 * U_ && next < 0; ++q)
-    if (uses_unit(q, u)) next = q;
-  if (next >= 0) {
-    int64_t distance = 0;  // parameters computed on before the next use
-    for (int q = pos + 1; q < next; ++q) distance += z_.part.shard(unit_at(q)).numel;
-    if (distance < o_.max_reuse_distance && live_elements_ <= o_.max_live_parameters) return;
-  }
-  release(u);
+  if (gathered_[size_t(u)].full && !schedule_.keeps_after(u, pos, live_elements_)) release(u);
 }
 
 void ParamGatherer::after_compute(int u, int pos) {
   if (!z_.part.gathers_params_for_compute()) return;
   maybe_release(u, pos);
-  if (o_.tied_head && u == U_ - 1) maybe_release(0, pos);
+  if (schedule_.reads_embedding(u)) maybe_release(0, pos);
 }
 
 void ParamGatherer::release_all() {

@@ -13,25 +13,17 @@
 #include <vector>
 
 #include "runtime/zero/buckets.h"
+#include "runtime/zero/gather_schedule.h"
 #include "runtime/zero/param_store.h"
 #include "runtime/zero/unit_buffers.h"
 #include "runtime/zero/zero_context.h"
 
 namespace zt {
 
-struct GatherOptions {
-  bool overlap = false;                          // overlap_comm: prefetch, and gathers beside the update
-  bool tied_head = false;                        // the head (last unit) reads the embedding unit too
-  int64_t prefetch_bucket_size = 50000000;       // elements
-  int64_t persistence_threshold = 100000;        // units with at most this many parameters stay gathered
-  int64_t max_live_parameters = 1000000000;
-  int64_t max_reuse_distance = 1000000000;
-  int64_t allgather_bucket_size = 500000000;     // stages 1–2
-};
-
 class ParamGatherer {
  public:
-  ParamGatherer(ZeroContext& z, UnitBufferPool& pool, ParamStore& store, const GatherOptions& o);
+  // `tied_head`: the head (last unit) reads the embedding unit too (a fact of the model).
+  ParamGatherer(ZeroContext& z, UnitBufferPool& pool, ParamStore& store, const GatherOptions& o, bool tied_head);
   ~ParamGatherer();  // waits for gathers still in flight
   ParamGatherer(const ParamGatherer&) = delete;
   ParamGatherer& operator=(const ParamGatherer&) = delete;
@@ -60,14 +52,13 @@ class ParamGatherer {
   void gather(int u, bool wait);
   void release(int u);
   void maybe_release(int u, int pos);
-  bool uses_unit(int pos, int u) const;
-  int unit_at(int pos) const { return pos < U_ ? pos : 2 * U_ - 1 - pos; }
 
   ZeroContext& z_;
   UnitBufferPool& pool_;
   ParamStore& store_;
   GatherOptions o_;
   int U_ = 0;
+  GatherSchedule schedule_;  // stage 3's prefetch and release rules
   std::vector<Gathered> gathered_;
   int64_t live_elements_ = 0;
   // stages 1–2

@@ -24,41 +24,42 @@ std::vector<char> offloaded_units(const PartitionConfig& c, const std::vector<in
 
 }  // namespace
 
-Partition::Partition(std::vector<UnitSpec> units, const PartitionConfig& c) : cfg_(c) {
-  if (c.stage < 0 || c.stage > 3) throw std::invalid_argument("Partition: stage must be 0..3, got " + std::to_string(c.stage));
-  traits_ = stage_traits(c.stage);
-  for (int q = 0; q < c.world_size; ++q) maps_.emplace_back(units, c.world_size, q, c.alignment);
-  const ShardMap& m = map();
-  const int s = c.stage;
+Partition::Partition(std::vector<UnitSpec> units, const PartitionConfig& config) : cfg_(config) {
+  if (config.stage < 0 || config.stage > 3)
+    throw std::invalid_argument("Partition: stage must be 0..3, got " + std::to_string(config.stage));
+  traits_ = stage_traits(config.stage);
+  for (int q = 0; q < config.world_size; ++q) maps_.emplace_back(units, config.world_size, q, config.alignment);
+  const ShardMap& own = map();
   std::vector<int64_t> state_lens;
-  for (int u = 0; u < m.units(); ++u) {
-    const UnitShard& sh = m.shard(u);
-    UnitPart p;
-    p.param_len = traits_.shards_params ? sh.shard : sh.padded;
-    p.grad_len = traits_.shards_grads ? sh.shard : sh.padded;
-    p.state_len = traits_.shards_optimizer ? sh.shard : sh.padded;
-    p.state_valid = traits_.shards_optimizer ? sh.valid : sh.numel;
-    p.state_begin = traits_.shards_optimizer ? sh.rank_begin : 0;
-    p.state_in_grad = s == 1 ? sh.rank_begin : 0;
-    p.state_in_param = (s == 1 || s == 2) ? sh.rank_begin : 0;
-    if (traits_.shards_params && c.offload_param == OffloadDevice::CPU) p.param = ParamHome::Host;
-    if (traits_.shards_params && c.offload_param == OffloadDevice::NVMe) p.param = ParamHome::Nvme;
-    state_lens.push_back(p.state_len);
-    parts_.push_back(p);
+  for (int u = 0; u < own.units(); ++u) {
+    const UnitShard& sh = own.shard(u);
+    UnitPart part;
+    part.param_len = traits_.shards_params ? sh.shard : sh.padded;
+    part.grad_len = traits_.shards_grads ? sh.shard : sh.padded;
+    part.state_len = traits_.shards_optimizer ? sh.shard : sh.padded;
+    part.state_valid = traits_.shards_optimizer ? sh.valid : sh.numel;
+    part.state_begin = traits_.shards_optimizer ? sh.rank_begin : 0;
+    part.state_in_grad = config.stage == 1 ? sh.rank_begin : 0;
+    part.state_in_param = (config.stage == 1 || config.stage == 2) ? sh.rank_begin : 0;
+    if (traits_.shards_params && config.offload_param == OffloadDevice::CPU) part.param = ParamHome::Host;
+    if (traits_.shards_params && config.offload_param == OffloadDevice::NVMe) part.param = ParamHome::Nvme;
+    state_lens.push_back(part.state_len);
+    parts_.push_back(part);
   }
-  const std::vector<char> offloaded = offloaded_units(c, state_lens);
-  const bool adam = is_adam(c.optimizer);
+  const std::vector<char> offloaded = offloaded_units(config, state_lens);
+  const bool adam = is_adam(config.optimizer);
   for (size_t u = 0; u < parts_.size(); ++u) {
-    UnitPart& p = parts_[u];
+    UnitPart& part = parts_[u];
     if (offloaded[u])
-      p.state = c.offload_optimizer == OffloadDevice::NVMe ? StateHome::Nvme : StateHome::Host;
-    else if (!c.backend_is_host && !adam)
-      p.state = StateHome::Host;  // a GPU backend runs only Adam/AdamW itself: SGD and Lamb step on the host
-    p.device_update = !c.backend_is_host && p.state == StateHome::Backend;
-    any_staged_ = any_staged_ || p.staged();
-    any_device_ = any_device_ || p.device_update;
+      part.state = config.offload_optimizer == OffloadDevice::NVMe ? StateHome::Nvme : StateHome::Host;
+    else if (!config.backend_is_host && !adam)
+      part.state = StateHome::Host;  // a GPU backend runs only Adam/AdamW itself: SGD and Lamb step on the host
+    part.device_update = !config.backend_is_host && part.state == StateHome::Backend;
+    any_staged_ = any_staged_ || part.staged();
+    any_device_ = any_device_ || part.device_update;
   }
-  aliases_ = c.backend_is_host && c.precision == DType::F32 && c.offload_param == OffloadDevice::None && !any_staged_;
+  aliases_ = config.backend_is_host && config.precision == DType::F32 && config.offload_param == OffloadDevice::None &&
+             !any_staged_;
 }
 
 std::vector<int> Partition::norm_ranks() const {

@@ -13,6 +13,7 @@
 #include "base/optimizer.h"
 #include "runtime/zero/shard_map.h"
 #include "runtime/zero/stage_traits.h"
+#include "runtime/zero/zero_options.h"
 
 namespace zt {
 
@@ -28,18 +29,14 @@ enum class StateHome { Backend, Host, Nvme };
 // this rank's shard in pinned host memory or an NVMe record, copied in just before its all-gather.
 enum class ParamHome { Backend, Host, Nvme };
 
-struct PartitionConfig {
-  int stage = 0;
+// The run's ZeRO choices, and where this rank stands.
+struct PartitionConfig : ZeroOptions {
   int world_size = 1;
   int rank = 0;
   int64_t alignment = 16;  // elements; every shard starts at a multiple of it
   OptimizerType optimizer = OptimizerType::AdamW;
   bool sgd_momentum = false;
-  OffloadDevice offload_optimizer = OffloadDevice::None;
-  double offload_ratio = 1.0;  // stage 3, cpu: share of the optimizer state offloaded, whole units in walk order
-  OffloadDevice offload_param = OffloadDevice::None;
   bool backend_is_host = true;  // the backend's memory is host memory the optimizers can address (CPU backend)
-  DType precision = DType::F32;  // training precision
 };
 
 // One unit, on this rank. Lengths are elements; offsets are element offsets.

@@ -18,7 +18,7 @@ ShardOptimizer::ShardOptimizer(ZeroContext& z, const OptimizerOptions& o, const 
                                HostTransfer* transfer, ParamStore& store)
     : z_(z), o_(o), rules_(rules), transfer_(transfer), store_(store), off_(off), pinned_(pinned) {
   if (sub_group_size < 1) throw std::invalid_argument("ShardOptimizer: sub_group_size must be >= 1");
-  if (rules.loss_scaler) scaler_ = std::make_unique<LossScaler>(*rules.loss_scaler);
+  if (z.train_precision == DType::F16) scaler_ = std::make_unique<LossScaler>(rules.loss_scaler);
   const Partition& p = z.part;
   const int U = p.units();
   bool nvme = false;

@@ -31,7 +31,7 @@ namespace zt {
 struct UpdateRules {
   std::shared_ptr<const LrScheduler> scheduler;   // lr and betas per applied step; null: constant
   double gradient_clipping = 0.0;                 // max global norm; 0: off
-  std::optional<LossScalerConfig> loss_scaler;    // fp16: dynamic or static loss scaling
+  LossScalerConfig loss_scaler;                   // dynamic or static loss scaling, when training in fp16
 };
 
 // What one step did.

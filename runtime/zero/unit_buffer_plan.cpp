@@ -5,6 +5,8 @@
 #include <map>
 
 #include "runtime/zero/buckets.h"
+#include "runtime/zero/gather_schedule.h"
+#include "runtime/zero/stage_traits.h"
 
 namespace zt {
 
@@ -32,35 +34,40 @@ class CountingPool {
 class StepWalk {
  public:
   StepWalk(const UnitBufferWalk& w, CountingPool& pool)
-      : w_(w), pool_(pool), U_(int(w.padded.size())), gathered_(size_t(U_), false), grad_(size_t(U_), false) {
+      : w_(w),
+        pool_(pool),
+        traits_(stage_traits(w.stage)),
+        schedule_(w.padded, w.numel, w.gather, w.tied_head),
+        U_(int(w.padded.size())),
+        gathered_(size_t(U_), false),
+        grad_(size_t(U_), false) {
     std::vector<int> order;
     for (int u = U_ - 1; u >= 0; --u) order.push_back(u);
-    stream_ = BucketStream(order, w.padded, w.reduce_bucket_elems);
+    stream_ = BucketStream(order, w.padded, w.reduce.bucket_elems);
     buckets_of_unit_.assign(size_t(U_), 0);
     for (const Bucket& b : stream_.buckets())
       for (const BucketPiece& piece : b.pieces) ++buckets_of_unit_[size_t(piece.unit)];
   }
 
   void run() {
-    for (int m = 0; m < w_.micro_steps; ++m) {
+    for (int micro = 0; micro < w_.micro_steps; ++micro) {
       forward();
-      backward(m == w_.micro_steps - 1);
+      backward(micro == w_.micro_steps - 1);
     }
     drain(0);  // GradReducer::finish
     for (int u = 0; u < U_; ++u) release_gathered(u);  // the update makes every gathered copy stale
   }
 
  private:
-  bool stage3() const { return w_.stage >= 3; }
-  bool each() const { return w_.stage >= 2; }  // reduces every micro-step, buffers kept until reduced
-  bool reads_embedding(int u) const { return w_.gather.tied_head && u == U_ - 1; }
-  int unit_at(int pos) const { return pos < U_ ? pos : 2 * U_ - 1 - pos; }
+  // Partition::gathers_params_for_compute and reduces_each_micro_step read the same traits.
+  bool gathers() const { return traits_.shards_params; }
+  bool each() const { return traits_.shards_grads; }
 
   void forward() {
     for (int u = 0; u < U_; ++u) {
       before_compute(u, u);
       params(u);
-      if (reads_embedding(u)) params(0);
+      if (schedule_.reads_embedding(u)) params(0);
       after_compute(u, u);
     }
   }
@@ -74,15 +81,15 @@ class StepWalk {
       const int pos = 2 * U_ - 1 - u;
       before_compute(u, pos);
       params(u);
-      if (reads_embedding(u)) params(0);
+      if (schedule_.reads_embedding(u)) params(0);
       grad_buffer(u);
-      if (reads_embedding(u)) grad_buffer(0);
+      if (schedule_.reads_embedding(u)) grad_buffer(0);
       unit_done(u);
       after_compute(u, pos);
     }
   }
 
-  // --- ParamGatherer's rules (stage 3) ---
+  // --- the ParamGatherer's side (stage 3): its GatherSchedule, a counting pool for memory ---
   void gather(int u) {
     if (gathered_[size_t(u)]) return;
     gathered_[size_t(u)] = true;
@@ -96,45 +103,23 @@ class StepWalk {
     live_ -= w_.padded[size_t(u)];
   }
   void before_compute(int u, int pos) {
-    if (!stage3()) return;
+    if (!gathers()) return;
     gather(u);
-    if (!w_.gather.overlap) return;
-    int64_t budget = w_.gather.prefetch_bucket_size;
-    for (int q = pos + 1; q < 2 * U_; ++q) {
-      const int v = unit_at(q);
-      if (gathered_[size_t(v)]) continue;
-      const int64_t P = w_.padded[size_t(v)];
-      if (P > budget || live_ + P > w_.gather.max_live_parameters) break;
-      gather(v);
-      budget -= P;
-    }
+    for (int ahead : schedule_.prefetch_after(pos, live_, gathered_)) gather(ahead);
   }
   void params(int u) {
-    if (stage3()) gather(u);
-  }
-  bool uses_unit(int pos, int u) const {
-    const int v = unit_at(pos);
-    return v == u || (w_.gather.tied_head && u == 0 && v == U_ - 1);
+    if (gathers()) gather(u);
   }
   void maybe_release(int u, int pos) {
-    if (!gathered_[size_t(u)] || w_.numel[size_t(u)] <= w_.gather.persistence_threshold) return;
-    int next = -1;
-    for (int q = pos + 1; q < 2 * U_ && next < 0; ++q)
-      if (uses_unit(q, u)) next = q;
-    if (next >= 0) {
-      int64_t distance = 0;
-      for (int q = pos + 1; q < next; ++q) distance += w_.numel[size_t(unit_at(q))];
-      if (distance < w_.gather.max_reuse_distance && live_ <= w_.gather.max_live_parameters) return;
-    }
-    release_gathered(u);
+    if (gathered_[size_t(u)] && !schedule_.keeps_after(u, pos, live_)) release_gathered(u);
   }
   void after_compute(int u, int pos) {
-    if (!stage3()) return;
+    if (!gathers()) return;
     maybe_release(u, pos);
-    if (reads_embedding(u)) maybe_release(0, pos);
+    if (schedule_.reads_embedding(u)) maybe_release(0, pos);
   }
 
-  // --- GradReducer's rules ---
+  // --- the GradReducer's side: its BucketStream and in-flight rule ---
   void grad_buffer(int u) {
     if (grad_[size_t(u)]) return;
     grad_[size_t(u)] = true;
@@ -150,8 +135,7 @@ class StepWalk {
     if (!reducing_now_) return;
     stream_.issue_ready(U_ - 1 - u, [&](size_t k) {
       in_flight_.push_back(k);
-      if (!w_.overlap) drain(0);
-      else if (each()) drain(1);
+      drain(reduce_calls_kept_in_flight(w_.reduce.overlap, each()));
     });
   }
   void drain(size_t keep) {
@@ -166,6 +150,8 @@ class StepWalk {
 
   const UnitBufferWalk& w_;
   CountingPool& pool_;
+  StageTraits traits_;
+  GatherSchedule schedule_;
   int U_;
   std::vector<bool> gathered_, grad_;
   int64_t live_ = 0;

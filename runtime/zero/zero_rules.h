@@ -1,8 +1,8 @@
 // The rules an option set must satisfy for the ZeRO objects to run it on a backend, each written
 // once: config validation (runtime/config/validate_engine.cpp) turns every problem into its config
 // key, value and fix; the engine refuses the same problems before it builds anything, so a config
-// that validated never reaches that refusal. Header-only, base/ types alone: the config layer
-// includes it without linking the ZeRO objects.
+// that validated never reaches that refusal. Header-only (base/ types and zero_options.h): the
+// config layer includes it without linking the ZeRO objects.
 #pragma once
 
 #include <cstdint>
@@ -13,6 +13,7 @@
 #include "base/dtype.h"
 #include "base/offload.h"
 #include "base/optimizer.h"
+#include "runtime/zero/zero_options.h"
 
 namespace zt {
 
@@ -29,15 +30,10 @@ struct BackendCaps {
   static BackendCaps cuda() { return {DType::BF16, false, false}; }
 };
 
-// The options the rules read.
-struct ZeroOptionSet {
-  int stage = 0;
-  DType precision = DType::F32;
-  std::optional<DType> comm_precision, grad_accum_precision;  // unset: the training precision
+// The options the rules read: the run's ZeRO choices, its optimizer, and (when the model is known)
+// whether the NVMe parameter records fit their buffers.
+struct ZeroOptionSet : ZeroOptions {
   OptimizerType optimizer = OptimizerType::AdamW;
-  OffloadDevice offload_optimizer = OffloadDevice::None;
-  double offload_ratio = 1.0;
-  OffloadDevice offload_param = OffloadDevice::None;
   int64_t param_buffer_size = 0;     // offload_param.buffer_size (elements)
   int64_t largest_param_shard = 0;   // the largest per-rank parameter shard; 0: not known (no model)
 };

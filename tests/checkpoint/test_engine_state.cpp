@@ -61,14 +61,14 @@ TEST_P(EngineState, WritesReadBackAndCommitRebuildsTheParams) {
   auto backend = make_cpu_backend();
   SingleCommunicator comm;
   EngineOptions o;
-  o.stage = p.stage;
-  o.precision = p.precision;
+  o.zero.stage = p.stage;
+  o.zero.precision = p.precision;
   o.micro_batch = 2;
   o.sub_group_size = 100;  // several NVMe records per unit: ranges cross record boundaries
-  o.offload.optimizer = p.optimizer;
-  o.offload.param = p.param;
-  if (p.optimizer == OffloadDevice::NVMe) o.offload.nvme_path = swap.path;
-  if (p.param == OffloadDevice::NVMe) o.offload.param_nvme_path = swap.path;
+  o.zero.offload_optimizer = p.optimizer;
+  o.zero.offload_param = p.param;
+  if (p.optimizer == OffloadDevice::NVMe) o.offload.state.nvme_path = swap.path;
+  if (p.param == OffloadDevice::NVMe) o.offload.params.nvme_path = swap.path;
   const ModelConfig m = test::small_model();
   Engine engine(m, o, *backend, comm);
   EngineCheckpoint st(engine, m);
@@ -139,7 +139,7 @@ TEST(EngineStateCounters, RoundTripWithTheLossScaler) {
   auto backend = make_cpu_backend();
   SingleCommunicator comm;
   EngineOptions o;
-  o.precision = DType::F16;
+  o.zero.precision = DType::F16;
   const ModelConfig m = test::small_model();
   Engine engine(m, o, *backend, comm);
   EngineCheckpoint st(engine, m);

@@ -27,8 +27,8 @@ TEST_P(Accounting, StepBytesAreTheZeroVolumesAndResidentBytesMatchThePlan) {
   // Untied head and no stage-3 reuse or persistence: every unit is gathered once per walk direction.
   const ModelConfig model = tiny_model(/*tied=*/false);
   EngineOptions o = base_options(stage, 1, DType::F32, true);
-  o.param_persistence_threshold = 0;
-  o.max_reuse_distance = 0;
+  o.gather.persistence_threshold = 0;
+  o.gather.max_reuse_distance = 0;
   const RunResult r = run_engine(model, o, 3);
 
   Engine probe(model, o, *world().backend, *world().comm);
@@ -153,11 +153,11 @@ TEST_P(AccountingBuffers, PlanBuffersAreTheLedgersPeak) {
   const int W = world().comm->world_size();
   const ModelConfig model = tiny_model(c.tied);
   EngineOptions o = base_options(stage, c.grad_accum, DType::F32, c.overlap);
-  o.reduce_bucket_size = c.reduce_bucket;
-  o.prefetch_bucket_size = c.prefetch;
-  o.param_persistence_threshold = c.persistence;
-  o.max_reuse_distance = c.reuse;
-  o.max_live_parameters = c.max_live;
+  o.reduce.bucket_elems = c.reduce_bucket;
+  o.gather.prefetch_bucket_size = c.prefetch;
+  o.gather.persistence_threshold = c.persistence;
+  o.gather.max_reuse_distance = c.reuse;
+  o.gather.max_live_parameters = c.max_live;
   const RunResult r = run_engine(model, o, 2);
   const uint64_t comm = world().comm->buffer_bytes_for(uint64_t(model.total_params()) * 4);
   const uint64_t units = planned_unit_buffer_bytes(model, o, W, 4);
@@ -198,8 +198,8 @@ TEST_P(AccountingPresets, PlanEqualsTheLedgerPerCategory) {
   model.vocab = std::max(model.vocab, 256);  // the built-in data is byte-level
   EngineOptions o = base_options(stage, 1, DType::F32, true);
   o.micro_batch = 1;
-  o.reduce_bucket_size = 500000000;  // the shipped configs' scale, not the base options' tiny buckets
-  o.allgather_bucket_size = 500000000;
+  o.reduce.bucket_elems = 500000000;  // the shipped configs' scale, not the base options' tiny buckets
+  o.gather.allgather_bucket_size = 500000000;
   const uint64_t comm = world().comm->buffer_bytes_for(uint64_t(model.total_params()) * 4);
   const uint64_t units = planned_unit_buffer_bytes(model, o, W, 4);
   PlanInput in = cpu_plan_input(model.total_params(), W, stage, comm, units);

@@ -50,9 +50,9 @@ TEST_P(Buckets, ReduceBucketSizeNeverChangesTrainingAndCallsAreTheArithmetic) {
   const int accum = 3;  // the global batch of 12 splits at 1, 2 and 4 ranks
   const ModelConfig model = tiny_model(/*tied=*/false);
   EngineOptions o = base_options(stage, accum, DType::F32, true);
-  o.param_persistence_threshold = 0;
-  o.max_reuse_distance = 0;
-  o.allgather_bucket_size = 500000000;
+  o.gather.persistence_threshold = 0;
+  o.gather.max_reuse_distance = 0;
+  o.gather.allgather_bucket_size = 500000000;
   const Layout l = layout_of(model, o);
   ASSERT_GT(l.largest_tensor, 2);
   const int W = world().comm->world_size();
@@ -60,10 +60,10 @@ TEST_P(Buckets, ReduceBucketSizeNeverChangesTrainingAndCallsAreTheArithmetic) {
   // Stages 2–3 reduce every micro-step; stages 0–1 once, at the accumulation boundary.
   const int64_t reductions = stage >= 2 ? accum : 1;
 
-  o.reduce_bucket_size = 500000000;
+  o.reduce.bucket_elems = 500000000;
   const RunResult ref = run_engine(model, o, 2);
   for (const int64_t b : bucket_sizes(l)) {
-    o.reduce_bucket_size = b;
+    o.reduce.bucket_elems = b;
     if (b == 1 && W > 2) continue;  // one call per element: the 1- and 2-rank runs cover it
     const RunResult r = run_engine(model, o, 2);
     SCOPED_TRACE("stage " + std::to_string(stage) + ", reduce_bucket_size " + std::to_string(b));
@@ -87,11 +87,11 @@ TEST_P(GatherBuckets, AllgatherBucketSizeNeverChangesTrainingAndCallsAreTheArith
   EngineOptions o = base_options(stage, 1, DType::F32, true);
   const Layout l = layout_of(model, o);
   const int W = world().comm->world_size();
-  o.allgather_bucket_size = 500000000;
+  o.gather.allgather_bucket_size = 500000000;
   const RunResult ref = run_engine(model, o, 2);
   for (const int64_t b : bucket_sizes(l)) {
     if (b == 1 && W > 2) continue;
-    o.allgather_bucket_size = b;
+    o.gather.allgather_bucket_size = b;
     const RunResult r = run_engine(model, o, 2);
     SCOPED_TRACE("stage " + std::to_string(stage) + ", allgather_bucket_size " + std::to_string(b));
     EXPECT_EQ(r.summary.checksum, ref.summary.checksum);
@@ -109,7 +109,7 @@ TEST_P(Buckets, NoGradientByteLeavesTheBackendWithoutOffload) {
   const RunResult plain = run_engine(model, o, 2);
   for (const StepStats& st : plain.stats) EXPECT_EQ(st.grad_bytes_to_host, 0u) << "stage " << stage;
   if (stage == 0) return;  // offload needs a partitioned optimizer
-  o.offload.optimizer = OffloadDevice::CPU;
+  o.zero.offload_optimizer = OffloadDevice::CPU;
   const RunResult off = run_engine(model, o, 2);
   // Offload copies this rank's reduced gradient shard out: bf16 elements of every owned range.
   for (const StepStats& st : off.stats) EXPECT_GT(st.grad_bytes_to_host, 0u) << "stage " << stage;

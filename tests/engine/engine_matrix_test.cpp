@@ -100,7 +100,7 @@ TEST(MatrixSgd, UnclippedSgdIsTheSameInEveryStageAndLeavesItsNumbers) {
     o.optimizer.lr = 0.05;
     o.optimizer.momentum = 0.0;
     o.optimizer.weight_decay = 0.0;
-    o.gradient_clipping = 0.0;
+    o.update.gradient_clipping = 0.0;
     r.push_back(run_engine(model, o, kSteps));
   }
   EXPECT_EQ(r[1].summary.checksum, r[0].summary.checksum);
@@ -130,12 +130,12 @@ TEST(Stage3Knobs, PersistencePrefetchAndLiveLimitsNeverChangeTheResult) {
     void (*apply)(EngineOptions&);
   };
   const Knob knobs[] = {
-      {"persistence 0", [](EngineOptions& o) { o.param_persistence_threshold = 0; }},
-      {"persistence huge", [](EngineOptions& o) { o.param_persistence_threshold = int64_t(1) << 40; }},
-      {"prefetch 0", [](EngineOptions& o) { o.prefetch_bucket_size = 0; }},
-      {"prefetch large", [](EngineOptions& o) { o.prefetch_bucket_size = int64_t(1) << 40; }},
-      {"max_live small", [](EngineOptions& o) { o.max_live_parameters = 100; }},
-      {"reuse distance 0", [](EngineOptions& o) { o.max_reuse_distance = 0; }},
+      {"persistence 0", [](EngineOptions& o) { o.gather.persistence_threshold = 0; }},
+      {"persistence huge", [](EngineOptions& o) { o.gather.persistence_threshold = int64_t(1) << 40; }},
+      {"prefetch 0", [](EngineOptions& o) { o.gather.prefetch_bucket_size = 0; }},
+      {"prefetch large", [](EngineOptions& o) { o.gather.prefetch_bucket_size = int64_t(1) << 40; }},
+      {"max_live small", [](EngineOptions& o) { o.gather.max_live_parameters = 100; }},
+      {"reuse distance 0", [](EngineOptions& o) { o.gather.max_reuse_distance = 0; }},
       {"sub_group_size 1000", [](EngineOptions& o) { o.sub_group_size = 1000; }},
   };
   for (const auto& k : knobs) {

@@ -34,9 +34,9 @@ TEST(EngineOffload, CpuOffloadGivesTheSameTrainingAsNone) {
         for (int buffers : {2, 4}) {
           SCOPED_TRACE(prec_name(prec) + " stage " + std::to_string(stage) + " chunk " + std::to_string(chunk) +
                        " buffers " + std::to_string(buffers));
-          o.offload.optimizer = OffloadDevice::CPU;
+          o.zero.offload_optimizer = OffloadDevice::CPU;
           o.offload.chunk_elems = chunk;
-          o.offload.buffer_count = buffers;
+          o.offload.state.buffer_count = buffers;
           const RunResult cpu = run_engine(tiny_model(), o, 4);
           EXPECT_EQ(cpu.summary.checksum, none.summary.checksum);
           EXPECT_EQ(cpu.losses, none.losses);
@@ -62,7 +62,7 @@ TEST(EngineOffload, CpuOffloadOfSgdAndLamb) {
     o.optimizer.momentum = 0.9;
     o.offload.chunk_elems = 500;
     const RunResult none = run_engine(tiny_model(), o, 3);
-    o.offload.optimizer = OffloadDevice::CPU;
+    o.zero.offload_optimizer = OffloadDevice::CPU;
     const RunResult cpu = run_engine(tiny_model(), o, 3);
     EXPECT_EQ(cpu.summary.checksum, none.summary.checksum);
     EXPECT_EQ(cpu.losses, none.losses);
@@ -72,14 +72,14 @@ TEST(EngineOffload, CpuOffloadOfSgdAndLamb) {
 TEST(EngineOffload, RatioKeepsPartOfTheStateInBackendMemory) {
   for (DType prec : {DType::F32, DType::BF16}) {
     EngineOptions o = base_options(3, 1, prec, true);
-    o.param_persistence_threshold = 0;
+    o.gather.persistence_threshold = 0;
     const RunResult none = run_engine(tiny_model(), o, 3);
     const uint64_t total = none.resident[MemCategory::Optimizer];
     uint64_t previous_host = 0;
     for (double ratio : {0.3, 0.6, 1.0}) {
       SCOPED_TRACE(prec_name(prec) + " ratio " + std::to_string(ratio));
-      o.offload.optimizer = OffloadDevice::CPU;
-      o.offload.ratio = ratio;
+      o.zero.offload_optimizer = OffloadDevice::CPU;
+      o.zero.offload_ratio = ratio;
       o.offload.chunk_elems = 700;
       const RunResult part = run_engine(tiny_model(), o, 3);
       EXPECT_EQ(part.summary.checksum, none.summary.checksum);
@@ -104,10 +104,10 @@ TEST(EngineOffload, RatioBelowOneIsRefusedWhereItCannotApply) {
     return "";
   };
   EngineOptions o = base_options(2, 1, DType::F32, false);
-  o.offload.optimizer = OffloadDevice::CPU;
-  o.offload.ratio = 0.5;
+  o.zero.offload_optimizer = OffloadDevice::CPU;
+  o.zero.offload_ratio = 0.5;
   EXPECT_NE(message(o).find("stage 3"), std::string::npos) << message(o);
-  o.stage = 3;
+  o.zero.stage = 3;
   o.optimizer.type = OptimizerType::SGD;
   EXPECT_NE(message(o).find("only Adam/AdamW"), std::string::npos) << message(o);
 }
@@ -120,9 +120,9 @@ TEST(EngineOffload, NvmeOffloadGivesTheSameTrainingAsNone) {
       o.sub_group_size = 1000;  // several sub-groups per unit
       const RunResult none = run_engine(tiny_model(), o, 4);
       for (int buffers : {1, 4}) {
-        o.offload.optimizer = OffloadDevice::NVMe;
-        o.offload.nvme_path = swap_dir();
-        o.offload.buffer_count = buffers;
+        o.zero.offload_optimizer = OffloadDevice::NVMe;
+        o.offload.state.nvme_path = swap_dir();
+        o.offload.state.buffer_count = buffers;
         const RunResult nvme = run_engine(tiny_model(), o, 4);
         EXPECT_EQ(nvme.summary.checksum, none.summary.checksum) << buffers << " buffers";
         EXPECT_EQ(nvme.losses, none.losses) << buffers << " buffers";
@@ -149,8 +149,8 @@ TEST(EngineOffload, NvmeRecordsForSgdWithAndWithoutMomentum) {
       o.optimizer.momentum = momentum;
       o.sub_group_size = 700;
       const RunResult none = run_engine(tiny_model(), o, 3);
-      o.offload.optimizer = OffloadDevice::NVMe;
-      o.offload.nvme_path = swap_dir();
+      o.zero.offload_optimizer = OffloadDevice::NVMe;
+      o.offload.state.nvme_path = swap_dir();
       const RunResult nvme = run_engine(tiny_model(), o, 3);
       EXPECT_EQ(nvme.summary.checksum, none.summary.checksum);
       const uint64_t record = ((momentum != 0.0 ? 2 : 1) * 700ull * 4 + 4095) / 4096 * 4096;
@@ -166,8 +166,8 @@ TEST(EngineOffload, Stage3ParamOffloadGivesTheSameTraining) {
   for (DType prec : {DType::F32, DType::BF16}) {
     for (bool overlap : {false, true}) {
       EngineOptions o = base_options(3, 1, prec, overlap);
-      o.param_persistence_threshold = 0;
-      o.max_reuse_distance = 0;
+      o.gather.persistence_threshold = 0;
+      o.gather.max_reuse_distance = 0;
       o.sub_group_size = 900;
       o.offload.chunk_elems = 600;
       const RunResult none = run_engine(tiny_model(), o, 3);
@@ -175,10 +175,10 @@ TEST(EngineOffload, Stage3ParamOffloadGivesTheSameTraining) {
         for (OffloadDevice state : {OffloadDevice::None, OffloadDevice::CPU, OffloadDevice::NVMe}) {
           SCOPED_TRACE(prec_name(prec) + (overlap ? " overlap" : " inline") + " param " +
                        offload_name(param) + " optimizer " + offload_name(state));
-          o.offload.param = param;
-          o.offload.param_nvme_path = swap_dir();
-          o.offload.optimizer = state;
-          o.offload.nvme_path = swap_dir();
+          o.zero.offload_param = param;
+          o.offload.params.nvme_path = swap_dir();
+          o.zero.offload_optimizer = state;
+          o.offload.state.nvme_path = swap_dir();
           const RunResult off = run_engine(tiny_model(), o, 3);
           EXPECT_EQ(off.summary.checksum, none.summary.checksum);
           EXPECT_EQ(off.losses, none.losses);
@@ -196,9 +196,9 @@ TEST(EngineOffload, Stage3ParamOffloadGivesTheSameTraining) {
 
 TEST(EngineOffload, ParamBufferSizeMustHoldEveryShard) {
   EngineOptions o = base_options(3, 1, DType::F32, false);
-  o.offload.param = OffloadDevice::NVMe;
-  o.offload.param_nvme_path = swap_dir();
-  o.offload.param_buffer_size = 100;
+  o.zero.offload_param = OffloadDevice::NVMe;
+  o.offload.params.nvme_path = swap_dir();
+  o.offload.params.buffer_size = 100;
   try {
     run_engine(tiny_model(), o, 1);
     FAIL() << "expected a refusal: the tiny model's shards exceed 100 elements";
@@ -207,17 +207,17 @@ TEST(EngineOffload, ParamBufferSizeMustHoldEveryShard) {
     EXPECT_NE(m.find("offload_param.buffer_size = 100 elements"), std::string::npos) << m;
     EXPECT_NE(m.find("raise zero_optimization.offload_param.buffer_size to at least"), std::string::npos) << m;
   }
-  o.offload.param_buffer_size = 100000000;
-  o.offload.param_buffer_count = 1;  // one buffer reused for every read and write
+  o.offload.params.buffer_size = 100000000;
+  o.offload.params.buffer_count = 1;  // one buffer reused for every read and write
   const RunResult one = run_engine(tiny_model(), o, 2);
-  o.offload.param = OffloadDevice::None;
+  o.zero.offload_param = OffloadDevice::None;
   EXPECT_EQ(one.summary.checksum, run_engine(tiny_model(), o, 2).summary.checksum);
 }
 
 TEST(EngineOffload, MissingNvmePathStopsWithThePath) {
   EngineOptions o = base_options(2, 1, DType::F32, false);
-  o.offload.optimizer = OffloadDevice::NVMe;
-  o.offload.nvme_path = "/nonexistent/zerotrain-swap";
+  o.zero.offload_optimizer = OffloadDevice::NVMe;
+  o.offload.state.nvme_path = "/nonexistent/zerotrain-swap";
   try {
     run_engine(tiny_model(), o, 1);
     FAIL() << "expected the engine to refuse a missing nvme_path";

@@ -29,7 +29,7 @@ void expect_stages_equal(const EngineOptions& base, const char* what) {
   std::vector<RunResult> r;
   for (int stage = 0; stage <= 3; ++stage) {
     EngineOptions o = base;
-    o.stage = stage;
+    o.zero.stage = stage;
     r.push_back(run_engine(model, o, kSteps));
   }
   for (int stage = 1; stage <= 3; ++stage) {
@@ -66,8 +66,8 @@ TEST(EngineOptimizers, LambTrustRatiosAcrossShardsAreStageIndependent) {
 
 TEST(EngineFp16, OverflowingStepsAreSkippedAndTheScaleFallsAlikeInEveryStage) {
   EngineOptions o = base_options(0, 1, DType::F16, true);
-  o.loss_scaler.initial_scale_power = 22;  // 2^22 × gradients overflows fp16's 65504 at once
-  o.loss_scaler.hysteresis = 1;
+  o.update.loss_scaler.initial_scale_power = 22;  // 2^22 × gradients overflows fp16's 65504 at once
+  o.update.loss_scaler.hysteresis = 1;
   const RunResult r = run_engine(tiny_model(), o, kSteps);
   EXPECT_GT(r.skipped, 0);
   EXPECT_LT(r.skipped, kSteps) << "the scale must come down until steps apply";
@@ -80,7 +80,7 @@ TEST(EngineFp16, OverflowingStepsAreSkippedAndTheScaleFallsAlikeInEveryStage) {
 TEST(EngineDtypes, CommunicationDataTypeIsHonouredInEveryStage) {
   EngineOptions o = base_options(0, 1, DType::F32, true);
   const RunResult fp32_comm = run_engine(tiny_model(), o, kSteps);
-  o.comm_precision = DType::BF16;  // fp32 training, gradients sent as bf16
+  o.zero.comm_precision = DType::BF16;  // fp32 training, gradients sent as bf16
   expect_stages_equal(o, "bf16 communication");
   const RunResult bf16_comm = run_engine(tiny_model(), o, kSteps);
   EXPECT_NE(bf16_comm.summary.checksum, fp32_comm.summary.checksum) << "communication_data_type had no effect";
@@ -93,8 +93,8 @@ TEST(EngineDtypes, GradAccumDtypeIsHonouredInEveryStage) {
   // bf16 training, micro-step gradients summed and sent in fp32. (With fp32 accumulation but bf16
   // communication the stages differ by design: stages 0–1 send the fp32 sum once, rounded to bf16;
   // stages 2–3 send every micro-step's bf16 gradient.)
-  o.grad_accum_precision = DType::F32;
-  o.comm_precision = DType::F32;
+  o.zero.grad_accum_precision = DType::F32;
+  o.zero.comm_precision = DType::F32;
   expect_stages_equal(o, "fp32 accumulation");
   const RunResult fp32_accum = run_engine(tiny_model(), o, kSteps);
   EXPECT_NE(fp32_accum.summary.checksum, bf16_accum.summary.checksum) << "grad_accum_dtype had no effect";
@@ -107,17 +107,17 @@ TEST(EngineDtypes, Fp32AccumulationOfBf16CommunicationAgreesInStages2And3AndIsNo
   const int W = world().comm->world_size();
   const int accum = kGlobalBatch % (W * 3) == 0 ? 3 : 2;  // 3 ranks: 12 rows split only 2 ways more
   EngineOptions o = base_options(2, accum, DType::BF16, true);
-  o.comm_precision = DType::BF16;
-  o.grad_accum_precision = DType::F32;
+  o.zero.comm_precision = DType::BF16;
+  o.zero.grad_accum_precision = DType::F32;
   const RunResult s2 = run_engine(tiny_model(), o, kSteps);
-  o.stage = 3;
+  o.zero.stage = 3;
   const RunResult s3 = run_engine(tiny_model(), o, kSteps);
   EXPECT_EQ(s3.summary.checksum, s2.summary.checksum);
   EXPECT_EQ(s3.losses, s2.losses);
   EXPECT_EQ(s3.norms, s2.norms);
   // Accumulating in the communication type instead rounds every partial sum to bf16: a different
   // training (the fp32 sum must not be rounded where it is kept).
-  o.grad_accum_precision = DType::BF16;
+  o.zero.grad_accum_precision = DType::BF16;
   const RunResult bf16_accum = run_engine(tiny_model(), o, kSteps);
   EXPECT_NE(bf16_accum.summary.checksum, s3.summary.checksum) << "the fp32 accumulation was rounded to bf16";
   EXPECT_NE(bf16_accum.norms, s3.norms);
@@ -144,25 +144,25 @@ TEST(EngineSchedule, OneCycleFromAConfigDrivesLrAndBeta1) {
                                   "onecycle.json", lo);
   ASSERT_TRUE(r.valid()) << r.diagnostics.format();
   const EngineOptions o = engine_options_from_config(r.config, 1, false);
-  ASSERT_NE(o.scheduler, nullptr);
+  ASSERT_NE(o.update.scheduler, nullptr);
   // DeepSpeed: the first step runs at cycle_min_lr with beta1 = cycle_min_mom. Applied step k uses
   // scheduler iteration k-1, whose cycle position is b = k (DeepSpeed's last_batch_iteration + 1):
   // halfway up at k = 5 (lr midway, beta1 midway down), the top at k = 10 (cycle_max_lr, beta1 at
   // cycle_min_mom: momentum cycles inversely).
-  EXPECT_DOUBLE_EQ(o.scheduler->lr_for_step(0), 0.0001);
-  EXPECT_DOUBLE_EQ(*o.scheduler->beta1_for_step(0), 0.85);
-  EXPECT_NEAR(o.scheduler->lr_for_step(5), 0.0001 + (0.01 - 0.0001) * 0.5, 1e-12);
-  EXPECT_NEAR(*o.scheduler->beta1_for_step(5), 0.95 - (0.95 - 0.85) * 0.5, 1e-12);
-  EXPECT_NEAR(o.scheduler->lr_for_step(10), 0.01, 1e-12);
-  EXPECT_NEAR(*o.scheduler->beta1_for_step(10), 0.85, 1e-12);
+  EXPECT_DOUBLE_EQ(o.update.scheduler->lr_for_step(0), 0.0001);
+  EXPECT_DOUBLE_EQ(*o.update.scheduler->beta1_for_step(0), 0.85);
+  EXPECT_NEAR(o.update.scheduler->lr_for_step(5), 0.0001 + (0.01 - 0.0001) * 0.5, 1e-12);
+  EXPECT_NEAR(*o.update.scheduler->beta1_for_step(5), 0.95 - (0.95 - 0.85) * 0.5, 1e-12);
+  EXPECT_NEAR(o.update.scheduler->lr_for_step(10), 0.01, 1e-12);
+  EXPECT_NEAR(*o.update.scheduler->beta1_for_step(10), 0.85, 1e-12);
 }
 
 TEST(EngineTrace, TimelineHasEveryUnitAndTheStagesCollectives) {
   for (int stage : {0, 3}) {
     EngineOptions o = base_options(stage, 1, DType::F32, true);
     o.trace = true;
-    o.max_reuse_distance = 0;
-    o.param_persistence_threshold = 0;
+    o.gather.max_reuse_distance = 0;
+    o.gather.persistence_threshold = 0;
     auto& w = world();
     const ModelConfig mc = tiny_model(false);
     Engine engine(mc, o, *w.backend, *w.comm);
@@ -209,12 +209,12 @@ TEST(EngineTrace, TiedEmbeddingIsKeptForTheHeadWithinTheReuseDistance) {
   const ModelConfig mc = tiny_model(/*tied=*/true);
   EngineOptions o = base_options(3, 1, DType::F32, true);
   o.trace = true;
-  o.param_persistence_threshold = 0;
+  o.gather.persistence_threshold = 0;
   Engine engine(mc, o, *w.backend, *w.comm);
   const int U = engine.shard_map().units();
   int64_t blocks = 0;
   for (int u = 1; u < U - 1; ++u) blocks += engine.shard_map().shard(u).numel;
-  o.max_reuse_distance = blocks + 1;
+  o.gather.max_reuse_distance = blocks + 1;
   Engine tuned(mc, o, *w.backend, *w.comm);
   BatchSampler sampler(w.data.train, mc.seq_len, 7);
   const BatchGeometry geom{w.comm->world_size(), o.micro_batch, 1};
@@ -297,7 +297,7 @@ RunResult reference_loop(const ModelConfig& mc, const EngineOptions& o, int step
     double sq = 0;
     for (int u = 0; u < U; ++u) sq += sum_squares(g[u]);
     r.norms.push_back(std::sqrt(sq));
-    const float scale = float(unscale_and_clip_multiplier(std::sqrt(sq), 1.0, o.gradient_clipping));
+    const float scale = float(unscale_and_clip_multiplier(std::sqrt(sq), 1.0, o.update.gradient_clipping));
     for (int u = 0; u < U; ++u) {
       if (o.optimizer.type == OptimizerType::SGD) {
         SgdHyper h{float(o.optimizer.lr), float(o.optimizer.momentum), 0.0f, float(o.optimizer.weight_decay),

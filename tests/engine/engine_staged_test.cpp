@@ -34,8 +34,8 @@ TEST_P(Staged, TrainsBitwiseAsPlainMpiWithinItsCap) {
   const int stage = GetParam();
   const ModelConfig model = *model_preset("small");
   EngineOptions o = base_options(stage, 1, DType::F32, true);
-  o.reduce_bucket_size = 500000000;  // whole-unit calls, larger than a slot
-  o.allgather_bucket_size = 500000000;
+  o.reduce.bucket_elems = 500000000;  // whole-unit calls, larger than a slot
+  o.gather.allgather_bucket_size = 500000000;
   const CommOp grad_op = stage == 0 ? CommOp::AllReduce : CommOp::ReduceScatter;
   const uint64_t calls_before = world().comm->stats()[grad_op].calls;
   const RunResult plain = run_engine(model, o, 2);

@@ -19,21 +19,21 @@ ModelConfig tiny_model(bool tied) {
 
 EngineOptions base_options(int stage, int grad_accum, DType precision, bool overlap) {
   EngineOptions o;
-  o.stage = stage;
+  o.zero.stage = stage;
   o.grad_accum = grad_accum;
   const int W = world().comm->world_size();
   if (kGlobalBatch % (W * grad_accum) != 0) throw std::invalid_argument("global batch does not split");
   o.micro_batch = kGlobalBatch / (W * grad_accum);
-  o.precision = precision;
-  o.overlap_comm = overlap;
+  o.zero.precision = precision;
+  o.reduce.overlap = o.gather.overlap = overlap;
   o.optimizer.type = OptimizerType::AdamW;
   o.optimizer.lr = 3e-3;
   o.optimizer.weight_decay = 0.1;
-  o.gradient_clipping = 1.0;
+  o.update.gradient_clipping = 1.0;
   o.seed = 42;
   // Small buckets so that stage 0 splits units into several all-reduces.
-  o.reduce_bucket_size = 512;
-  o.allgather_bucket_size = 512;
+  o.reduce.bucket_elems = 512;
+  o.gather.allgather_bucket_size = 512;
   return o;
 }
 

@@ -128,7 +128,7 @@ void run_row(const Row& row) {
   const Partition part(units, pc);
   ZeroContext z{*backend, comm, ledger, part, DType::F32, DType::F32, DType::F32, nullptr, {}};
   UnitBufferPool pool(ledger, *backend, z.element_bytes());
-  GradReducer red(z, pool, row.bucket, row.overlap);
+  GradReducer red(z, pool, {row.bucket, row.overlap});
 
   // The reducer's own cut is the reference's.
   ASSERT_EQ(red.buckets().size(), nb);
@@ -313,7 +313,7 @@ TEST(GradReducerTable, FinishRefusesBucketsNeverIssued) {
     const Partition part(odd_units(), pc);
     ZeroContext z{*backend, comm, ledger, part, DType::F32, DType::F32, DType::F32, nullptr, {}};
     UnitBufferPool pool(ledger, *backend, z.element_bytes());
-    GradReducer red(z, pool, 4, false);
+    GradReducer red(z, pool, {4, false});
     red.start_step();
     red.start_micro_step(true);
     for (int u = part.units() - 1; u >= 1; --u) {
