@@ -63,12 +63,12 @@ StepStats Engine::train_step(const BatchFn& fill) {
   const float dloss = float(s.optimizer->loss_scale() / (double(s.opt.grad_accum) * s.predivide()));
   s.reducer->start_step();
   double loss_sum = 0;
-  for (int m = 0; m < s.opt.grad_accum; ++m) {
-    fill(m, s.tokens.data(), s.targets.data());
+  for (int micro = 0; micro < s.opt.grad_accum; ++micro) {
+    fill(micro, s.tokens.data(), s.targets.data());
     s.model->set_batch(s.tokens.data(), s.targets.data(), s.opt.micro_batch, s.model_cfg.seq_len, dloss);
     s.forward_walk();
     loss_sum += s.model->loss();
-    s.backward_walk(m == s.opt.grad_accum - 1);
+    s.backward_walk(micro == s.opt.grad_accum - 1);
   }
   s.reducer->finish();
   double loss_total = 0;
@@ -96,12 +96,12 @@ StepStats Engine::train_step(const BatchFn& fill) {
     st.comm_bytes[i] = after.op[i].bytes - before.op[i].bytes;
     st.comm_calls[i] = after.op[i].calls - before.op[i].calls;
   }
-  const StepTimes& t = s.z->times;
-  st.forward_s = t.forward_s;
-  st.backward_s = t.backward_s;
-  st.reduce_wait_s = t.reduce_wait_s;
-  st.gather_wait_s = t.gather_wait_s;
-  st.optimizer_s = t.optimizer_s;
+  const StepTimes& times = s.z->times;
+  st.forward_s = times.forward_s;
+  st.backward_s = times.backward_s;
+  st.reduce_wait_s = times.reduce_wait_s;
+  st.gather_wait_s = times.gather_wait_s;
+  st.optimizer_s = times.optimizer_s;
   st.grad_bytes_to_host = s.optimizer->grad_bytes_to_host() - out_before;
   st.skipped_total = s.optimizer->counters().skipped;
   st.seconds = seconds_since(t0);
