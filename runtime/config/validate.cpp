@@ -162,18 +162,11 @@ void validate_config(Config& c, const LoadOptions& opts, Diagnostics& d) {
     if (!(oo.ratio.value >= 0 && oo.ratio.value <= 1))
       d.error("zero_optimization.offload_optimizer.ratio", number_text(oo.ratio.value), "out of range: the offloaded fraction must be in [0, 1]",
               "use a value in [0, 1] (1 offloads all optimizer state, 0 none of it)");
-    else if (oo.ratio.value < 1 && stage_ok && stage != 3)
-      d.error("zero_optimization.offload_optimizer.ratio", number_text(oo.ratio.value),
-              "partial optimizer offload (ratio < 1) works only with ZeRO stage 3, and stage is " + std::to_string(stage),
-              "set zero_optimization.stage to 3, or remove ratio (offload everything)");
   }
+  // Below 1, the ratio's stage and device are a ZeRO rule (validate_engine.cpp words it).
   if (oo.ratio.present && oo.device.value == "none")
     d.warning("zero_optimization.offload_optimizer.ratio", number_text(oo.ratio.value), "has no effect: offload_optimizer.device is \"none\"",
               "set device to \"cpu\", or remove ratio");
-  else if (!oo.ratio.invalid && oo.ratio.value < 1 && oo.device.value == "nvme")
-    d.error("zero_optimization.offload_optimizer.ratio", number_text(oo.ratio.value),
-            "partial optimizer offload (ratio < 1) works with offload_optimizer.device \"cpu\" only, and device is \"nvme\"",
-            "set device to \"cpu\", or remove ratio (page all optimizer state to NVMe)");
   check_nvme_path(oo, "offload_optimizer", opts.probe_paths, d);
   check_nvme_path(op, "offload_param", opts.probe_paths, d);
   // DeepSpeed's config models accept 0 for every size and count (ge=0); configs/README.md says what

@@ -21,6 +21,11 @@ int64_t largest_stage3_shard(const ModelConfig& m, int world) {
   return padded / world;
 }
 
+bool depends_on_optimizer(ZeroRule r) {
+  return r == ZeroRule::ParamOffloadNeedsHostOptimizer || r == ZeroRule::PartialOffloadNeedsAdam ||
+         r == ZeroRule::LambOnNvme;
+}
+
 BackendCaps caps_of(ComputeBackend b) { return b == ComputeBackend::Cuda ? BackendCaps::cuda() : BackendCaps::cpu(); }
 
 // Each broken rule (runtime/zero/zero_rules.h) with its config key, value and fix.
@@ -54,8 +59,19 @@ void report(ZeroRule rule, const Config& c, const ZeroOptionSet& zs, Diagnostics
                                              : "offload_optimizer.ratio is " + number_text(oo.ratio.value)),
               "set offload_optimizer.device to \"cpu\" or \"nvme\" with ratio 1, or offload_param.device to \"none\"");
       return;
-    case ZeroRule::PartialOffloadNeedsStage3Cpu:
-      return;  // validate.cpp words the stage and device cases of ratio < 1 with their own keys
+    case ZeroRule::PartialOffloadNeedsStage3Cpu: {
+      const int64_t stage = z.stage.value;
+      if (!z.stage.invalid && stage >= 0 && stage <= 2)  // an impossible stage has its own error
+        d.error("zero_optimization.offload_optimizer.ratio", number_text(oo.ratio.value),
+                "partial optimizer offload (ratio < 1) works only with ZeRO stage 3, and stage is " + std::to_string(stage),
+                "set zero_optimization.stage to 3, or remove ratio (offload everything)");
+      if (zs.offload_optimizer == OffloadDevice::NVMe)
+        d.error("zero_optimization.offload_optimizer.ratio", number_text(oo.ratio.value),
+                "partial optimizer offload (ratio < 1) works with offload_optimizer.device \"cpu\" only, and device is "
+                "\"nvme\"",
+                "set device to \"cpu\", or remove ratio (page all optimizer state to NVMe)");
+      return;
+    }
     case ZeroRule::PartialOffloadNeedsAdam:
       d.error("zero_optimization.offload_optimizer.ratio", number_text(oo.ratio.value),
               "partial optimizer offload keeps part of the optimizer in device memory, where only Adam/AdamW run, and "
@@ -94,8 +110,11 @@ ZeroOptionSet zero_option_set(const Config& c) {
   if (!c.data_types.grad_accum_dtype.value.empty()) o.grad_accum_precision = precision_named(c.data_types.grad_accum_dtype.value);
   o.optimizer = optimizer_type_of(c.optimizer).value_or(OptimizerType::AdamW);
   o.offload_optimizer = offload_device_named(oo.device.value);
-  if (o.offload_optimizer == OffloadDevice::CPU) o.offload_ratio = oo.ratio.value;  // read for "cpu" only
-  if (o.offload_optimizer == OffloadDevice::CPU && oo.ratio.value == 0.0) {  // DeepSpeed: nothing offloaded
+  // The ratio of an offloading device (a ratio outside [0, 1] is a config-shape error of its own);
+  // the rules refuse it below 1 on anything but stage 3 + "cpu".
+  if (o.offload_optimizer != OffloadDevice::None && !oo.ratio.invalid && oo.ratio.value >= 0 && oo.ratio.value <= 1)
+    o.offload_ratio = oo.ratio.value;
+  if (o.offload_optimizer == OffloadDevice::CPU && o.offload_ratio == 0.0) {  // DeepSpeed: nothing offloaded
     o.offload_optimizer = OffloadDevice::None;
     o.offload_ratio = 1.0;
   }
@@ -111,10 +130,14 @@ void validate_for_engine(const Config& c, const LoadOptions& opts, Diagnostics& 
   const auto& op = z.offload_param;
   const auto& o = c.optimizer;
   // The ZeRO objects' rules, written once in runtime/zero/zero_rules.h (the engine checks the same).
-  if (const auto type = optimizer_type_of(o)) {
+  {
     ZeroOptionSet zs = zero_option_set(c);
     if (opts.model && zs.stage == 3) zs.largest_param_shard = largest_stage3_shard(*opts.model, std::max(1, opts.world_size));
-    for (ZeroRule rule : check_zero_options(zs, caps_of(opts.backend))) report(rule, c, zs, d);
+    // With an optimizer type zerotrain does not know (its own error), the rules that depend on the
+    // optimizer would be read against a stand-in: only the others are reported.
+    const bool known_optimizer = optimizer_type_of(o).has_value();
+    for (ZeroRule rule : check_zero_options(zs, caps_of(opts.backend)))
+      if (known_optimizer || !depends_on_optimizer(rule)) report(rule, c, zs, d);
   }
 
   // Optimizer features zerotrain's optimizers do not have.
