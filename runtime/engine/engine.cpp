@@ -106,7 +106,8 @@ uint64_t planned_unit_buffer_bytes(const ModelConfig& model, const EngineOptions
   walk.tied_head = model.tied_embeddings;
   // Between steps, when ranks hold shards, the checksum, the export and a checkpoint load gather one
   // unit at a time in fp32 beside the pool (State::gather_unit).
-  const uint64_t gather_scratch = o.zero.stage >= 1 && world_size > 1 ? uint64_t(map.max_unit_padded()) * 4 : 0;
+  const bool sharded_master = stage_traits(o.zero.stage).shards_optimizer;  // Partition::all_reduces_grads() is false
+  const uint64_t gather_scratch = sharded_master && world_size > 1 ? uint64_t(map.max_unit_padded()) * 4 : 0;
   return uint64_t(unit_buffer_peak_elements(walk)) * element_bytes + gather_scratch;
 }
 
