@@ -1,5 +1,6 @@
 // Backend: the compute interface the model and engine call — memory, an ordering handle, and the
-// GPT-2 ops (forward and backward) — implemented by kernels/cpu (fp32) and kernels/cuda (bf16).
+// model ops (forward and backward: GPT-2's, and grouped-query attention) — implemented by
+// kernels/cpu (fp32) and kernels/cuda (bf16).
 #pragma once
 
 #include <cstddef>
@@ -105,17 +106,31 @@ class Backend {
   virtual void matmul_backward(void* dinp, void* dw, void* dbias, const void* dout, const void* inp,
                                const void* w, int N, int IC, int OC) = 0;
 
-  // Causal multi-head self-attention. qkv [B,T,3C] packs q, k, v (each [B,T,NH,C/NH]);
-  // out [B,T,C]. `saved` holds what backward needs (attention probabilities or statistics),
-  // attention_saved_bytes() long; forward writes it, backward reads it.
+  // Causal self-attention with NH query heads and NKV key/value heads (grouped-query attention:
+  // NKV divides NH, query head h uses key/value head h / (NH / NKV); NKV == NH is multi-head
+  // attention, GPT-2's). The head size is hs = C / NH; C = NH·hs is the width of q and of out.
+  // qkv [B, T, (NH + 2·NKV)·hs] packs, per row, q (NH heads), then k (NKV heads), then v (NKV
+  // heads), each head hs wide — for NKV == NH the GPT-2 layout [B,T,3C]. out [B,T,C]. K and V are
+  // never replicated: backward accumulates dK and dV per key/value head over its NH / NKV query
+  // heads. `saved` holds what backward needs (attention probabilities or statistics),
+  // attention_saved_bytes() long (it does not depend on NKV); forward writes it, backward reads it.
   virtual size_t attention_saved_bytes(int B, int T, int C, int NH) const = 0;
-  virtual void attention_forward(void* out, void* saved, const void* qkv, int B, int T, int C, int NH) = 0;
+  virtual void attention_forward(void* out, void* saved, const void* qkv, int B, int T, int C, int NH,
+                                 int NKV) = 0;
   virtual void attention_backward(void* dqkv, const void* dout, const void* qkv, const void* saved, int B,
-                                  int T, int C, int NH) = 0;
+                                  int T, int C, int NH, int NKV) = 0;
+  // Multi-head attention (NKV = NH), qkv [B,T,3C].
+  void attention_forward(void* out, void* saved, const void* qkv, int B, int T, int C, int NH) {
+    attention_forward(out, saved, qkv, B, T, C, NH, NH);
+  }
+  void attention_backward(void* dqkv, const void* dout, const void* qkv, const void* saved, int B, int T, int C,
+                          int NH) {
+    attention_backward(dqkv, dout, qkv, saved, B, T, C, NH, NH);
+  }
 
-  // One new query row per sequence against a key/value cache (generation): cache [B, Tmax, 3C]
-  // holds q, k, v of positions 0..t-1 packed as attention_forward's qkv (rows 3C apart, sequences
-  // Tmax rows apart); out [B, C] = softmax(q_{t-1} · K[0..t)ᵀ · scale) · V[0..t), i.e. row t - 1
+  // One new query row per sequence against a key/value cache (generation; multi-head only, NKV = NH):
+  // cache [B, Tmax, 3C] holds q, k, v of positions 0..t-1 packed as attention_forward's qkv (rows 3C
+  // apart, sequences Tmax rows apart); out [B, C] = softmax(q_{t-1} · K[0..t)ᵀ · scale) · V[0..t), i.e. row t - 1
   // of attention_forward over the first t positions (equal up to rounding; tests pin it).
   virtual void attention_decode(void* out, const void* qkv_cache, int B, int Tmax, int t, int C, int NH) = 0;
 

@@ -127,12 +127,16 @@ OpCosts matmul_backward(int N, int IC, int OC, bool dinp, bool dw, bool dbias) {
   return one(OpKind::MatmulBackward, matmul_backward_flops(N, IC, OC, dinp, dw, dbias),
              dims({{"N", N}, {"IC", IC}, {"OC", OC}}), int64_t(IC) * OC + (dbias ? OC : 0));
 }
-OpCosts attention_forward(int B, int T, int C, int NH) {
-  return one(OpKind::AttentionForward, attention_forward_flops(B, T, C), dims({{"B", B}, {"T", T}, {"C", C}, {"NH", NH}}));
+static std::string attention_shape(int B, int T, int C, int NH, int NKV) {
+  std::string s = dims({{"B", B}, {"T", T}, {"C", C}, {"NH", NH}});
+  if (NKV != NH) s += " NKV=" + std::to_string(NKV);
+  return s;
 }
-OpCosts attention_backward(int B, int T, int C, int NH) {
-  return one(OpKind::AttentionBackward, attention_backward_flops(B, T, C),
-             dims({{"B", B}, {"T", T}, {"C", C}, {"NH", NH}}));
+OpCosts attention_forward(int B, int T, int C, int NH, int NKV) {
+  return one(OpKind::AttentionForward, attention_forward_flops(B, T, C), attention_shape(B, T, C, NH, NKV));
+}
+OpCosts attention_backward(int B, int T, int C, int NH, int NKV) {
+  return one(OpKind::AttentionBackward, attention_backward_flops(B, T, C), attention_shape(B, T, C, NH, NKV));
 }
 OpCosts gelu_forward(size_t n) { return elementwise(OpKind::GeluForward, 1, n); }
 OpCosts gelu_backward(size_t n) { return elementwise(OpKind::GeluBackward, 2, n); }

@@ -11,6 +11,8 @@
 //   attention_backward dV, dP, dQ, dK: 8·B·C·P
 //   layernorm          forward 5·N·C (DeepSpeed's convention with an affine transform), backward 10·N·C
 //   gelu               forward 1 per element (DeepSpeed's), backward 2 per element
+//   attention with NKV < NH   as multi-head attention of the same C = NH·hs: QKᵀ and PV are
+//                     per query head; GQA shrinks only the K/V projections (matmul ops)
 //   residual_forward, accumulate   1 per element
 //   embedding          forward N·C (token row + position row), backward 2·N·C
 //   crossentropy_forward_backward  2·N·V (softmax 1 per element, as DeepSpeed counts it, and the
@@ -77,8 +79,9 @@ OpCosts layernorm_forward(int N, int C);
 OpCosts layernorm_backward(int N, int C);
 OpCosts matmul_forward(int N, int IC, int OC, bool bias);
 OpCosts matmul_backward(int N, int IC, int OC, bool dinp, bool dw, bool dbias);
-OpCosts attention_forward(int B, int T, int C, int NH);
-OpCosts attention_backward(int B, int T, int C, int NH);
+// The shape names NKV only when it differs from NH (grouped-query attention).
+OpCosts attention_forward(int B, int T, int C, int NH, int NKV);
+OpCosts attention_backward(int B, int T, int C, int NH, int NKV);
 OpCosts gelu_forward(size_t n);
 OpCosts gelu_backward(size_t n);
 OpCosts residual_forward(size_t n);

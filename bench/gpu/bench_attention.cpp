@@ -109,7 +109,7 @@ int main(int argc, char** argv) {
     float *probs = nullptr, *scratch = nullptr;
     ZT_CUDA_CHECK(cudaMalloc(&probs, probs_bytes));
     ZT_CUDA_CHECK(cudaMalloc(&scratch, zt::cuda::naive_attention_backward_scratch_floats(sh.B, sh.T, sh.NH) * 4));
-    zt::cuda::flash_attention_forward(out, saved, qkv, sh.B, sh.T, sh.C, sh.NH, s);
+    zt::cuda::flash_attention_forward(out, saved, qkv, sh.B, sh.T, sh.C, sh.NH, sh.NH, s);
     zt::cuda::naive_attention_forward(ref_out, probs, qkv, sh.B, sh.T, sh.C, sh.NH, s);
     ZT_CUDA_CHECK(cudaStreamSynchronize(s));
     std::vector<uint16_t> a(n_out), b(n_out);
@@ -124,12 +124,12 @@ int main(int argc, char** argv) {
     const double rel_err = std::sqrt(num / den);
 
     const double t_fwd = zt::bench::median_ms(s, 3, reps, [&] {
-      zt::cuda::flash_attention_forward(out, saved, qkv, sh.B, sh.T, sh.C, sh.NH, s);
+      zt::cuda::flash_attention_forward(out, saved, qkv, sh.B, sh.T, sh.C, sh.NH, sh.NH, s);
     });
     // Backward as the model runs it: the gradient buffer zeroed, then accumulated into.
     const double t_bwd = zt::bench::median_ms(s, 3, reps, [&] {
       ZT_CUDA_CHECK(cudaMemsetAsync(dqkv, 0, 3 * n_out * 2, s));
-      zt::cuda::flash_attention_backward(dqkv, dout, qkv, saved, sh.B, sh.T, sh.C, sh.NH, dsum, s);
+      zt::cuda::flash_attention_backward(dqkv, dout, qkv, saved, sh.B, sh.T, sh.C, sh.NH, sh.NH, dsum, s);
     });
     const double t_ref = zt::bench::median_ms(s, 1, quick ? 3 : 5, [&] {
       zt::cuda::naive_attention_forward(ref_out, probs, qkv, sh.B, sh.T, sh.C, sh.NH, s);

@@ -1,5 +1,6 @@
-// CPU tiled causal attention (the algorithm is written out in attention.h): forward per (b, h,
-// query block), backward per (b, h); block products through single-threaded OpenBLAS sgemm.
+// CPU tiled causal attention, multi-head and grouped-query (the algorithm is written out in
+// attention.h): forward per (b, h, query block), backward per (b, key/value head); block products
+// through single-threaded OpenBLAS sgemm.
 #include "kernels/cpu/attention.h"
 
 #include <cblas.h>
@@ -21,6 +22,12 @@ void check_tiles(AttentionTiles tiles) {
   if (tiles.q < 1 || tiles.k < 1)
     throw std::invalid_argument("attention tiles must be >= 1, got q=" + std::to_string(tiles.q) +
                                 " k=" + std::to_string(tiles.k));
+}
+
+void check_heads(int C, int NH, int NKV) {
+  if (NH < 1 || NKV < 1 || NH % NKV != 0 || C % NH != 0)
+    throw std::invalid_argument("attention: " + std::to_string(NKV) + " key/value heads must divide " +
+                                std::to_string(NH) + " query heads, which must divide C=" + std::to_string(C));
 }
 
 // C[M,N] = alpha · A[M,K] · op(B) + beta · C (row-major; B is [N,K] when trans_b, else [K,N]).
@@ -121,10 +128,22 @@ size_t attention_saved_bytes(int B, int T, int C, int NH) {
 
 void attention_forward(float* out, float* saved, const float* qkv, int B, int T, int C, int NH,
                        AttentionTiles tiles) {
+  attention_forward(out, saved, qkv, B, T, C, NH, NH, tiles);
+}
+
+void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* saved, int B, int T, int C,
+                        int NH, AttentionTiles tiles) {
+  attention_backward(dqkv, dout, qkv, saved, B, T, C, NH, NH, tiles);
+}
+
+void attention_forward(float* out, float* saved, const float* qkv, int B, int T, int C, int NH, int NKV,
+                       AttentionTiles tiles) {
   check_tiles(tiles);
-  const int hs = C / NH, tq = tiles.q, tk = tiles.k;
+  check_heads(C, NH, NKV);
+  const int hs = C / NH, tq = tiles.q, tk = tiles.k, G = NH / NKV;
   const float scale = 1.0f / std::sqrt(float(hs));
-  const int64_t C3 = 3 * int64_t(C);
+  const int64_t C3 = int64_t(NH + 2 * NKV) * hs;  // the qkv row (3C when NKV == NH)
+  const int64_t koff = int64_t(NH) * hs, voff = int64_t(NH + NKV) * hs;
   const int nq = (T + tq - 1) / tq;
   float* lse = saved;
   float* o_saved = saved + int64_t(B) * NH * T;
@@ -139,15 +158,16 @@ void attention_forward(float* out, float* saved, const float* qkv, int B, int T,
       const int qb = nq - 1 - int(task % nq);  // longest query blocks first
       const int h = int((task / nq) % NH), b = int(task / (int64_t(nq) * NH));
       const int r0 = qb * tq, r1 = std::min(T, r0 + tq), nr = r1 - r0;
-      const float* base = qkv + int64_t(b) * T * C3 + h * hs;
-      const float* Q = base + r0 * C3;
+      const float* row0 = qkv + int64_t(b) * T * C3;
+      const float* Q = row0 + h * hs + r0 * C3;
+      const float* kv = row0 + (h / G) * hs;  // this query head's key/value head
       std::fill(m.begin(), m.end(), -INFINITY);
       std::fill(l.begin(), l.end(), 0.f);
       std::fill(acc.begin(), acc.end(), 0.f);
       for (int c0 = 0; c0 < r1; c0 += tk) {
         const int nc = std::min(tk, r1 - c0);  // columns >= r1 are masked for every row here
-        const float* K = base + C + c0 * C3;
-        const float* V = base + 2 * C + c0 * C3;
+        const float* K = kv + koff + c0 * C3;
+        const float* V = kv + voff + c0 * C3;
         gemm_nn_nt(true, nr, nc, hs, scale, Q, int(C3), K, int(C3), 0.f, s.data(), tk);
         online_softmax_tile(s.data(), tk, nr, nc, r0, c0, m.data(), l.data(), acc.data(), hs);
         gemm_nn_nt(false, nr, hs, nc, 1.f, s.data(), tk, V, int(C3), 1.f, acc.data(), hs);
@@ -166,49 +186,62 @@ void attention_forward(float* out, float* saved, const float* qkv, int B, int T,
 }
 
 void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* saved, int B, int T, int C,
-                        int NH, AttentionTiles tiles) {
+                        int NH, int NKV, AttentionTiles tiles) {
   check_tiles(tiles);
-  const int hs = C / NH, tq = tiles.q, tk = tiles.k;
+  check_heads(C, NH, NKV);
+  const int hs = C / NH, tq = tiles.q, tk = tiles.k, G = NH / NKV;
   const float scale = 1.0f / std::sqrt(float(hs));
-  const int64_t C3 = 3 * int64_t(C);
+  const int64_t C3 = int64_t(NH + 2 * NKV) * hs;  // the qkv row (3C when NKV == NH)
+  const int64_t koff = int64_t(NH) * hs, voff = int64_t(NH + NKV) * hs;
   const int nq = (T + tq - 1) / tq;
   const float* lse_all = saved;
   const float* o_saved = saved + int64_t(B) * NH * T;
-  const int64_t tasks = int64_t(B) * NH;
+  const int64_t tasks = int64_t(B) * NKV;
 #pragma omp parallel
   {
     std::vector<float> p(size_t(tq) * tk), ds(size_t(tq) * tk), dk(size_t(tk) * hs), dv(size_t(tk) * hs),
-        D(static_cast<size_t>(T));
+        D(size_t(G) * size_t(T));
 #pragma omp for schedule(dynamic, 1)
     for (int64_t task = 0; task < tasks; ++task) {
-      const int h = int(task % NH), b = int(task / NH);
-      const float* base = qkv + int64_t(b) * T * C3 + h * hs;
-      float* dbase = dqkv + int64_t(b) * T * C3 + h * hs;
-      const float* gbase = dout + int64_t(b) * T * C + h * hs;
-      const float* obase = o_saved + int64_t(b) * T * C + h * hs;
-      const float* lse = lse_all + (int64_t(b) * NH + h) * T;
-      rowdot(D.data(), gbase, obase, T, C, hs);
+      const int g = int(task % NKV), b = int(task / NKV);
+      const float* row0 = qkv + int64_t(b) * T * C3;
+      float* drow0 = dqkv + int64_t(b) * T * C3;
+      const float* kvbase = row0 + g * hs;
+      float* dkvbase = drow0 + g * hs;
+      for (int j = 0; j < G; ++j) {
+        const int h = g * G + j;
+        rowdot(D.data() + size_t(j) * T, dout + int64_t(b) * T * C + h * hs, o_saved + int64_t(b) * T * C + h * hs,
+               T, C, hs);
+      }
       for (int c0 = 0; c0 < T; c0 += tk) {
         const int nc = std::min(tk, T - c0);
-        const float* K = base + C + c0 * C3;
-        const float* V = base + 2 * C + c0 * C3;
+        const float* K = kvbase + koff + c0 * C3;
+        const float* V = kvbase + voff + c0 * C3;
         std::fill(dk.begin(), dk.end(), 0.f);
         std::fill(dv.begin(), dv.end(), 0.f);
-        for (int qb = c0 / tq; qb < nq; ++qb) {
-          const int r0 = qb * tq, r1 = std::min(T, r0 + tq), nr = r1 - r0;
-          const float* Q = base + r0 * C3;
-          const float* G = gbase + int64_t(r0) * C;
-          gemm_nn_nt(true, nr, nc, hs, scale, Q, int(C3), K, int(C3), 0.f, p.data(), tk);
-          probs_tile(p.data(), tk, nr, nc, r0, c0, lse);
-          gemm_tn(nc, hs, nr, 1.f, p.data(), tk, G, C, 1.f, dv.data(), hs);             // dV += Pᵀ dO
-          gemm_nn_nt(true, nr, nc, hs, 1.f, G, C, V, int(C3), 0.f, ds.data(), tk);      // dP = dO Vᵀ
-          dscores_tile(ds.data(), p.data(), tk, nr, nc, D.data() + r0);
-          gemm_nn_nt(false, nr, hs, nc, scale, ds.data(), tk, K, int(C3), 1.f, dbase + r0 * C3, int(C3));  // dQ
-          gemm_tn(nc, hs, nr, scale, ds.data(), tk, Q, int(C3), 1.f, dk.data(), hs);                      // dK
+        for (int j = 0; j < G; ++j) {
+          const int h = g * G + j;
+          const float* base = row0 + h * hs;
+          float* dbase = drow0 + h * hs;
+          const float* gbase = dout + int64_t(b) * T * C + h * hs;
+          const float* lse = lse_all + (int64_t(b) * NH + h) * T;
+          const float* Dh = D.data() + size_t(j) * T;
+          for (int qb = c0 / tq; qb < nq; ++qb) {
+            const int r0 = qb * tq, r1 = std::min(T, r0 + tq), nr = r1 - r0;
+            const float* Q = base + r0 * C3;
+            const float* Gr = gbase + int64_t(r0) * C;
+            gemm_nn_nt(true, nr, nc, hs, scale, Q, int(C3), K, int(C3), 0.f, p.data(), tk);
+            probs_tile(p.data(), tk, nr, nc, r0, c0, lse);
+            gemm_tn(nc, hs, nr, 1.f, p.data(), tk, Gr, C, 1.f, dv.data(), hs);             // dV += Pᵀ dO
+            gemm_nn_nt(true, nr, nc, hs, 1.f, Gr, C, V, int(C3), 0.f, ds.data(), tk);      // dP = dO Vᵀ
+            dscores_tile(ds.data(), p.data(), tk, nr, nc, Dh + r0);
+            gemm_nn_nt(false, nr, hs, nc, scale, ds.data(), tk, K, int(C3), 1.f, dbase + r0 * C3, int(C3));  // dQ
+            gemm_tn(nc, hs, nr, scale, ds.data(), tk, Q, int(C3), 1.f, dk.data(), hs);                      // dK
+          }
         }
         for (int j = 0; j < nc; ++j) {
-          float* dkr = dbase + (c0 + j) * C3 + C;
-          float* dvr = dbase + (c0 + j) * C3 + 2 * C;
+          float* dkr = dkvbase + (c0 + j) * C3 + koff;
+          float* dvr = dkvbase + (c0 + j) * C3 + voff;
           const float* a = dk.data() + size_t(j) * hs;
           const float* v = dv.data() + size_t(j) * hs;
           for (int i = 0; i < hs; ++i) {

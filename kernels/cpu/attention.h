@@ -1,5 +1,6 @@
-// CPU causal multi-head attention, tiled flash-style: a blocked online-softmax forward that saves
-// only each row's log-sum-exp (plus the output), and a backward that recomputes the probabilities.
+// CPU causal multi-head and grouped-query attention, tiled flash-style: a blocked online-softmax
+// forward that saves only each row's log-sum-exp (plus the output), and a backward that recomputes
+// the probabilities and accumulates dK, dV once per key/value head.
 #pragma once
 
 #include <cstddef>
@@ -8,9 +9,11 @@ namespace zt::cpu {
 
 // THE ALGORITHM (the reference the CUDA flash kernel follows; no T×T matrix is ever stored)
 //
-// Shapes: qkv [B, T, 3C] packs q, k, v, each [B, T, NH, hs] with hs = C / NH; out [B, T, C].
-// One (b, h) head at a time; scores s = (q · k) · scale with scale = 1/sqrt(hs); causal: key j is
-// visible to query i only when j <= i.
+// Shapes: NH query heads, NKV key/value heads (NKV divides NH; G = NH / NKV query heads share one),
+// hs = C / NH. qkv [B, T, W] with W = (NH + 2·NKV)·hs packs per row q [NH, hs], k [NKV, hs] and
+// v [NKV, hs] (NKV == NH: W = 3C, GPT-2's layout); out [B, T, C]. Query head h reads key/value
+// head h / G. One (b, h) head at a time; scores s = (q · k) · scale with scale = 1/sqrt(hs);
+// causal: key j is visible to query i only when j <= i.
 //
 // Tiles: queries in blocks of `q` rows [r0, r0+q), keys in blocks of `k` columns [c0, c0+k), both
 // starting at 0 (the last block is shorter when the size does not divide T). For a query block only
@@ -35,9 +38,10 @@ namespace zt::cpu {
 //   [B·NH·T, +B·T·C)       a copy of O in out's layout (the backward needs O for D and the
 //                          Backend interface hands backward only `saved`)
 //
-// Backward (dO = dout), per (b, h):
-//   D_i = rowsum(dO_i ∘ O_i)                               [T]   (= Σ_j P_ij · dP_ij)
+// Backward (dO = dout), per (b, key/value head g), over its query heads h = g·G .. g·G + G − 1:
+//   D_i = rowsum(dO_i ∘ O_i)  for each of those heads      [G, T] (= Σ_j P_ij · dP_ij)
 //   for each key block, in increasing c0:       dK_blk = 0, dV_blk = 0
+//     for each query head h of the group, in increasing h:
 //     for each query block with r1 > c0, in increasing r0:
 //       S   = scale · Q_blk · K_blkᵀ, masked;  P = exp(S - LSE_row)   (recomputed, exact softmax)
 //       dV_blk += Pᵀ · dO_blk
@@ -47,9 +51,12 @@ namespace zt::cpu {
 //       dK_blk += scale · dSᵀ · Q_blk
 //     dqkv's k, v rows of this block += dK_blk, dV_blk
 //
-// Determinism: forward tasks are (b, h, query block), backward tasks (b, h); each task owns the
-// outputs it writes and sums in the fixed block order above, so results depend on the tile sizes
-// but never on the thread count. All gradients ACCUMULATE into dqkv (Backend convention).
+// With G = 1 (NKV == NH) this is exactly the multi-head algorithm, operation for operation.
+//
+// Determinism: forward tasks are (b, h, query block), backward tasks (b, g); each task owns the
+// outputs it writes (dQ of its G heads, dK and dV of its key/value head) and sums in the fixed order
+// above, so results depend on the tile sizes but never on the thread count. All gradients
+// ACCUMULATE into dqkv (Backend convention).
 
 struct AttentionTiles {
   int q = 64;  // query rows per block
@@ -58,11 +65,16 @@ struct AttentionTiles {
 // The tiles the CPU backend uses.
 inline constexpr AttentionTiles kAttentionTiles{64, 64};
 
+// NKV = NH (multi-head) unless given; NKV must divide NH (std::invalid_argument otherwise).
 size_t attention_saved_bytes(int B, int T, int C, int NH);
 void attention_forward(float* out, float* saved, const float* qkv, int B, int T, int C, int NH,
                        AttentionTiles tiles = kAttentionTiles);
 void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* saved, int B, int T, int C,
                         int NH, AttentionTiles tiles = kAttentionTiles);
+void attention_forward(float* out, float* saved, const float* qkv, int B, int T, int C, int NH, int NKV,
+                       AttentionTiles tiles = kAttentionTiles);
+void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* saved, int B, int T, int C,
+                        int NH, int NKV, AttentionTiles tiles = kAttentionTiles);
 
 // Generation: the last of t cached positions attends to all t (Backend::attention_decode). One task
 // per (b, h); scores, then softmax and the weighted sum of values in key order.

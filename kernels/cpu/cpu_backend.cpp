@@ -118,14 +118,16 @@ class CpuBackend final : public Backend {
   size_t attention_saved_bytes(int B, int T, int C, int NH) const override {
     return cpu::attention_saved_bytes(B, T, C, NH);
   }
-  void attention_forward(void* out, void* saved, const void* qkv, int B, int T, int C, int NH) override {
-    const RecordedOp rec(*this, op_cost::attention_forward, B, T, C, NH);
-    cpu::attention_forward(F(out), F(saved), F(qkv), B, T, C, NH);
+  using Backend::attention_forward;
+  using Backend::attention_backward;
+  void attention_forward(void* out, void* saved, const void* qkv, int B, int T, int C, int NH, int NKV) override {
+    const RecordedOp rec(*this, op_cost::attention_forward, B, T, C, NH, NKV);
+    cpu::attention_forward(F(out), F(saved), F(qkv), B, T, C, NH, NKV);
   }
   void attention_backward(void* dqkv, const void* dout, const void* qkv, const void* saved, int B, int T, int C,
-                          int NH) override {
-    const RecordedOp rec(*this, op_cost::attention_backward, B, T, C, NH);
-    cpu::attention_backward(F(dqkv), F(dout), F(qkv), F(saved), B, T, C, NH);
+                          int NH, int NKV) override {
+    const RecordedOp rec(*this, op_cost::attention_backward, B, T, C, NH, NKV);
+    cpu::attention_backward(F(dqkv), F(dout), F(qkv), F(saved), B, T, C, NH, NKV);
   }
   void attention_decode(void* out, const void* qkv_cache, int B, int Tmax, int t, int C, int NH) override {
     cpu::attention_decode(F(out), F(qkv_cache), B, Tmax, t, C, NH);

@@ -179,21 +179,25 @@ class CudaBackend final : public Backend {
     return use_flash(C, NH) ? cuda::flash_attention_saved_bytes(B, T, C, NH)
                             : cuda::naive_attention_saved_bytes(B, T, C, NH);
   }
-  void attention_forward(void* out, void* saved, const void* qkv, int B, int T, int C, int NH) override {
-    const RecordedOp rec(*this, op_cost::attention_forward, B, T, C, NH);
-    check_heads(C, NH);
+  using Backend::attention_forward;
+  using Backend::attention_backward;
+  // Grouped-query attention (NKV < NH) runs on the flash kernels only: the reference kernels read
+  // the multi-head layout [B,T,3C].
+  void attention_forward(void* out, void* saved, const void* qkv, int B, int T, int C, int NH, int NKV) override {
+    const RecordedOp rec(*this, op_cost::attention_forward, B, T, C, NH, NKV);
+    check_heads(C, NH, NKV);
     if (use_flash(C, NH))
-      cuda::flash_attention_forward(out, saved, qkv, B, T, C, NH, stream_);
+      cuda::flash_attention_forward(out, saved, qkv, B, T, C, NH, NKV, stream_);
     else
       cuda::naive_attention_forward(out, static_cast<float*>(saved), qkv, B, T, C, NH, stream_);
   }
   void attention_backward(void* dqkv, const void* dout, const void* qkv, const void* saved, int B, int T, int C,
-                          int NH) override {
-    const RecordedOp rec(*this, op_cost::attention_backward, B, T, C, NH);
-    check_heads(C, NH);
+                          int NH, int NKV) override {
+    const RecordedOp rec(*this, op_cost::attention_backward, B, T, C, NH, NKV);
+    check_heads(C, NH, NKV);
     if (use_flash(C, NH)) {
       float* scratch = scratch_floats(cuda::flash_attention_backward_scratch_floats(B, T, NH));
-      cuda::flash_attention_backward(dqkv, dout, qkv, saved, B, T, C, NH, scratch, stream_);
+      cuda::flash_attention_backward(dqkv, dout, qkv, saved, B, T, C, NH, NKV, scratch, stream_);
       return;
     }
     float* scratch = scratch_floats(cuda::naive_attention_backward_scratch_floats(B, T, NH));
@@ -279,10 +283,17 @@ class CudaBackend final : public Backend {
   bool use_flash(int C, int NH) const {
     return !naive_attention_ && NH > 0 && C % NH == 0 && cuda::flash_attention_supports(C / NH);
   }
-  static void check_heads(int C, int NH) {
+  void check_heads(int C, int NH, int NKV) const {
     if (NH <= 0 || C % NH != 0)
       throw std::invalid_argument("attention: channels " + std::to_string(C) + " not divisible by heads " +
                                   std::to_string(NH));
+    if (NKV <= 0 || NH % NKV != 0)
+      throw std::invalid_argument("attention: " + std::to_string(NKV) + " key/value heads do not divide " +
+                                  std::to_string(NH) + " query heads");
+    if (NKV != NH && !use_flash(C, NH))
+      throw std::invalid_argument("attention: grouped-query attention (" + std::to_string(NKV) + " key/value heads, " +
+                                  std::to_string(NH) + " query heads of size " + std::to_string(C / NH) +
+                                  ") needs the flash kernels (head size 16, 32, 64 or 128, ZT_CUDA_ATTENTION=flash)");
   }
   // Stream-ordered scratch: grows (after a sync) and is reused by the next op on the same stream.
   float* scratch_floats(size_t n) {

@@ -1,5 +1,6 @@
-// Flash attention on the GPU: causal multi-head self-attention on bf16 qkv [B,T,3C] with fp32
-// accumulation on tensor cores, no T x T matrix in memory (online softmax; backward recomputes).
+// Flash attention on the GPU: causal multi-head and grouped-query self-attention on bf16 qkv
+// [B, T, (NH + 2·NKV)·hs] (Backend::attention_forward's packing; [B,T,3C] when NKV == NH) with
+// fp32 accumulation on tensor cores, no T x T matrix in memory (online softmax; backward recomputes).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -17,12 +18,15 @@ size_t flash_attention_saved_bytes(int B, int T, int C, int NH);
 // Backward's scratch: D = rowsum(dO * O), fp32 [B,NH,T].
 size_t flash_attention_backward_scratch_floats(int B, int T, int NH);
 
-// out [B,T,C] = softmax(q kᵀ / sqrt(hs), causal) v per head; writes `saved`.
-void flash_attention_forward(void* out, void* saved, const void* qkv, int B, int T, int C, int NH, cudaStream_t s);
+// out [B,T,C] = softmax(q kᵀ / sqrt(hs), causal) v per query head, k and v of its key/value head
+// h / (NH / NKV); writes `saved`.
+void flash_attention_forward(void* out, void* saved, const void* qkv, int B, int T, int C, int NH, int NKV,
+                             cudaStream_t s);
 // dqkv += d(qkv) (one bf16 rounding of the fp32 sum per element). No atomics: dq and dk/dv come
-// from two kernels with fixed reduction orders, so results are bitwise reproducible.
+// from two kernels with fixed reduction orders, so results are bitwise reproducible. dK and dV of a
+// key/value head are summed in fp32 over its NH / NKV query heads inside one block (no replicas).
 void flash_attention_backward(void* dqkv, const void* dout, const void* qkv, const void* saved, int B, int T, int C,
-                              int NH, float* scratch, cudaStream_t s);
+                              int NH, int NKV, float* scratch, cudaStream_t s);
 
 // Registers and local memory per thread of the two backward kernels for one head size, as loaded
 // for the current device (cudaFuncGetAttributes: needs a GPU). local_bytes > 0 is register spill:

@@ -1,9 +1,10 @@
 // Flash-attention backward (causal, bf16, fp32 accumulation on tensor cores). Three launches, no
 // atomics, every sum in a fixed order:
 //   1. D = rowsum(dO * O) per (batch, head, row), from the bf16 copy of O that forward saved;
-//   2. dK, dV: one block per 64-key tile; each warp owns 16 keys and walks the query tiles from the
-//      diagonal down: Sᵀ = K Qᵀ, Pᵀ = exp2(Sᵀ·scale - lse), dV += Pᵀ dO, dPᵀ = V dOᵀ,
-//      dSᵀ = Pᵀ (dPᵀ - D), dK += dSᵀ Q;
+//   2. dK, dV: one block per (64-key tile, key/value head); each warp owns 16 keys and walks, for
+//      each query head of the group (NH / NKV of them, in order), the query tiles from the diagonal
+//      down: Sᵀ = K Qᵀ, Pᵀ = exp2(Sᵀ·scale - lse), dV += Pᵀ dO, dPᵀ = V dOᵀ, dSᵀ = Pᵀ (dPᵀ - D),
+//      dK += dSᵀ Q — the group's sum in fp32 registers, no replicated K/V;
 //   3. dQ: one block per 64-query tile; each warp owns 16 queries and walks the key tiles up to the
 //      diagonal: S, P and dS recomputed as in 2, dQ += dS K.
 // Recomputing S and dP for dQ costs two more tile products than atomically accumulated dQ would;
@@ -48,7 +49,7 @@ template <int HS>
 __global__ void __launch_bounds__(kThreads) dkdv_kernel(bf16* __restrict__ dqkv, const bf16* __restrict__ dout,
                                                         const bf16* __restrict__ qkv, const float* __restrict__ lse2,
                                                         const float* __restrict__ dsum, int T, int C, int NH,
-                                                        float scale_log2, float scale) {
+                                                        int NKV, float scale_log2, float scale) {
   using Tl = Tile<HS>;
   constexpr int DT = HS / 8;
   extern __shared__ __align__(16) unsigned char smem[];
@@ -59,26 +60,27 @@ __global__ void __launch_bounds__(kThreads) dkdv_kernel(bf16* __restrict__ dqkv,
   float* sL = reinterpret_cast<float*>(sO + 2 * Tl::kElems);  // lse2, two buffers of 64
   float* sD = sL + 2 * kTile;                                   // D, two buffers of 64
   const int kt = blockIdx.x, nq = gridDim.x;  // low key tiles have the most queries: they start first
-  const int h = blockIdx.y, b = blockIdx.z;
+  const int g = blockIdx.y, b = blockIdx.z, G = NH / NKV;  // key/value head g serves query heads g·G ..
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, t = lane % 4;
-  const HeadRows<HS> hr(T, C);
+  const HeadRows<HS> hr(T, C, NH, NKV, g * G, b);  // k, v: head g's; q, bt: the group's first head
   const size_t C3 = hr.C3;
-  const bf16* q_src = qkv + hr.qkv;
-  const bf16* k_src = q_src + C;
-  const bf16* v_src = q_src + 2 * size_t(C);
-  const bf16* o_src = dout + hr.bt;
-  const float* l_src = lse2 + (size_t(b) * NH + h) * T;
-  const float* d_src = dsum + (size_t(b) * NH + h) * T;
+  const bf16* k_src = qkv + hr.k;
+  const bf16* v_src = qkv + hr.v;
+  const float* l_head = lse2 + (size_t(b) * NH + size_t(g) * G) * T;  // the group's first head
+  const float* d_head = dsum + (size_t(b) * NH + size_t(g) * G) * T;
 
   load_tile_async<HS>(sK, k_src, C3, kt * kTile, T);
   load_tile_async<HS>(sV, v_src, C3, kt * kTile, T);
-  auto load_queries = [&](int i, int buf) {
-    load_tile_async<HS>(sQ + buf * Tl::kElems, q_src, C3, i * kTile, T);
-    load_tile_async<HS>(sO + buf * Tl::kElems, o_src, size_t(C), i * kTile, T);
-    load_vec_async(sL + buf * kTile, l_src, i * kTile, T, 0);
-    load_vec_async(sD + buf * kTile, d_src, i * kTile, T, kTile);
+  // Step `it` of the walk: query head j = it / span of the group, query tile kt + it % span.
+  const int span = nq - kt, steps = G * span;
+  auto load_queries = [&](int it, int buf) {
+    const int j = it / span, i = kt + it % span;
+    load_tile_async<HS>(sQ + buf * Tl::kElems, qkv + hr.qkv + size_t(j) * HS, C3, i * kTile, T);
+    load_tile_async<HS>(sO + buf * Tl::kElems, dout + hr.bt + size_t(j) * HS, size_t(C), i * kTile, T);
+    load_vec_async(sL + buf * kTile, l_head + size_t(j) * T, i * kTile, T, 0);
+    load_vec_async(sD + buf * kTile, d_head + size_t(j) * T, i * kTile, T, kTile);
   };
-  load_queries(kt, 0);
+  load_queries(0, 0);
   mma::cp_async_commit();
 
   uint32_t kf[HS / 16][4], vf[HS / 16][4];
@@ -89,17 +91,18 @@ __global__ void __launch_bounds__(kThreads) dkdv_kernel(bf16* __restrict__ dqkv,
     for (int e = 0; e < 4; ++e) dk[d][e] = dv[d][e] = 0.0f;
   const int key_lo = kt * kTile + warp * 16 + lane / 4, key_hi = key_lo + 8;
 
-  for (int i = kt; i < nq; ++i) {
-    const int buf = (i - kt) & 1;
-    if (i + 1 < nq) {
-      load_queries(i + 1, buf ^ 1);
+  for (int it = 0; it < steps; ++it) {
+    const int i = kt + it % span;
+    const int buf = it & 1;
+    if (it + 1 < steps) {
+      load_queries(it + 1, buf ^ 1);
       mma::cp_async_commit();
       mma::cp_async_wait<1>();
     } else {
       mma::cp_async_wait<0>();
     }
     __syncthreads();
-    if (i == kt) {
+    if (it == 0) {
       load_a<HS>(kf, sK, warp * 16, lane);
       load_a<HS>(vf, sV, warp * 16, lane);
     }
@@ -140,11 +143,12 @@ __global__ void __launch_bounds__(kThreads) dkdv_kernel(bf16* __restrict__ dqkv,
   for (int half = 0; half < 2; ++half) {  // keys g (accumulators 0, 1) and g + 8 (2, 3)
     const int key = half ? key_hi : key_lo;
     if (key >= T) continue;
-    bf16* rk = dqkv + hr.qkv + size_t(key) * C3 + C;
+    bf16* rk = dqkv + hr.k + size_t(key) * C3;
+    bf16* rv = dqkv + hr.v + size_t(key) * C3;
 #pragma unroll
     for (int d = 0; d < DT; ++d) {
       add_bf16x2(rk, d * 8 + 2 * t, dk[d][2 * half] * scale, dk[d][2 * half + 1] * scale);
-      add_bf16x2(rk + C, d * 8 + 2 * t, dv[d][2 * half], dv[d][2 * half + 1]);
+      add_bf16x2(rv, d * 8 + 2 * t, dv[d][2 * half], dv[d][2 * half + 1]);
     }
   }
 }
@@ -153,7 +157,7 @@ template <int HS>
 __global__ void __launch_bounds__(kThreads) dq_kernel(bf16* __restrict__ dqkv, const bf16* __restrict__ dout,
                                                       const bf16* __restrict__ qkv, const float* __restrict__ lse2,
                                                       const float* __restrict__ dsum, int T, int C, int NH,
-                                                      float scale_log2, float scale) {
+                                                      int NKV, float scale_log2, float scale) {
   using Tl = Tile<HS>;
   constexpr int DT = HS / 8;
   extern __shared__ __align__(16) unsigned char smem[];
@@ -163,11 +167,11 @@ __global__ void __launch_bounds__(kThreads) dq_kernel(bf16* __restrict__ dqkv, c
   bf16* sV = sK + 2 * Tl::kElems;  // two buffers
   const int qt = int(gridDim.x) - 1 - int(blockIdx.x), h = blockIdx.y, b = blockIdx.z;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, t = lane % 4;
-  const HeadRows<HS> hr(T, C);
+  const HeadRows<HS> hr(T, C, NH, NKV, h, b);
   const size_t C3 = hr.C3;
   const bf16* q_src = qkv + hr.qkv;
-  const bf16* k_src = q_src + C;
-  const bf16* v_src = q_src + 2 * size_t(C);
+  const bf16* k_src = qkv + hr.k;
+  const bf16* v_src = qkv + hr.v;
   const int q0 = qt * kTile;
 
   load_tile_async<HS>(sQ, q_src, C3, q0, T);
@@ -237,7 +241,7 @@ void allow_shared(K kernel, size_t bytes) {
 
 template <int HS>
 void launch_backward(bf16* dqkv, const bf16* dout, const bf16* qkv, const void* saved, int B, int T, int C, int NH,
-                     float* dsum, cudaStream_t s) {
+                     int NKV, float* dsum, cudaStream_t s) {
   const auto* lse = static_cast<const float*>(saved);
   const auto* o = reinterpret_cast<const bf16*>(static_cast<const char*>(saved) + saved_lse_bytes(B, T, NH));
   const double scale = 1.0 / std::sqrt(double(HS));
@@ -247,14 +251,15 @@ void launch_backward(bf16* dqkv, const bf16* dout, const bf16* qkv, const void* 
   rowdot_kernel<HS><<<unsigned((rows * 32 + kRowdotThreads - 1) / kRowdotThreads), kRowdotThreads, 0, s>>>(
       dsum, dout, o, B, T, C, NH);
   ZT_LAUNCH_CHECK();
-  const dim3 grid(tiles_for(T), NH, B);
   const size_t shm_kv = 6 * Tile<HS>::kBytes + 4 * kTile * sizeof(float);  // K, V, 2 Q, 2 dO; lse, D
   allow_shared(dkdv_kernel<HS>, shm_kv);
-  dkdv_kernel<HS><<<grid, kThreads, shm_kv, s>>>(dqkv, dout, qkv, lse, dsum, T, C, NH, scale_log2, float(scale));
+  dkdv_kernel<HS><<<dim3(tiles_for(T), NKV, B), kThreads, shm_kv, s>>>(dqkv, dout, qkv, lse, dsum, T, C, NH, NKV,
+                                                                      scale_log2, float(scale));
   ZT_LAUNCH_CHECK();
   const size_t shm_q = 6 * Tile<HS>::kBytes;  // Q, dO, 2 K, 2 V
   allow_shared(dq_kernel<HS>, shm_q);
-  dq_kernel<HS><<<grid, kThreads, shm_q, s>>>(dqkv, dout, qkv, lse, dsum, T, C, NH, scale_log2, float(scale));
+  dq_kernel<HS><<<dim3(tiles_for(T), NH, B), kThreads, shm_q, s>>>(dqkv, dout, qkv, lse, dsum, T, C, NH, NKV,
+                                                                  scale_log2, float(scale));
   ZT_LAUNCH_CHECK();
 }
 
@@ -264,17 +269,17 @@ void launch_backward(bf16* dqkv, const bf16* dout, const bf16* qkv, const void* 
 size_t flash_attention_backward_scratch_floats(int B, int T, int NH) { return size_t(B) * size_t(NH) * size_t(T); }
 
 void flash_attention_backward(void* dqkv, const void* dout, const void* qkv, const void* saved, int B, int T, int C,
-                              int NH, float* scratch, cudaStream_t s) {
+                              int NH, int NKV, float* scratch, cudaStream_t s) {
   if (size_t(B) * size_t(T) * size_t(C) == 0) return;
-  flash::check_args("flash_attention_backward", B, T, C, NH, {dqkv, dout, qkv, saved, scratch});
+  flash::check_args("flash_attention_backward", B, T, C, NH, NKV, {dqkv, dout, qkv, saved, scratch});
   auto* dx = static_cast<flash::bf16*>(dqkv);
   const auto* d = static_cast<const flash::bf16*>(dout);
   const auto* x = static_cast<const flash::bf16*>(qkv);
   switch (C / NH) {
-    case 16: return flash::launch_backward<16>(dx, d, x, saved, B, T, C, NH, scratch, s);
-    case 32: return flash::launch_backward<32>(dx, d, x, saved, B, T, C, NH, scratch, s);
-    case 64: return flash::launch_backward<64>(dx, d, x, saved, B, T, C, NH, scratch, s);
-    case 128: return flash::launch_backward<128>(dx, d, x, saved, B, T, C, NH, scratch, s);
+    case 16: return flash::launch_backward<16>(dx, d, x, saved, B, T, C, NH, NKV, scratch, s);
+    case 32: return flash::launch_backward<32>(dx, d, x, saved, B, T, C, NH, NKV, scratch, s);
+    case 64: return flash::launch_backward<64>(dx, d, x, saved, B, T, C, NH, NKV, scratch, s);
+    case 128: return flash::launch_backward<128>(dx, d, x, saved, B, T, C, NH, NKV, scratch, s);
   }
 }
 

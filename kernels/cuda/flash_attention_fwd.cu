@@ -1,5 +1,5 @@
 // Flash-attention forward (causal, bf16 in, fp32 accumulation on tensor cores via mma.sync): one
-// block per (64-query tile, head, batch); each warp owns 16 query rows and walks the key tiles up
+// block per (64-query tile, query head, batch), K/V of the head's key/value head; each warp owns 16 query rows and walks the key tiles up
 // to the diagonal with an online softmax (running max and sum in base 2), K/V tiles double-buffered
 // through cp.async. Writes the output, a bf16 copy of it and the row log-sum-exp into `saved`.
 #include <cmath>
@@ -18,7 +18,7 @@ namespace {
 template <int HS>
 __global__ void __launch_bounds__(kThreads) forward_kernel(bf16* __restrict__ out, bf16* __restrict__ out_copy,
                                                            float* __restrict__ lse2, const bf16* __restrict__ qkv,
-                                                           int T, int C, int NH, float scale_log2) {
+                                                           int T, int C, int NH, int NKV, float scale_log2) {
   using Tl = Tile<HS>;
   constexpr int DT = HS / 8;
   extern __shared__ __align__(16) unsigned char smem[];
@@ -28,11 +28,11 @@ __global__ void __launch_bounds__(kThreads) forward_kernel(bf16* __restrict__ ou
   // The last query tiles see the most keys: start them first.
   const int qt = int(gridDim.x) - 1 - int(blockIdx.x), h = blockIdx.y, b = blockIdx.z;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, t = lane % 4;
-  const HeadRows<HS> hr(T, C);
+  const HeadRows<HS> hr(T, C, NH, NKV, h, b);
   const size_t C3 = hr.C3;
   const bf16* q_src = qkv + hr.qkv;
-  const bf16* k_src = q_src + C;
-  const bf16* v_src = q_src + 2 * size_t(C);
+  const bf16* k_src = qkv + hr.k;
+  const bf16* v_src = qkv + hr.v;
   const int q0 = qt * kTile;
 
   load_tile_async<HS>(sQ, q_src, C3, q0, T);
@@ -129,7 +129,7 @@ __global__ void __launch_bounds__(kThreads) forward_kernel(bf16* __restrict__ ou
 }
 
 template <int HS>
-void launch_forward(void* out, void* saved, const void* qkv, int B, int T, int C, int NH, cudaStream_t s) {
+void launch_forward(void* out, void* saved, const void* qkv, int B, int T, int C, int NH, int NKV, cudaStream_t s) {
   const size_t shm = 5 * Tile<HS>::kBytes;  // Q + two K + two V tiles
   if (shm > 48 * 1024)
     ZT_CUDA_CHECK(cudaFuncSetAttribute(forward_kernel<HS>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shm)));
@@ -137,17 +137,20 @@ void launch_forward(void* out, void* saved, const void* qkv, int B, int T, int C
   auto* copy = reinterpret_cast<bf16*>(static_cast<char*>(saved) + saved_lse_bytes(B, T, NH));
   const float scale_log2 = float(1.0 / std::sqrt(double(HS)) * M_LOG2E);
   forward_kernel<HS><<<dim3(tiles_for(T), NH, B), kThreads, shm, s>>>(
-      static_cast<bf16*>(out), copy, lse, static_cast<const bf16*>(qkv), T, C, NH, scale_log2);
+      static_cast<bf16*>(out), copy, lse, static_cast<const bf16*>(qkv), T, C, NH, NKV, scale_log2);
   ZT_LAUNCH_CHECK();
 }
 
 }  // namespace
 
-void check_args(const char* what, int B, int T, int C, int NH, std::initializer_list<const void*> ptrs) {
+void check_args(const char* what, int B, int T, int C, int NH, int NKV, std::initializer_list<const void*> ptrs) {
   if (NH <= 0 || C % NH != 0 || !flash_attention_supports(C / NH))
     throw std::invalid_argument(std::string(what) + ": head size " + std::to_string(NH > 0 ? C / NH : 0) +
                                 " (C " + std::to_string(C) + ", heads " + std::to_string(NH) +
                                 ") is not one of 16, 32, 64, 128; use the reference attention");
+  if (NKV <= 0 || NH % NKV != 0)
+    throw std::invalid_argument(std::string(what) + ": " + std::to_string(NKV) + " key/value heads do not divide " +
+                                std::to_string(NH) + " query heads");
   if (B > 65535 || NH > 65535)
     throw std::invalid_argument(std::string(what) + ": batch " + std::to_string(B) + " or heads " +
                                 std::to_string(NH) + " above the grid limit 65535");
@@ -164,14 +167,15 @@ bool flash_attention_supports(int head_size) {
 
 size_t flash_attention_saved_bytes(int B, int T, int C, int NH) { return flash::saved_bytes(B, T, C, NH); }
 
-void flash_attention_forward(void* out, void* saved, const void* qkv, int B, int T, int C, int NH, cudaStream_t s) {
+void flash_attention_forward(void* out, void* saved, const void* qkv, int B, int T, int C, int NH, int NKV,
+                             cudaStream_t s) {
   if (size_t(B) * size_t(T) * size_t(C) == 0) return;
-  flash::check_args("flash_attention_forward", B, T, C, NH, {out, saved, qkv});
+  flash::check_args("flash_attention_forward", B, T, C, NH, NKV, {out, saved, qkv});
   switch (C / NH) {
-    case 16: return flash::launch_forward<16>(out, saved, qkv, B, T, C, NH, s);
-    case 32: return flash::launch_forward<32>(out, saved, qkv, B, T, C, NH, s);
-    case 64: return flash::launch_forward<64>(out, saved, qkv, B, T, C, NH, s);
-    case 128: return flash::launch_forward<128>(out, saved, qkv, B, T, C, NH, s);
+    case 16: return flash::launch_forward<16>(out, saved, qkv, B, T, C, NH, NKV, s);
+    case 32: return flash::launch_forward<32>(out, saved, qkv, B, T, C, NH, NKV, s);
+    case 64: return flash::launch_forward<64>(out, saved, qkv, B, T, C, NH, NKV, s);
+    case 128: return flash::launch_forward<128>(out, saved, qkv, B, T, C, NH, NKV, s);
   }
 }
 

@@ -30,9 +30,9 @@ struct Tile {
 
 inline int tiles_for(int T) { return (T + kTile - 1) / kTile; }
 
-// Throws std::invalid_argument (naming `what`) for an unsupported head size, a grid too large, or
-// a buffer that is not 16-byte aligned (cp.async moves 16-byte pieces).
-void check_args(const char* what, int B, int T, int C, int NH, std::initializer_list<const void*> ptrs);
+// Throws std::invalid_argument (naming `what`) for an unsupported head size, NKV not dividing NH, a
+// grid too large, or a buffer that is not 16-byte aligned (cp.async moves 16-byte pieces).
+void check_args(const char* what, int B, int T, int C, int NH, int NKV, std::initializer_list<const void*> ptrs);
 
 // `saved` (what forward leaves for backward): the base-2 log-sum-exp of the scaled scores of every
 // row, fp32 [B, NH, T], then a bf16 copy of the output [B, T, C] (backward's D = rowsum(dO * O)),
@@ -45,15 +45,19 @@ inline size_t saved_bytes(int B, int T, int C, int NH) {
   return saved_lse_bytes(B, T, NH) + size_t(B) * size_t(T) * size_t(C) * sizeof(bf16);
 }
 
-// Where this block's (head, batch) = (blockIdx.y, blockIdx.z) lives: element offsets of its row 0
-// in qkv [B,T,3C] (q; k is C further, v 2C) and in a [B,T,C] tensor (out, dout), and the strides.
+// Where query head h of batch b lives (grouped-query layout, Backend::attention_forward): element
+// offsets of its row 0 in qkv [B, T, W] with W = (NH + 2·NKV)·HS — q of head h, then k and v of its
+// key/value head h / (NH / NKV) — and in a [B, T, C] tensor (out, dout), and the row stride W.
+// NKV == NH: W = 3C, k C after q, v 2C after q (GPT-2's layout).
 template <int HS>
 struct HeadRows {
-  size_t C3, qkv, bt;
-  __device__ HeadRows(int T, int C)
-      : C3(3 * size_t(C)),
-        qkv(size_t(blockIdx.z) * T * C3 + size_t(blockIdx.y) * HS),
-        bt(size_t(blockIdx.z) * T * C + size_t(blockIdx.y) * HS) {}
+  size_t C3, qkv, k, v, bt;
+  __device__ HeadRows(int T, int C, int NH, int NKV, int h, int b)
+      : C3(size_t(C) + 2 * size_t(NKV) * HS),
+        qkv(size_t(b) * T * C3 + size_t(h) * HS),
+        k(size_t(b) * T * C3 + size_t(C) + size_t(h / (NH / NKV)) * HS),
+        v(k + size_t(NKV) * HS),
+        bt(size_t(b) * T * C + size_t(h) * HS) {}
 };
 
 // Starts cp.async copies of rows row0..row0+63 (columns 0..HS-1) of a row-major bf16 matrix with

@@ -183,8 +183,8 @@ TEST_F(GpuAttention, FlashIsBitwiseReproducible) {
 TEST_F(GpuAttention, FlashRefusesUnsupportedHeadSizeAndMisalignedBuffers) {
   cudaStream_t st = static_cast<cudaStream_t>(gpu->native_stream());
   Buf a(*gpu, 1 << 20), b(*gpu, 1 << 20), c(*gpu, 1 << 20);
-  EXPECT_THROW(cuda::flash_attention_forward(a.get(), b.get(), c.get(), 1, 8, 72, 3, st), std::invalid_argument);
-  EXPECT_THROW(cuda::flash_attention_forward(a.get(), b.get(), static_cast<char*>(c.get()) + 2, 1, 8, 64, 1, st),
+  EXPECT_THROW(cuda::flash_attention_forward(a.get(), b.get(), c.get(), 1, 8, 72, 3, 3, st), std::invalid_argument);
+  EXPECT_THROW(cuda::flash_attention_forward(a.get(), b.get(), static_cast<char*>(c.get()) + 2, 1, 8, 64, 1, 1, st),
                std::invalid_argument);
 }
 
