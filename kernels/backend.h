@@ -1,6 +1,6 @@
 // Backend: the compute interface the model and engine call — memory, an ordering handle, and the
-// model ops (forward and backward: GPT-2's, and grouped-query attention) — implemented by
-// kernels/cpu (fp32) and kernels/cuda (bf16).
+// model ops (forward and backward: GPT-2's, and Llama's RMSNorm, RoPE, SwiGLU and grouped-query
+// attention) — implemented by kernels/cpu (fp32) and kernels/cuda (bf16).
 #pragma once
 
 #include <cstddef>
@@ -137,6 +137,34 @@ class Backend {
   // GELU, tanh approximation (GPT-2's).
   virtual void gelu_forward(void* out, const void* inp, size_t n) = 0;
   virtual void gelu_backward(void* dinp, const void* inp, const void* dout, size_t n) = 0;  // dinp +=
+
+  // --- Llama's ops ---------------------------------------------------------------------------
+  // RMSNorm over the last dim (no mean, no bias), statistics in fp32: out = w ∘ (x · rstd) with
+  // rstd = 1 / sqrt(mean(x²) + eps), saved [N] (F32) for backward.
+  virtual void rmsnorm_forward(void* out, float* rstd, const void* inp, const void* w, int N, int C, float eps) = 0;
+  // With x̂ = x · rstd and g = dout: dinp += rstd · (w∘g − x̂ · mean(w∘g∘x̂)), dw += Σ_rows g∘x̂.
+  virtual void rmsnorm_backward(void* dinp, void* dw, const void* dout, const void* inp, const void* w,
+                                const float* rstd, int N, int C) = 0;
+
+  // Rotary position embedding, rotate-half convention (transformers' Llama), IN PLACE on the first
+  // `heads` heads (hd wide, hd even) of each of the B·T rows of x, rows `row_stride` elements apart;
+  // columns past heads·hd are untouched. For q and k inside attention's qkv: heads = NH + NKV,
+  // row_stride = (NH + 2·NKV)·hd. The row of sequence position t uses cos[t·hd/2 + i] and
+  // sin[t·hd/2 + i], an fp32 table [T, hd/2] in backend memory (kernels/rope_table.h builds it):
+  //   y_i = x_i·cos_i − x_{i+hd/2}·sin_i,   y_{i+hd/2} = x_{i+hd/2}·cos_i + x_i·sin_i   (i < hd/2).
+  virtual void rope_forward(void* x, const float* cos, const float* sin, int B, int T, int heads, int hd,
+                            int row_stride) = 0;
+  // The transpose, a rotation by −θ, applied IN PLACE to the gradient of the rotated values (it
+  // turns d(rotated) into d(unrotated); this is a transform of the buffer, not an accumulation):
+  //   d_i ← d_i·cos_i + d_{i+hd/2}·sin_i,   d_{i+hd/2} ← d_{i+hd/2}·cos_i − d_i·sin_i.
+  virtual void rope_backward(void* dx, const float* cos, const float* sin, int B, int T, int heads, int hd,
+                             int row_stride) = 0;
+
+  // SwiGLU on N rows of gate_up [N, 2F]: gate in columns 0..F, up in F..2F of each row (one GEMM
+  // with the gate and up weights stacked [2F, C]); out [N, F] = silu(gate) ∘ up, silu(g) = g·σ(g).
+  virtual void swiglu_forward(void* out, const void* gate_up, int N, int F) = 0;
+  // dgate_up += (dout ∘ up ∘ σ(g)(1 + g(1 − σ(g))),  dout ∘ silu(g)) in the same packing.
+  virtual void swiglu_backward(void* dgate_up, const void* dout, const void* gate_up, int N, int F) = 0;
 
   // out = a + b (out may alias a or b).
   virtual void residual_forward(void* out, const void* a, const void* b, size_t n) = 0;

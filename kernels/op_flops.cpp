@@ -28,6 +28,12 @@ const char* op_kind_name(OpKind k) {
     case OpKind::SumSquares: return "sum_squares";
     case OpKind::Scale: return "scale";
     case OpKind::AdamWMultiTensor: return "adamw_multi_tensor";
+    case OpKind::RmsNormForward: return "rmsnorm_forward";
+    case OpKind::RmsNormBackward: return "rmsnorm_backward";
+    case OpKind::RopeForward: return "rope_forward";
+    case OpKind::RopeBackward: return "rope_backward";
+    case OpKind::SwigluForward: return "swiglu_forward";
+    case OpKind::SwigluBackward: return "swiglu_backward";
     case OpKind::Zero: return "zero";
     case OpKind::Copy: return "copy";
     case OpKind::CopyToDevice: return "copy_to_device";
@@ -56,7 +62,10 @@ bool op_is_backward(OpKind k) {
     case OpKind::LayerNormBackward:
     case OpKind::MatmulBackward:
     case OpKind::AttentionBackward:
-    case OpKind::GeluBackward: return true;
+    case OpKind::GeluBackward:
+    case OpKind::RmsNormBackward:
+    case OpKind::RopeBackward:
+    case OpKind::SwigluBackward: return true;
     default: return false;
   }
 }
@@ -78,6 +87,8 @@ double attention_forward_flops(int64_t B, int64_t T, int64_t C) { return 4.0 * d
 double attention_backward_flops(int64_t B, int64_t T, int64_t C) { return 8.0 * double(B) * double(C) * causal_pairs(T); }
 double layernorm_forward_flops(int64_t N, int64_t C) { return 5.0 * double(N) * double(C); }
 double layernorm_backward_flops(int64_t N, int64_t C) { return 10.0 * double(N) * double(C); }
+double rmsnorm_forward_flops(int64_t N, int64_t C) { return 4.0 * double(N) * double(C); }
+double rmsnorm_backward_flops(int64_t N, int64_t C) { return 8.0 * double(N) * double(C); }
 
 namespace {
 std::string dims(std::initializer_list<std::pair<const char*, int64_t>> d) {
@@ -140,6 +151,26 @@ OpCosts attention_backward(int B, int T, int C, int NH, int NKV) {
 }
 OpCosts gelu_forward(size_t n) { return elementwise(OpKind::GeluForward, 1, n); }
 OpCosts gelu_backward(size_t n) { return elementwise(OpKind::GeluBackward, 2, n); }
+OpCosts rmsnorm_forward(int N, int C) {
+  return one(OpKind::RmsNormForward, rmsnorm_forward_flops(N, C), dims({{"N", N}, {"C", C}}), int64_t(C));
+}
+OpCosts rmsnorm_backward(int N, int C) {
+  return one(OpKind::RmsNormBackward, rmsnorm_backward_flops(N, C), dims({{"N", N}, {"C", C}}), int64_t(C));
+}
+OpCosts rope_forward(int B, int T, int heads, int hd) {
+  return one(OpKind::RopeForward, 3.0 * double(B) * T * heads * hd,
+             dims({{"B", B}, {"T", T}, {"heads", heads}, {"hd", hd}}));
+}
+OpCosts rope_backward(int B, int T, int heads, int hd) {
+  return one(OpKind::RopeBackward, 3.0 * double(B) * T * heads * hd,
+             dims({{"B", B}, {"T", T}, {"heads", heads}, {"hd", hd}}));
+}
+OpCosts swiglu_forward(int N, int F) {
+  return one(OpKind::SwigluForward, 2.0 * double(N) * F, dims({{"N", N}, {"F", F}}));
+}
+OpCosts swiglu_backward(int N, int F) {
+  return one(OpKind::SwigluBackward, 4.0 * double(N) * F, dims({{"N", N}, {"F", F}}));
+}
 OpCosts residual_forward(size_t n) { return elementwise(OpKind::ResidualForward, 1, n); }
 OpCosts accumulate(size_t n) { return elementwise(OpKind::Accumulate, 1, n); }
 OpCosts crossentropy_forward_backward(int N, int V, int Vp) {

@@ -11,6 +11,10 @@
 //   attention_backward dV, dP, dQ, dK: 8·B·C·P
 //   layernorm          forward 5·N·C (DeepSpeed's convention with an affine transform), backward 10·N·C
 //   gelu               forward 1 per element (DeepSpeed's), backward 2 per element
+//   rmsnorm            forward 4·N·C (square, sum, scale, weight), backward 8·N·C
+//   rope               forward and backward 3 per rotated element (2 products and a sum)
+//   swiglu             forward 2 per output element (the SiLU counted 1, as GELU, and the
+//                     product), backward 4 per output element
 //   attention with NKV < NH   as multi-head attention of the same C = NH·hs: QKᵀ and PV are
 //                     per query head; GQA shrinks only the K/V projections (matmul ops)
 //   residual_forward, accumulate   1 per element
@@ -35,7 +39,8 @@ struct AdamWChunk;  // kernels/backend.h
 enum class OpKind {
   EmbeddingForward, EmbeddingBackward, LayerNormForward, LayerNormBackward, MatmulForward, MatmulBackward,
   AttentionForward, AttentionBackward, GeluForward, GeluBackward, ResidualForward, Accumulate, CrossEntropy,
-  AdamW, SumSquares, Scale, AdamWMultiTensor, Zero, Copy, CopyToDevice, CopyToHost, F32ToAct, ActToF32,
+  AdamW, SumSquares, Scale, AdamWMultiTensor, RmsNormForward, RmsNormBackward, RopeForward, RopeBackward,
+  SwigluForward, SwigluBackward, Zero, Copy, CopyToDevice, CopyToHost, F32ToAct, ActToF32,
 };
 constexpr int kOpKinds = int(OpKind::ActToF32) + 1;
 const char* op_kind_name(OpKind k);
@@ -50,6 +55,8 @@ double attention_forward_flops(int64_t B, int64_t T, int64_t C);
 double attention_backward_flops(int64_t B, int64_t T, int64_t C);
 double layernorm_forward_flops(int64_t N, int64_t C);
 double layernorm_backward_flops(int64_t N, int64_t C);
+double rmsnorm_forward_flops(int64_t N, int64_t C);
+double rmsnorm_backward_flops(int64_t N, int64_t C);
 
 // What one call of a Backend op costs, as recorded: a plain op gives one entry; a fused op gives its
 // main op (the GEMM or the LayerNorm, which carries the call's time) and the op fused into it
@@ -84,6 +91,12 @@ OpCosts attention_forward(int B, int T, int C, int NH, int NKV);
 OpCosts attention_backward(int B, int T, int C, int NH, int NKV);
 OpCosts gelu_forward(size_t n);
 OpCosts gelu_backward(size_t n);
+OpCosts rmsnorm_forward(int N, int C);
+OpCosts rmsnorm_backward(int N, int C);
+OpCosts rope_forward(int B, int T, int heads, int hd);
+OpCosts rope_backward(int B, int T, int heads, int hd);
+OpCosts swiglu_forward(int N, int F);
+OpCosts swiglu_backward(int N, int F);
 OpCosts residual_forward(size_t n);
 OpCosts accumulate(size_t n);
 OpCosts crossentropy_forward_backward(int N, int V, int Vp);

@@ -140,6 +140,33 @@ class CpuBackend final : public Backend {
     const RecordedOp rec(*this, op_cost::gelu_backward, n);
     cpu::gelu_backward(F(dinp), F(inp), F(dout), n);
   }
+  void rmsnorm_forward(void* out, float* rstd, const void* inp, const void* w, int N, int C, float eps) override {
+    const RecordedOp rec(*this, op_cost::rmsnorm_forward, N, C);
+    cpu::rmsnorm_forward(F(out), rstd, F(inp), F(w), N, C, eps);
+  }
+  void rmsnorm_backward(void* dinp, void* dw, const void* dout, const void* inp, const void* w, const float* rstd,
+                        int N, int C) override {
+    const RecordedOp rec(*this, op_cost::rmsnorm_backward, N, C);
+    cpu::rmsnorm_backward(F(dinp), F(dw), F(dout), F(inp), F(w), rstd, N, C);
+  }
+  void rope_forward(void* x, const float* cos, const float* sin, int B, int T, int heads, int hd,
+                    int row_stride) override {
+    const RecordedOp rec(*this, op_cost::rope_forward, B, T, heads, hd);
+    cpu::rope_forward(F(x), cos, sin, B, T, heads, hd, row_stride);
+  }
+  void rope_backward(void* dx, const float* cos, const float* sin, int B, int T, int heads, int hd,
+                     int row_stride) override {
+    const RecordedOp rec(*this, op_cost::rope_backward, B, T, heads, hd);
+    cpu::rope_backward(F(dx), cos, sin, B, T, heads, hd, row_stride);
+  }
+  void swiglu_forward(void* out, const void* gate_up, int N, int F_) override {
+    const RecordedOp rec(*this, op_cost::swiglu_forward, N, F_);
+    cpu::swiglu_forward(F(out), F(gate_up), N, F_);
+  }
+  void swiglu_backward(void* dgate_up, const void* dout, const void* gate_up, int N, int F_) override {
+    const RecordedOp rec(*this, op_cost::swiglu_backward, N, F_);
+    cpu::swiglu_backward(F(dgate_up), F(dout), F(gate_up), N, F_);
+  }
   void residual_forward(void* out, const void* a, const void* b, size_t n) override {
     const RecordedOp rec(*this, op_cost::residual_forward, n);
     float* o = F(out);

@@ -39,6 +39,17 @@ void gelu_backward(float* dinp, const float* inp, const float* dout, size_t n);
 void gelu_rows(float* out, const float* pre, size_t n);
 void gelu_grad_rows(float* d, const float* pre, size_t n);
 
+// Llama's ops (Backend's comments give the formulas). RMSNorm: dinp and dw accumulate (either may be
+// null). RoPE: in place on the first `heads` heads of each row; backward rotates by −θ in place.
+// SwiGLU: gate_up rows [gate | up], dgate_up accumulates.
+void rmsnorm_forward(float* out, float* rstd, const float* inp, const float* w, int N, int C, float eps);
+void rmsnorm_backward(float* dinp, float* dw, const float* dout, const float* inp, const float* w, const float* rstd,
+                      int N, int C);
+void rope_forward(float* x, const float* cos, const float* sin, int B, int T, int heads, int hd, int row_stride);
+void rope_backward(float* dx, const float* cos, const float* sin, int B, int T, int heads, int hd, int row_stride);
+void swiglu_forward(float* out, const float* gate_up, int N, int F);
+void swiglu_backward(float* dgate_up, const float* dout, const float* gate_up, int N, int F);
+
 // dlogits may be logits (in place); rows are Vp apart, columns V..Vp masked.
 void crossentropy_forward_backward(float* losses, float* dlogits, const float* logits, const int32_t* targets,
                                    int N, int V, int Vp, float dloss);

@@ -23,6 +23,9 @@
 #include "kernels/cuda/layernorm.cuh"
 #include "kernels/cuda/matmul.cuh"
 #include "kernels/cuda/residual.cuh"
+#include "kernels/cuda/rmsnorm.cuh"
+#include "kernels/cuda/rope.cuh"
+#include "kernels/cuda/swiglu.cuh"
 #include "kernels/cuda/fused_adamw.h"
 #include "kernels/cuda/zero_step.cuh"
 
@@ -213,6 +216,34 @@ class CudaBackend final : public Backend {
   void gelu_backward(void* dinp, const void* inp, const void* dout, size_t n) override {
     const RecordedOp rec(*this, op_cost::gelu_backward, n);
     cuda::gelu_backward(dinp, inp, dout, n, stream_);
+  }
+  void rmsnorm_forward(void* out, float* rstd, const void* inp, const void* w, int N, int C, float eps) override {
+    const RecordedOp rec(*this, op_cost::rmsnorm_forward, N, C);
+    cuda::rmsnorm_forward(out, rstd, inp, w, N, C, eps, stream_);
+  }
+  void rmsnorm_backward(void* dinp, void* dw, const void* dout, const void* inp, const void* w, const float* rstd,
+                        int N, int C) override {
+    const RecordedOp rec(*this, op_cost::rmsnorm_backward, N, C);
+    float* scratch = scratch_floats(cuda::rmsnorm_backward_scratch_floats(N, C));
+    cuda::rmsnorm_backward(dinp, dw, dout, inp, w, rstd, N, C, scratch, stream_);
+  }
+  void rope_forward(void* x, const float* cos, const float* sin, int B, int T, int heads, int hd,
+                    int row_stride) override {
+    const RecordedOp rec(*this, op_cost::rope_forward, B, T, heads, hd);
+    cuda::rope_forward(x, cos, sin, B, T, heads, hd, row_stride, stream_);
+  }
+  void rope_backward(void* dx, const float* cos, const float* sin, int B, int T, int heads, int hd,
+                     int row_stride) override {
+    const RecordedOp rec(*this, op_cost::rope_backward, B, T, heads, hd);
+    cuda::rope_backward(dx, cos, sin, B, T, heads, hd, row_stride, stream_);
+  }
+  void swiglu_forward(void* out, const void* gate_up, int N, int F) override {
+    const RecordedOp rec(*this, op_cost::swiglu_forward, N, F);
+    cuda::swiglu_forward(out, gate_up, N, F, stream_);
+  }
+  void swiglu_backward(void* dgate_up, const void* dout, const void* gate_up, int N, int F) override {
+    const RecordedOp rec(*this, op_cost::swiglu_backward, N, F);
+    cuda::swiglu_backward(dgate_up, dout, gate_up, N, F, stream_);
   }
   void residual_forward(void* out, const void* a, const void* b, size_t n) override {
     const RecordedOp rec(*this, op_cost::residual_forward, n);
