@@ -8,6 +8,7 @@
 // tensor-core operands): |got − ref| ≤ |ref|/128 + max|ref|/64.
 #include <cmath>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
