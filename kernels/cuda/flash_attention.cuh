@@ -30,8 +30,9 @@ void flash_attention_backward(void* dqkv, const void* dout, const void* qkv, con
 
 // Registers and local memory per thread of the two backward kernels for one head size, as loaded
 // for the current device (cudaFuncGetAttributes: needs a GPU). local_bytes > 0 is register spill:
-// at head size 128 and sm_90, ptxas reports 532 B of spill stores into a 336 B stack frame in the
-// dK/dV kernel and 24 B in dQ (255 registers each): correct, but slower.
+// at head size 128 and sm_90, ptxas (CUDA 13.0) reports 444 B of spill stores into a 216 B stack
+// frame in the dK/dV kernel (532 B into 336 B before its query walk covered a kv head's group) and
+// 24 B in dQ (255 registers each): correct, but slower. Head size 64: no spill (253 and 176).
 struct FlashBackwardKernelInfo {
   int dkdv_registers = 0, dq_registers = 0;
   size_t dkdv_local_bytes = 0, dq_local_bytes = 0;
