@@ -87,7 +87,8 @@ class Backend {
   OpRecorder* op_recorder() const { return op_recorder_; }
 
   // --- ops -------------------------------------------------------------------------------------
-  // out[b,t,:] = wte[tokens[b,t],:] + wpe[t,:]
+  // out[b,t,:] = wte[tokens[b,t],:] + wpe[t,:]. wpe may be null (no position table, Llama): out is the
+  // token row; in backward dwpe may be null (nothing accumulated there).
   virtual void embedding_forward(void* out, const int32_t* tokens, const void* wte, const void* wpe,
                                  int B, int T, int C) = 0;
   virtual void embedding_backward(void* dwte, void* dwpe, const void* dout, const int32_t* tokens,

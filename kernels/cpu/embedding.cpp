@@ -1,4 +1,5 @@
-// CPU token + position embedding, forward and backward (fp32, deterministic for any thread count).
+// CPU token + position embedding (or token only, without a position table), forward and backward
+// (fp32, deterministic for any thread count).
 #include <algorithm>
 
 #include "kernels/cpu/cpu_ops.h"
@@ -11,21 +12,27 @@ void embedding_forward(float* out, const int32_t* tokens, const float* wte, cons
   for (int64_t row = 0; row < int64_t(B) * T; ++row) {
     const int t = int(row % T);
     const float* e = wte + int64_t(tokens[row]) * C;
-    const float* p = wpe + int64_t(t) * C;
     float* o = out + row * C;
-    for (int c = 0; c < C; ++c) o[c] = e[c] + p[c];
+    if (wpe) {
+      const float* p = wpe + int64_t(t) * C;
+      for (int c = 0; c < C; ++c) o[c] = e[c] + p[c];
+    } else {
+      for (int c = 0; c < C; ++c) o[c] = e[c];
+    }
   }
 }
 
 void embedding_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens, int B, int T,
                         int C) {
   // dwpe[t] += Σ_b dout[b,t]: one task per position, batches summed in order b = 0..B-1.
+  if (dwpe) {
 #pragma omp parallel for schedule(static)
-  for (int t = 0; t < T; ++t) {
-    float* d = dwpe + int64_t(t) * C;
-    for (int b = 0; b < B; ++b) {
-      const float* g = dout + (int64_t(b) * T + t) * C;
-      for (int c = 0; c < C; ++c) d[c] += g[c];
+    for (int t = 0; t < T; ++t) {
+      float* d = dwpe + int64_t(t) * C;
+      for (int b = 0; b < B; ++b) {
+        const float* g = dout + (int64_t(b) * T + t) * C;
+        for (int c = 0; c < C; ++c) d[c] += g[c];
+      }
     }
   }
   // dwte[token] += dout[row]: rows may repeat a token, so split the work by channel chunk and

@@ -12,7 +12,8 @@ __global__ void embedding_forward_kernel(bf16* out, const int32_t* tokens, const
   for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
     const int row = static_cast<int>(i / C), c = static_cast<int>(i % C);
     const int t = row % T;
-    st(out, i, ld(wte, (size_t)tokens[row] * C + c) + ld(wpe, (size_t)t * C + c));
+    const float e = ld(wte, (size_t)tokens[row] * C + c);
+    st(out, i, wpe ? e + ld(wpe, (size_t)t * C + c) : e);  // no position table (Llama): the row itself
   }
 }
 

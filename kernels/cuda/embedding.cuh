@@ -1,4 +1,4 @@
-// Token + position embedding forward and a deterministic (atomic-free) backward on bf16 buffers.
+// Token (+ position, when wpe is given) embedding forward and a deterministic (atomic-free) backward on bf16 buffers.
 #pragma once
 
 #include <cstdint>

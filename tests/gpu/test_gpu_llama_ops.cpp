@@ -1,5 +1,6 @@
-// Llama's CUDA ops (RMSNorm, RoPE, SwiGLU, grouped-query flash attention) against the CPU backend
-// (fp32) on identical bf16-representable inputs with NaN-poisoned outputs.
+// Llama's CUDA ops (RMSNorm, RoPE, SwiGLU, grouped-query flash attention, the embedding without a
+// position table) against the CPU backend (fp32) on identical bf16-representable inputs with
+// NaN-poisoned outputs.
 //
 // Tolerance. Each output is one bf16 rounding of an fp32 result (u = 2⁻⁸ relative), except where
 // the op accumulates into a bf16 buffer that already holds a value (gradients: the old value plus
@@ -78,6 +79,24 @@ TEST_F(GpuLlamaOps, SwigluForwardBackward) {
   gpu->swiglu_backward(DGU->get(), D->get(), GU->get(), N, F);
   EXPECT_TRUE(all_close(act_to_host(*gpu, *O, out.size()), out, kRtol, kAtol, "swiglu out"));
   EXPECT_TRUE(all_close(act_to_host(*gpu, *DGU, dgu.size()), dgu, kRtol, kAtol, "swiglu dgate_up"));
+}
+
+TEST_F(GpuLlamaOps, EmbeddingWithoutPositionTable) {
+  const int B = 2, T = 9, C = 64, V = 13;
+  std::vector<int32_t> tok(size_t(B) * T);
+  for (auto& t : tok) t = std::uniform_int_distribution<int>(0, V - 1)(rng);
+  const auto wte = random_bf16(size_t(V) * C, rng), dout = random_bf16(size_t(B) * T * C, rng);
+  const auto dwte0 = random_bf16(wte.size(), rng);
+  std::vector<float> dwte = dwte0;
+  cpu->embedding_backward(dwte.data(), nullptr, dout.data(), tok.data(), B, T, C);
+  auto W = act_from(*gpu, wte), D = act_from(*gpu, dout), O = act_poisoned(*gpu, dout.size()), DW = act_from(*gpu, dwte0);
+  auto TK = i32_from(*gpu, tok);
+  gpu->embedding_forward(O->get(), TK->i32(), W->get(), nullptr, B, T, C);
+  gpu->embedding_backward(DW->get(), nullptr, D->get(), TK->i32(), B, T, C);
+  const auto o = act_to_host(*gpu, *O, dout.size());
+  for (size_t i = 0; i < tok.size(); ++i)
+    for (int c = 0; c < C; ++c) ASSERT_EQ(o[i * C + c], wte[size_t(tok[i]) * C + c]) << "row " << i;
+  EXPECT_TRUE(all_close(act_to_host(*gpu, *DW, wte.size()), dwte, kRtol, kAtol, "dwte"));
 }
 
 TEST_F(GpuLlamaOps, GroupedQueryFlashAttention) {

@@ -2,7 +2,7 @@
 // against straightforward double-precision references, their backwards against central finite
 // differences of those references; RoPE's backward undoing its forward; GQA equal to multi-head
 // attention over replicated K/V (and NKV == NH equal to the multi-head entry point bit for bit);
-// every SIMD variant this CPU has against the scalar one; the llama3 frequency rule against values
+// the embedding without a position table; every SIMD variant this CPU has against the scalar one; the llama3 frequency rule against values
 // worked out from its formula; the Backend entry points and their op records.
 #include <gtest/gtest.h>
 
@@ -421,6 +421,28 @@ TEST(LlamaOps, GqaRefusesHeadCountsThatDoNotDivide) {
   EXPECT_THROW(cpu::attention_forward(out.data(), saved.data(), qkv.data(), 1, 4, 16, 4, 3), std::invalid_argument);
   EXPECT_THROW(cpu::attention_backward(qkv.data(), out.data(), qkv.data(), saved.data(), 1, 4, 16, 4, 0),
                std::invalid_argument);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The embedding without a position table (wpe and dwpe null): GPT-2's op with a zero table.
+
+TEST(LlamaOps, EmbeddingWithoutPositionTable) {
+  auto be = make_cpu_backend();
+  const int B = 3, T = 7, C = 70, V = 11;  // tokens repeat
+  const Vec wte = randn(size_t(V) * C, 34), zeros(size_t(T) * C, 0.f), dout = randn(size_t(B) * T * C, 35);
+  std::vector<int32_t> tok(size_t(B) * T);
+  for (size_t i = 0; i < tok.size(); ++i) tok[i] = int32_t((i * 7) % V);
+  Vec out(dout.size(), kNaN), ref(dout.size());
+  be->embedding_forward(out.data(), tok.data(), wte.data(), nullptr, B, T, C);
+  be->embedding_forward(ref.data(), tok.data(), wte.data(), zeros.data(), B, T, C);
+  EXPECT_TRUE(bitwise_equal(out, ref));
+  for (size_t i = 0; i < tok.size(); ++i) ASSERT_EQ(std::memcmp(&out[i * C], &wte[size_t(tok[i]) * C], C * 4), 0);
+  const Vec base = randn(wte.size(), 36);
+  Vec dwte = base, dwte_ref = base, dwpe(zeros.size(), 0.f);
+  be->embedding_backward(dwte.data(), nullptr, dout.data(), tok.data(), B, T, C);
+  be->embedding_backward(dwte_ref.data(), dwpe.data(), dout.data(), tok.data(), B, T, C);
+  EXPECT_TRUE(bitwise_equal(dwte, dwte_ref));
+  EXPECT_FALSE(bitwise_equal(dwte, base));
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -117,8 +117,8 @@ void run_case(const std::string& name) {
   const Vec& wlm = tied ? wte : W["lm_head.weight"];
 
   // Forward.
-  Vec x(size_t(N) * d), zeros_pos(size_t(T) * d, 0.f);
-  be->embedding_forward(x.data(), tokens.data(), wte.data(), zeros_pos.data(), B, T, d);
+  Vec x(size_t(N) * d);
+  be->embedding_forward(x.data(), tokens.data(), wte.data(), nullptr, B, T, d);  // no position table
   for (int l = 0; l < L; ++l) {
     Layer& y = ly[l];
     y.x_in = x;
@@ -189,8 +189,7 @@ void run_case(const std::string& name) {
     split(dwqkv, off, p(l, "self_attn.v_proj.weight"));
     split(dwgu, split(dwgu, 0, p(l, "mlp.gate_proj.weight")), p(l, "mlp.up_proj.weight"));
   }
-  Vec dpos(zeros_pos.size(), 0.f);
-  be->embedding_backward(G["model.embed_tokens.weight"].data(), dpos.data(), dx.data(), tokens.data(), B, T, d);
+  be->embedding_backward(G["model.embed_tokens.weight"].data(), nullptr, dx.data(), tokens.data(), B, T, d);
   if (tied)
     be->accumulate(G["model.embed_tokens.weight"].data(), dlm.data(), dlm.size());
   else
