@@ -210,6 +210,10 @@ class Backend {
   // layernorm_forward: the residual add and the next LayerNorm in one pass over the rows.
   virtual void residual_layernorm_forward(void* resid, void* out, float* mean, float* rstd, const void* a,
                                           const void* b, const void* w, const void* bias, int N, int C) = 0;
+  // resid = a + b (may alias a or b), then out = RMSNorm(resid) with rstd [N] as rmsnorm_forward
+  // (Llama's residual add and the next RMSNorm in one pass over the rows).
+  virtual void residual_rmsnorm_forward(void* resid, void* out, float* rstd, const void* a, const void* b,
+                                        const void* w, int N, int C, float eps) = 0;
   // The LM head over a padded vocabulary: logits [N, Vp], columns 0..V = inp · Wᵀ (W [V, C], no
   // bias), columns V..Vp set to 0. Backward: dinp += dlogits[:, :V] · W, dw += dlogits[:, :V]ᵀ · inp
   // (dlogits rows Vp apart; dinp or dw may be null).

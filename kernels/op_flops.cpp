@@ -199,6 +199,11 @@ OpCosts residual_layernorm_forward(int N, int C) {
   c.insert(c.begin(), fused(OpKind::ResidualForward, double(N) * C, int64_t(N) * C));
   return c;
 }
+OpCosts residual_rmsnorm_forward(int N, int C) {
+  OpCosts c = rmsnorm_forward(N, C);
+  c.insert(c.begin(), fused(OpKind::ResidualForward, double(N) * C, int64_t(N) * C));
+  return c;
+}
 OpCosts lm_head_forward(int N, int C, int V, int Vp) {
   return one(OpKind::MatmulForward, matmul_forward_flops(N, C, V, false),
              dims({{"N", N}, {"IC", C}, {"OC", V}, {"Vp", Vp}}), int64_t(C) * V);

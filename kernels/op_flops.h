@@ -107,6 +107,7 @@ OpCosts adamw_multi_tensor(const AdamWChunk* chunks, size_t count);
 OpCosts matmul_bias_gelu_forward(int N, int IC, int OC, bool bias);
 OpCosts matmul_backward_gelu(int N, int IC, int OC, bool dw, bool dbias);
 OpCosts residual_layernorm_forward(int N, int C);
+OpCosts residual_rmsnorm_forward(int N, int C);
 OpCosts lm_head_forward(int N, int C, int V, int Vp);
 OpCosts lm_head_backward(int N, int C, int V, int Vp, bool dinp, bool dw);
 }  // namespace op_cost

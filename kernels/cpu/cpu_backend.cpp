@@ -230,6 +230,11 @@ class CpuBackend final : public Backend {
     const RecordedOp rec(*this, op_cost::residual_layernorm_forward, N, C);
     cpu::residual_layernorm_forward(F(resid), F(out), mean, rstd, F(a), F(b), F(w), F(bias), N, C);
   }
+  void residual_rmsnorm_forward(void* resid, void* out, float* rstd, const void* a, const void* b, const void* w,
+                                int N, int C, float eps) override {
+    const RecordedOp rec(*this, op_cost::residual_rmsnorm_forward, N, C);
+    cpu::residual_rmsnorm_forward(F(resid), F(out), rstd, F(a), F(b), F(w), N, C, eps);
+  }
   void lm_head_forward(void* logits, const void* inp, const void* w, int N, int C, int V, int Vp) override {
     const RecordedOp rec(*this, op_cost::lm_head_forward, N, C, V, Vp);
     cpu::lm_head_forward(F(logits), F(inp), F(w), N, C, V, Vp);

@@ -45,6 +45,8 @@ void gelu_grad_rows(float* d, const float* pre, size_t n);
 void rmsnorm_forward(float* out, float* rstd, const float* inp, const float* w, int N, int C, float eps);
 void rmsnorm_backward(float* dinp, float* dw, const float* dout, const float* inp, const float* w, const float* rstd,
                       int N, int C);
+void residual_rmsnorm_forward(float* resid, float* out, float* rstd, const float* a, const float* b, const float* w,
+                              int N, int C, float eps);
 void rope_forward(float* x, const float* cos, const float* sin, int B, int T, int heads, int hd, int row_stride);
 void rope_backward(float* dx, const float* cos, const float* sin, int B, int T, int heads, int hd, int row_stride);
 void swiglu_forward(float* out, const float* gate_up, int N, int F);

@@ -1,5 +1,6 @@
-// CPU RMSNorm (Llama's: no mean, no bias, eps given) forward and accumulating backward: SIMD row
-// bodies (simd.h); dw reduces over rows per channel chunk, so no sum depends on the thread count.
+// CPU RMSNorm (Llama's: no mean, no bias, eps given) forward, forward fused with the residual add
+// before it, and accumulating backward: SIMD row bodies (simd.h); dw reduces over rows per channel
+// chunk, so no sum depends on the thread count.
 #include <algorithm>
 #include <cmath>
 
@@ -12,7 +13,16 @@ namespace {
 
 constexpr int kRowBlock = 16;  // rows per task
 
-// out = w ∘ (x · r), r = 1/sqrt(mean(x²) + eps): the order of transformers' LlamaRMSNorm.
+// Normalises row x (its sum of squares known) into o: out = w ∘ (x · r), r = 1/sqrt(mean(x²) + eps),
+// the order of transformers' LlamaRMSNorm.
+ZT_SIMD_INLINE void rms_finish_row(float* o, float* rstd, const float* x, float ss, const float* w, int C,
+                                   float eps) {
+  const float r = 1.0f / std::sqrt(ss / float(C) + eps);
+#pragma omp simd
+  for (int c = 0; c < C; ++c) o[c] = w[c] * (x[c] * r);
+  *rstd = r;
+}
+
 ZT_SIMD_INLINE void rms_fwd_body(float* out, float* rstd, const float* inp, const float* w, int n0, int n1, int C,
                                  float eps) {
   for (int n = n0; n < n1; ++n) {
@@ -20,11 +30,23 @@ ZT_SIMD_INLINE void rms_fwd_body(float* out, float* rstd, const float* inp, cons
     float ss = 0.f;
 #pragma omp simd reduction(+ : ss)
     for (int c = 0; c < C; ++c) ss += x[c] * x[c];
-    const float r = 1.0f / std::sqrt(ss / float(C) + eps);
-    float* o = out + int64_t(n) * C;
-#pragma omp simd
-    for (int c = 0; c < C; ++c) o[c] = w[c] * (x[c] * r);
-    rstd[n] = r;
+    rms_finish_row(out + int64_t(n) * C, rstd + n, x, ss, w, C, eps);
+  }
+}
+
+ZT_SIMD_INLINE void resid_rms_fwd_body(float* resid, float* out, float* rstd, const float* a, const float* b,
+                                       const float* w, int n0, int n1, int C, float eps) {
+  for (int n = n0; n < n1; ++n) {
+    const int64_t off = int64_t(n) * C;
+    float* r = resid + off;
+    float ss = 0.f;
+#pragma omp simd reduction(+ : ss)
+    for (int c = 0; c < C; ++c) {
+      const float v = a[off + c] + b[off + c];
+      r[c] = v;
+      ss += v * v;
+    }
+    rms_finish_row(out + off, rstd + n, r, ss, w, C, eps);
   }
 }
 
@@ -59,6 +81,10 @@ ZT_SIMD_INLINE void rms_bwd_params_body(float* dw, const float* dout, const floa
 
 ZT_SIMD_DISPATCH(rms_fwd, (float* out, float* rstd, const float* inp, const float* w, int n0, int n1, int C, float eps),
                  (out, rstd, inp, w, n0, n1, C, eps))
+ZT_SIMD_DISPATCH(resid_rms_fwd,
+                 (float* resid, float* out, float* rstd, const float* a, const float* b, const float* w, int n0,
+                  int n1, int C, float eps),
+                 (resid, out, rstd, a, b, w, n0, n1, C, eps))
 ZT_SIMD_DISPATCH(rms_bwd_rows,
                  (float* dinp, const float* dout, const float* inp, const float* w, const float* rstd, int n0, int n1,
                   int C),
@@ -73,6 +99,14 @@ void rmsnorm_forward(float* out, float* rstd, const float* inp, const float* w, 
   const int blocks = (N + kRowBlock - 1) / kRowBlock;
 #pragma omp parallel for schedule(static)
   for (int k = 0; k < blocks; ++k) rms_fwd(out, rstd, inp, w, k * kRowBlock, std::min(N, (k + 1) * kRowBlock), C, eps);
+}
+
+void residual_rmsnorm_forward(float* resid, float* out, float* rstd, const float* a, const float* b, const float* w,
+                              int N, int C, float eps) {
+  const int blocks = (N + kRowBlock - 1) / kRowBlock;
+#pragma omp parallel for schedule(static)
+  for (int k = 0; k < blocks; ++k)
+    resid_rms_fwd(resid, out, rstd, a, b, w, k * kRowBlock, std::min(N, (k + 1) * kRowBlock), C, eps);
 }
 
 void rmsnorm_backward(float* dinp, float* dw, const float* dout, const float* inp, const float* w, const float* rstd,

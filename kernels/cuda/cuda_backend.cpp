@@ -299,6 +299,11 @@ class CudaBackend final : public Backend {
     const RecordedOp rec(*this, op_cost::residual_layernorm_forward, N, C);
     cuda::residual_layernorm_forward(resid, out, mean, rstd, a, b, w, bias, N, C, stream_);
   }
+  void residual_rmsnorm_forward(void* resid, void* out, float* rstd, const void* a, const void* b, const void* w,
+                                int N, int C, float eps) override {
+    const RecordedOp rec(*this, op_cost::residual_rmsnorm_forward, N, C);
+    cuda::residual_rmsnorm_forward(resid, out, rstd, a, b, w, N, C, eps, stream_);
+  }
   void lm_head_forward(void* logits, const void* inp, const void* w, int N, int C, int V, int Vp) override {
     const RecordedOp rec(*this, op_cost::lm_head_forward, N, C, V, Vp);
     cuda::lm_head_forward(lt_, logits, inp, w, N, C, V, Vp, stream_);

@@ -50,6 +50,24 @@ TEST_F(GpuLlamaOps, RmsNormForwardBackward) {
   EXPECT_TRUE(all_close(act_to_host(*gpu, *DW, C), dw, kRtol, kAtol, "rmsnorm dw"));
 }
 
+// resid is one rounding of a + b; out is compared with the CPU's RMSNorm of the GPU's rounded resid
+// (the GPU normalises what it stored), so one rounding remains there too.
+TEST_F(GpuLlamaOps, ResidualRmsNorm) {
+  const int N = 21, C = 576;
+  const auto a = random_bf16(size_t(N) * C, rng), b = random_bf16(a.size(), rng), w = random_bf16(C, rng);
+  std::vector<float> r(a.size());
+  cpu->residual_forward(r.data(), a.data(), b.data(), a.size());
+  auto A = act_from(*gpu, a), Bb = act_from(*gpu, b), W = act_from(*gpu, w), R = act_poisoned(*gpu, a.size());
+  auto O = act_poisoned(*gpu, a.size()), S = f32_poisoned(*gpu, N);
+  gpu->residual_rmsnorm_forward(R->get(), O->get(), S->f32(), A->get(), Bb->get(), W->get(), N, C, 1e-5f);
+  const auto gr = act_to_host(*gpu, *R, a.size());
+  EXPECT_TRUE(all_close(gr, r, kRtol, kAtol, "residual"));
+  std::vector<float> out(a.size()), rstd(N);
+  cpu->rmsnorm_forward(out.data(), rstd.data(), gr.data(), w.data(), N, C, 1e-5f);
+  EXPECT_TRUE(all_close(act_to_host(*gpu, *O, a.size()), out, kRtol, kAtol, "residual rmsnorm out"));
+  EXPECT_TRUE(all_close(f32_to_host(*gpu, *S, N), rstd, 1e-5, 1e-6, "residual rmsnorm rstd"));
+}
+
 TEST_F(GpuLlamaOps, RopeForwardBackwardInPlace) {
   const int B = 2, T = 33, NH = 9, NKV = 3, hd = 64, stride = (NH + 2 * NKV) * hd;
   const RopeTable tab = rope_table(T, hd, 100000.0);
@@ -89,8 +107,8 @@ TEST_F(GpuLlamaOps, EmbeddingWithoutPositionTable) {
   const auto dwte0 = random_bf16(wte.size(), rng);
   std::vector<float> dwte = dwte0;
   cpu->embedding_backward(dwte.data(), nullptr, dout.data(), tok.data(), B, T, C);
-  auto W = act_from(*gpu, wte), D = act_from(*gpu, dout), O = act_poisoned(*gpu, dout.size()), DW = act_from(*gpu, dwte0);
-  auto TK = i32_from(*gpu, tok);
+  auto W = act_from(*gpu, wte), D = act_from(*gpu, dout), O = act_poisoned(*gpu, dout.size());
+  auto DW = act_from(*gpu, dwte0), TK = i32_from(*gpu, tok);
   gpu->embedding_forward(O->get(), TK->i32(), W->get(), nullptr, B, T, C);
   gpu->embedding_backward(DW->get(), nullptr, D->get(), TK->i32(), B, T, C);
   const auto o = act_to_host(*gpu, *O, dout.size());

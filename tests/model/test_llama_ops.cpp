@@ -1,9 +1,10 @@
-// Llama's CPU ops against float64: RMSNorm, RoPE, SwiGLU and grouped-query attention forward
-// against straightforward double-precision references, their backwards against central finite
-// differences of those references; RoPE's backward undoing its forward; GQA equal to multi-head
-// attention over replicated K/V (and NKV == NH equal to the multi-head entry point bit for bit);
-// the embedding without a position table; every SIMD variant this CPU has against the scalar one; the llama3 frequency rule against values
-// worked out from its formula; the Backend entry points and their op records.
+// Llama's CPU ops against float64: RMSNorm (and fused with the residual add), RoPE, SwiGLU and
+// grouped-query attention forward against straightforward double-precision references, their
+// backwards against central finite differences of those references; RoPE's backward undoing its
+// forward; GQA equal to multi-head attention over replicated K/V (and NKV == NH equal to the
+// multi-head entry point bit for bit); the embedding without a position table; every SIMD variant
+// this CPU has against the scalar one; the llama3 frequency rule against values worked out from its
+// formula; the Backend entry points and their op records.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -178,6 +179,24 @@ TEST(LlamaOps, RmsNormBackwardMatchesFiniteDifferences) {
   const DVec fw = finite_diff([&](const DVec& v) { return dot(ref_rmsnorm(xd, v, N, C, eps), g); }, wd);
   EXPECT_LE(rel_err(dx, fx), 1e-5);
   EXPECT_LE(rel_err(dw, fw), 1e-5);
+}
+
+TEST(LlamaOps, ResidualRmsNormEqualsResidualThenRmsNorm) {
+  auto be = make_cpu_backend();
+  const int N = 37, C = 203;
+  const float eps = 1e-5f;
+  const Vec a = randn(size_t(N) * C, 40), b = randn(a.size(), 41), w = randn(C, 42);
+  Vec r(a.size(), kNaN), out(a.size(), kNaN), rstd(N, kNaN);
+  be->residual_rmsnorm_forward(r.data(), out.data(), rstd.data(), a.data(), b.data(), w.data(), N, C, eps);
+  Vec r_ref(a.size()), out_ref(a.size()), rstd_ref(N);
+  be->residual_forward(r_ref.data(), a.data(), b.data(), a.size());
+  be->rmsnorm_forward(out_ref.data(), rstd_ref.data(), r_ref.data(), w.data(), N, C, eps);
+  EXPECT_TRUE(bitwise_equal(r, r_ref));
+  EXPECT_LE(rel_err(rstd, rstd_ref), 1e-6);
+  EXPECT_LE(rel_err(out, out_ref), 1e-6);
+  Vec inplace = a;  // resid may alias an input
+  be->residual_rmsnorm_forward(inplace.data(), out.data(), rstd.data(), inplace.data(), b.data(), w.data(), N, C, eps);
+  EXPECT_TRUE(bitwise_equal(inplace, r));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -537,12 +556,14 @@ TEST(LlamaOps, BackendEntryPointsRecordTheirCost) {
   Vec att(size_t(B) * T * NH * hd), saved(be->attention_saved_bytes(B, T, NH * hd, NH) / 4), dqkv(qkv.size(), 0.f);
   be->attention_forward(att.data(), saved.data(), qkv.data(), B, T, NH * hd, NH, NKV);
   be->attention_backward(dqkv.data(), att.data(), qkv.data(), saved.data(), B, T, NH * hd, NH, NKV);
+  Vec resid(x.size());
+  be->residual_rmsnorm_forward(resid.data(), dx.data(), rstd.data(), x.data(), out.data(), w.data(), N, C, 1e-6f);
   be->attach_op_recorder(nullptr);
   Vec ref(x.size()), ref_rstd(N);
   cpu::rmsnorm_forward(ref.data(), ref_rstd.data(), x.data(), w.data(), N, C, 1e-6f);
   EXPECT_TRUE(bitwise_equal(out, ref));
   const auto& r = rec.records();
-  ASSERT_EQ(r.size(), 8u);
+  ASSERT_EQ(r.size(), 10u);
   const OpKind want[] = {OpKind::RmsNormForward, OpKind::RmsNormBackward, OpKind::RopeForward, OpKind::RopeBackward,
                          OpKind::SwigluForward,  OpKind::SwigluBackward,  OpKind::AttentionForward,
                          OpKind::AttentionBackward};
@@ -557,6 +578,11 @@ TEST(LlamaOps, BackendEntryPointsRecordTheirCost) {
   EXPECT_DOUBLE_EQ(r[6].cost.flops, attention_forward_flops(B, T, NH * hd));
   EXPECT_EQ(r[6].cost.shape, "B=1 T=6 C=8 NH=2 NKV=1");
   EXPECT_EQ(std::string(op_kind_name(OpKind::SwigluBackward)), "swiglu_backward");
+  // The fused residual + RMSNorm: the add as a fused part, the norm carrying the time.
+  EXPECT_EQ(r[8].cost.kind, OpKind::ResidualForward);
+  EXPECT_TRUE(r[8].cost.fused);
+  EXPECT_EQ(r[9].cost.kind, OpKind::RmsNormForward);
+  EXPECT_FALSE(r[9].cost.fused);
 }
 
 }  // namespace
