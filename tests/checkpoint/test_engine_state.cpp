@@ -55,6 +55,21 @@ uint64_t fnv(const std::vector<UnitLayout>& units, const std::string& array) {
   return h;
 }
 
+// The engine options of a placement: two rows per micro-step, sub-groups of 100 elements (several
+// NVMe records per unit: ranges cross record boundaries), swap files under `swap`.
+EngineOptions options_for(const Placement& p, const SwapDir& swap) {
+  EngineOptions o;
+  o.zero.stage = p.stage;
+  o.zero.precision = p.precision;
+  o.micro_batch = 2;
+  o.sub_group_size = 100;
+  o.zero.offload_optimizer = p.optimizer;
+  o.zero.offload_param = p.param;
+  if (p.optimizer == OffloadDevice::NVMe) o.offload.state.nvme_path = swap.path;
+  if (p.param == OffloadDevice::NVMe) o.offload.params.nvme_path = swap.path;
+  return o;
+}
+
 class EngineState : public ::testing::TestWithParam<Placement> {};
 
 TEST_P(EngineState, WritesReadBackAndCommitRebuildsTheParams) {
@@ -62,15 +77,7 @@ TEST_P(EngineState, WritesReadBackAndCommitRebuildsTheParams) {
   SwapDir swap;
   auto backend = make_cpu_backend();
   SingleCommunicator comm;
-  EngineOptions o;
-  o.zero.stage = p.stage;
-  o.zero.precision = p.precision;
-  o.micro_batch = 2;
-  o.sub_group_size = 100;  // several NVMe records per unit: ranges cross record boundaries
-  o.zero.offload_optimizer = p.optimizer;
-  o.zero.offload_param = p.param;
-  if (p.optimizer == OffloadDevice::NVMe) o.offload.state.nvme_path = swap.path;
-  if (p.param == OffloadDevice::NVMe) o.offload.params.nvme_path = swap.path;
+  const EngineOptions o = options_for(p, swap);
   const ModelConfig m = test::small_model();
   Engine engine(m, o, *backend, comm);
   EngineCheckpoint st(engine, m);
@@ -153,13 +160,7 @@ TEST(EngineStateLoad, ReadsStraightIntoTheOptimizersHostMemory) {
     SwapDir swap;
     auto backend = make_cpu_backend();
     SingleCommunicator comm;
-    EngineOptions o;
-    o.zero.stage = p.stage;
-    o.zero.precision = p.precision;
-    o.zero.offload_optimizer = p.optimizer;
-    o.zero.offload_param = p.param;
-    o.offload.state.nvme_path = swap.path;
-    Engine engine(m, o, *backend, comm);
+    Engine engine(m, options_for(p, swap), *backend, comm);
     EngineCheckpoint st(engine, m);
     ckpt::RankExchange ex(comm);
     ckpt::LoadOptions lo;
