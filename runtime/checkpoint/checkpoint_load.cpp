@@ -215,6 +215,7 @@ LoadResult load_checkpoint(ShardedState& state, RankExchange& ex, const LoadOpti
         for (const auto& p : pieces)
           plan.files.at(p.rank)->read(a, p.source, p.src_offset, p.n, into + p.dst_offset, o.verify, io, res.io);
         if (!target) state.write(a, need, buf.data());
+        else res.bytes_in_place += uint64_t(need.n) * 4;
       }
       res.bytes_needed += uint64_t(need.n) * 4 * plan.arrays.size();
     }

@@ -60,6 +60,8 @@ struct LoadResult {
   std::string tag_dir;
   uint64_t bytes_read = 0;     // this rank, headers included
   uint64_t bytes_needed = 0;   // fp32 payload of this rank's needed ranges × arrays loaded
+  uint64_t bytes_in_place = 0; // of which read straight into state.write_target(); the rest went
+                               // through a buffer and state.write()
   std::vector<int> files_read; // old ranks whose files this rank opened
   double seconds = 0;
   IoBreakdown io;              // where the reading's seconds went

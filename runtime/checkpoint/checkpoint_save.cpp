@@ -332,8 +332,9 @@ void CheckpointWriter::complete() {
   res.writer_nice = p.nice_seen;
   char line[512];
   if (res.ok) {
-    std::snprintf(line, sizeof line, "saved checkpoint %s (step %" PRId64 ", %d rank files, %.1f MiB) in %.2f s",
-                  res.tag_dir.c_str(), res.step, m.world_size, double(total) / double(1 << 20), res.total_s);
+    std::snprintf(line, sizeof line, "saved checkpoint %s (step %" PRId64 ", %d rank file%s, %.1f MiB) in %.2f s",
+                  res.tag_dir.c_str(), res.step, m.world_size, m.world_size == 1 ? "" : "s",
+                  double(total) / double(1 << 20), res.total_s);
     res.message = line;
   } else {
     res.message = "checkpoint " + p.tag + " was not saved: " + failure + "; " +

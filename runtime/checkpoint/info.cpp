@@ -77,7 +77,8 @@ InfoReport checkpoint_info(const std::string& path, const std::string& tag, bool
     sizes += (i ? ", " : " ") + m.arrays[i] + " " + size_text(double(m.total_numel()) * 4);
   int64_t file_total = 0;
   for (const auto& r : m.ranks) file_total += r.bytes;
-  sizes += " (fp32 each); " + std::to_string(m.ranks.size()) + " rank files, " + size_text(double(file_total)) + " in all";
+  sizes += " (fp32 each); " + std::to_string(m.ranks.size()) + (m.ranks.size() == 1 ? " rank file, " : " rank files, ") +
+           size_text(double(file_total)) + " in all";
   line(sizes);
   line("  rank files:");
   for (const auto& r : m.ranks) {

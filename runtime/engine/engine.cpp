@@ -302,6 +302,10 @@ void Engine::write_state(StateArray a, int u, int64_t begin, int64_t n, const fl
   s_->optimizer->write_state(a, u, begin, n, in);
 }
 
+float* Engine::host_state(StateArray a, int u, int64_t begin, int64_t n) {
+  return s_->optimizer->host_state(a, u, begin, n);
+}
+
 void Engine::params_from_master() {
   State& s = *s_;
   const Partition& p = *s.part;

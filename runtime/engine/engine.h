@@ -117,7 +117,10 @@ class Engine {
   bool has_state(StateArray a) const;
   void read_state(StateArray a, int u, int64_t begin, int64_t n, float* out);
   void write_state(StateArray a, int u, int64_t begin, int64_t n, const float* in);
-  // After write_state: every unit's working parameters rebuilt from the master through the path the
+  // Where those elements live as fp32 host memory a checkpoint load may fill in place, or null
+  // (ShardOptimizer::host_state).
+  float* host_state(StateArray a, int u, int64_t begin, int64_t n);
+  // After write_state (or a write through host_state): every unit's working parameters rebuilt from the master through the path the
   // engine's setup takes (rounded to the working type, offload copies written), gathered as the
   // stage keeps them (stages 1–2: the full unit from every rank's shard). Collective.
   void params_from_master();

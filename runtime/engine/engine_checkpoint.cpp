@@ -61,6 +61,10 @@ void EngineCheckpoint::write(const std::string& array, const ElementRange& r, co
   engine_.write_state(array_of(array), r.unit, state_begin(r, needed_, "needed"), r.n, in);
 }
 
+float* EngineCheckpoint::write_target(const std::string& array, const ElementRange& r) {
+  return engine_.host_state(array_of(array), r.unit, state_begin(r, needed_, "needed"), r.n);
+}
+
 nlohmann::json EngineCheckpoint::counters() const {
   const Engine::Counters c = engine_.counters();
   nlohmann::json j = kept_;

@@ -33,6 +33,9 @@ class EngineCheckpoint final : public ShardedState {
   std::vector<ElementRange> needed() const override { return needed_; }
   void read(const std::string& array, const ElementRange& r, float* out) override;
   void write(const std::string& array, const ElementRange& r, const float* in) override;
+  // The optimizer's own host storage of the range (backend memory on the CPU backend, or the
+  // offloaded host arrays), or null for NVMe records and device memory.
+  float* write_target(const std::string& array, const ElementRange& r) override;
   void commit() override { engine_.params_from_master(); }
   nlohmann::json counters() const override;
   // Restores step, applied/skipped counts and the fp16 scaler. Bad types are a UserError naming the

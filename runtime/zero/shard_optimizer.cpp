@@ -316,13 +316,25 @@ void ShardOptimizer::write_state(StateArray a, int u, int64_t begin, int64_t n, 
   access_state(a, u, begin, n, const_cast<float*>(in), true);
 }
 
-void ShardOptimizer::access_state(StateArray a, int u, int64_t begin, int64_t n, float* host, bool write) {
+void ShardOptimizer::check_state_range(StateArray a, int u, int64_t begin, int64_t n) const {
   const UnitPart& up = z_.part.unit(u);
   if (!has_state(a)) throw std::invalid_argument("ShardOptimizer: this optimizer keeps no such state array");
   if (begin < 0 || n < 0 || begin + n > up.state_valid)
     throw std::out_of_range("ShardOptimizer: state range [" + std::to_string(begin) + ", " + std::to_string(begin + n) +
                             ") of unit " + std::to_string(u) + " is outside its " + std::to_string(up.state_valid) +
                             " real elements");
+}
+
+float* ShardOptimizer::host_state(StateArray a, int u, int64_t begin, int64_t n) {
+  check_state_range(a, u, begin, n);
+  const UnitPart& up = z_.part.unit(u);
+  if (up.state == StateHome::Nvme || up.device_update) return nullptr;
+  return (a == StateArray::Master ? master_ : a == StateArray::Moment1 ? m_ : v_)[size_t(u)] + begin;
+}
+
+void ShardOptimizer::access_state(StateArray a, int u, int64_t begin, int64_t n, float* host, bool write) {
+  const UnitPart& up = z_.part.unit(u);
+  check_state_range(a, u, begin, n);
   if (n == 0) return;
   if (up.state != StateHome::Nvme) {
     float* base = (a == StateArray::Master ? master_ : a == StateArray::Moment1 ? m_ : v_)[size_t(u)] + begin;

@@ -101,6 +101,10 @@ class ShardOptimizer {
   bool has_state(StateArray a) const;
   void read_state(StateArray a, int u, int64_t begin, int64_t n, float* out);
   void write_state(StateArray a, int u, int64_t begin, int64_t n, const float* in);
+  // The same elements where they live as plain fp32 host memory that may be written in place
+  // between steps (a checkpoint load reads into it), or null where they do not: NVMe records and
+  // device memory are reached through write_state only. Never a scratch copy.
+  float* host_state(StateArray a, int u, int64_t begin, int64_t n);
   uint64_t grad_bytes_to_host() const { return transfer_ ? transfer_->grad_bytes_out() : 0; }
 
  private:
@@ -122,6 +126,7 @@ class ShardOptimizer {
   std::vector<float*> host_grads(const ReducedGrads& grads);
   void host_update(int u, int64_t begin, int64_t n, float* p, const float* g, float* m, float* v);
   void lamb_step(const std::vector<float*>& g, const LambHyper& h);  // shard_lamb.cpp
+  void check_state_range(StateArray a, int u, int64_t begin, int64_t n) const;
   void access_state(StateArray a, int u, int64_t begin, int64_t n, float* host, bool write);
 
   ZeroContext& z_;

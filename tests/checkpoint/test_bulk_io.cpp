@@ -85,8 +85,12 @@ TEST(BulkIo, SavesDirectWhereTakenAndLoadsBothWaysAtAnyWorldSize) {
         EXPECT_EQ(c.commits, world);
         EXPECT_GE(c.bytes_read - c.header_bytes, c.bytes_needed);
         for (const auto& res : c.results) {
-          if (direct && takes_direct(dir.path())) EXPECT_GT(res.io.direct_bytes, 0);
-          if (!direct) EXPECT_EQ(res.io.direct_bytes, 0);
+          if (direct && takes_direct(dir.path())) {
+            EXPECT_GT(res.io.direct_bytes, 0);
+          }
+          if (!direct) {
+            EXPECT_EQ(res.io.direct_bytes, 0);
+          }
         }
       }
 }

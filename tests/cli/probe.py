@@ -171,8 +171,11 @@ def sigterm_resume(root, cfg, swap):
     name = "sigterm_resume"
     if ONLY and name not in ONLY:
         return
-    total = 30
-    job = MPI + ["-np", "2", ZT, "--config", cfg] + FLAGS + ["--steps", str(total), "--eval-every", "0"]
+    # The small model (about 0.1 s a step here, 20x tiny's): the signal, sent once step 10 is
+    # printed, must land before the run's last step (tiny ran its 30 steps before it did).
+    total = 40
+    job = MPI + ["-np", "2", ZT, "--config", cfg] + with_flag(FLAGS, "--model", "small") + [
+        "--steps", str(total), "--eval-every", "0"]
     save = os.path.join(root, "resume_ckpt")
     got_rc, out, _ = run(job + ["--save", save], 30, fault=signal_ranks(signal.SIGTERM, [0, 1]), wait_for=r"step +10/")
     problems, at = [], 0
