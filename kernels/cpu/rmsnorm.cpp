@@ -11,7 +11,7 @@ namespace zt::cpu {
 
 namespace {
 
-constexpr int kRowBlock = 16;  // rows per task
+constexpr int kRmsRowBlock = 16;  // rows per task
 
 // Normalises row x (its sum of squares known) into o: out = w ∘ (x · r), r = 1/sqrt(mean(x²) + eps),
 // the order of transformers' LlamaRMSNorm.
@@ -96,26 +96,26 @@ ZT_SIMD_DISPATCH(rms_bwd_params,
 }  // namespace
 
 void rmsnorm_forward(float* out, float* rstd, const float* inp, const float* w, int N, int C, float eps) {
-  const int blocks = (N + kRowBlock - 1) / kRowBlock;
+  const int blocks = (N + kRmsRowBlock - 1) / kRmsRowBlock;
 #pragma omp parallel for schedule(static)
-  for (int k = 0; k < blocks; ++k) rms_fwd(out, rstd, inp, w, k * kRowBlock, std::min(N, (k + 1) * kRowBlock), C, eps);
+  for (int k = 0; k < blocks; ++k) rms_fwd(out, rstd, inp, w, k * kRmsRowBlock, std::min(N, (k + 1) * kRmsRowBlock), C, eps);
 }
 
 void residual_rmsnorm_forward(float* resid, float* out, float* rstd, const float* a, const float* b, const float* w,
                               int N, int C, float eps) {
-  const int blocks = (N + kRowBlock - 1) / kRowBlock;
+  const int blocks = (N + kRmsRowBlock - 1) / kRmsRowBlock;
 #pragma omp parallel for schedule(static)
   for (int k = 0; k < blocks; ++k)
-    resid_rms_fwd(resid, out, rstd, a, b, w, k * kRowBlock, std::min(N, (k + 1) * kRowBlock), C, eps);
+    resid_rms_fwd(resid, out, rstd, a, b, w, k * kRmsRowBlock, std::min(N, (k + 1) * kRmsRowBlock), C, eps);
 }
 
 void rmsnorm_backward(float* dinp, float* dw, const float* dout, const float* inp, const float* w, const float* rstd,
                       int N, int C) {
   if (dinp) {
-    const int blocks = (N + kRowBlock - 1) / kRowBlock;
+    const int blocks = (N + kRmsRowBlock - 1) / kRmsRowBlock;
 #pragma omp parallel for schedule(static)
     for (int k = 0; k < blocks; ++k)
-      rms_bwd_rows(dinp, dout, inp, w, rstd, k * kRowBlock, std::min(N, (k + 1) * kRowBlock), C);
+      rms_bwd_rows(dinp, dout, inp, w, rstd, k * kRmsRowBlock, std::min(N, (k + 1) * kRmsRowBlock), C);
   }
   if (dw) {
     const int chunks = (C + kChannelChunk - 1) / kChannelChunk;

@@ -13,7 +13,7 @@ namespace zt::cpu {
 
 namespace {
 
-constexpr int kRowBlock = 32;  // (b, t) rows per task
+constexpr int kRopeRowBlock = 32;  // (b, t) rows per task
 
 // Rows r0..r1 of B·T (position t = r mod T): each of the first `heads` heads rotated by θ (forward)
 // or by −θ (inverse: the gradient's transform), pairs (i, i + hd/2).
@@ -58,10 +58,10 @@ void rope(float* x, const float* cos, const float* sin, int B, int T, int heads,
     throw std::invalid_argument("rope: head size " + std::to_string(hd) + " must be even and " +
                                 std::to_string(heads) + " heads must fit the row of " + std::to_string(row_stride));
   const int rows = B * T;
-  const int blocks = (rows + kRowBlock - 1) / kRowBlock;
+  const int blocks = (rows + kRopeRowBlock - 1) / kRopeRowBlock;
 #pragma omp parallel for schedule(static)
   for (int k = 0; k < blocks; ++k)
-    rope_rows(x, cos, sin, k * kRowBlock, std::min(rows, (k + 1) * kRowBlock), T, heads, hd, row_stride, inverse);
+    rope_rows(x, cos, sin, k * kRopeRowBlock, std::min(rows, (k + 1) * kRopeRowBlock), T, heads, hd, row_stride, inverse);
 }
 
 }  // namespace

@@ -11,7 +11,7 @@ namespace zt::cpu {
 
 namespace {
 
-constexpr int kRowBlock = 8;  // rows per task
+constexpr int kSwigluRowBlock = 8;  // rows per task
 
 ZT_SIMD_INLINE float sigmoid(float g) { return 1.0f / (1.0f + vm::exp(-g)); }
 
@@ -49,16 +49,16 @@ ZT_SIMD_DISPATCH(swiglu_bwd, (float* dgu, const float* dout, const float* gu, in
 }  // namespace
 
 void swiglu_forward(float* out, const float* gate_up, int N, int F) {
-  const int blocks = (N + kRowBlock - 1) / kRowBlock;
+  const int blocks = (N + kSwigluRowBlock - 1) / kSwigluRowBlock;
 #pragma omp parallel for schedule(static)
-  for (int k = 0; k < blocks; ++k) swiglu_fwd(out, gate_up, k * kRowBlock, std::min(N, (k + 1) * kRowBlock), F);
+  for (int k = 0; k < blocks; ++k) swiglu_fwd(out, gate_up, k * kSwigluRowBlock, std::min(N, (k + 1) * kSwigluRowBlock), F);
 }
 
 void swiglu_backward(float* dgate_up, const float* dout, const float* gate_up, int N, int F) {
-  const int blocks = (N + kRowBlock - 1) / kRowBlock;
+  const int blocks = (N + kSwigluRowBlock - 1) / kSwigluRowBlock;
 #pragma omp parallel for schedule(static)
   for (int k = 0; k < blocks; ++k)
-    swiglu_bwd(dgate_up, dout, gate_up, k * kRowBlock, std::min(N, (k + 1) * kRowBlock), F);
+    swiglu_bwd(dgate_up, dout, gate_up, k * kSwigluRowBlock, std::min(N, (k + 1) * kSwigluRowBlock), F);
 }
 
 }  // namespace zt::cpu
