@@ -16,6 +16,7 @@
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/cpu_ops.h"
 #include "kernels/cpu/simd.h"
+#include "tests/model/simd_levels.h"
 #include "kernels/cpu/vec_math.h"
 #include "tests/model/random_values.h"
 
@@ -142,21 +143,6 @@ TEST(CpuVecMath, GeluAndItsGradientMatchTheTanhFormInFloat64) {
   EXPECT_LE(worst_g, 2e-6);
 }
 
-// Runs `f` at every SIMD level this CPU supports and at the scalar one, restoring the level.
-template <class F>
-void for_each_level(F f) {
-  const cpu::SimdLevel before = cpu::simd_level();
-  for (cpu::SimdLevel l : {cpu::SimdLevel::Scalar, cpu::SimdLevel::Avx2, cpu::SimdLevel::Avx512}) {
-    if (!cpu::simd_level_supported(l)) {
-      std::printf("SIMD level %s: not supported by this CPU, not compared\n", cpu::simd_level_name(l));
-      continue;
-    }
-    cpu::set_simd_level(l);
-    f(l);
-  }
-  cpu::set_simd_level(before);
-}
-
 TEST(CpuSimdLevels, EveryVariantAgreesWithScalar) {
   std::printf("SIMD level the backend runs here: %s\n", cpu::simd_level_name(cpu::simd_level()));
   const int C = 200, T = 70, NH = 2, Vp = 128, V = 97;
@@ -191,7 +177,7 @@ TEST(CpuSimdLevels, EveryVariantAgreesWithScalar) {
     return o;
   };
   Out ref;
-  for_each_level([&](cpu::SimdLevel l) {
+  test::for_each_simd_level([&](cpu::SimdLevel l) {
     SCOPED_TRACE(cpu::simd_level_name(l));
     Out o = run();
     if (l == cpu::SimdLevel::Scalar) {

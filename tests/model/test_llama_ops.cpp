@@ -24,6 +24,7 @@
 #include "kernels/op_record.h"
 #include "kernels/rope_table.h"
 #include "tests/model/random_values.h"
+#include "tests/model/simd_levels.h"
 
 namespace zt {
 namespace {
@@ -467,20 +468,6 @@ TEST(LlamaOps, EmbeddingWithoutPositionTable) {
 // ---------------------------------------------------------------------------------------------
 // SIMD variants
 
-template <class F>
-void for_each_level(F f) {
-  const cpu::SimdLevel before = cpu::simd_level();
-  for (cpu::SimdLevel l : {cpu::SimdLevel::Scalar, cpu::SimdLevel::Avx2, cpu::SimdLevel::Avx512}) {
-    if (!cpu::simd_level_supported(l)) {
-      std::printf("SIMD level %s: not supported by this CPU, not compared\n", cpu::simd_level_name(l));
-      continue;
-    }
-    cpu::set_simd_level(l);
-    f(l);
-  }
-  cpu::set_simd_level(before);
-}
-
 TEST(LlamaOps, EverySimdVariantAgreesWithScalar) {
   const int N = 45, C = 200, F = 133;
   const RopeCase r{2, 19, 4, 2, 64};
@@ -513,7 +500,7 @@ TEST(LlamaOps, EverySimdVariantAgreesWithScalar) {
     return o;
   };
   Out ref;
-  for_each_level([&](cpu::SimdLevel l) {
+  test::for_each_simd_level([&](cpu::SimdLevel l) {
     SCOPED_TRACE(cpu::simd_level_name(l));
     Out o = run();
     if (l == cpu::SimdLevel::Scalar) {
