@@ -91,9 +91,8 @@ std::vector<ElementRange> checkpoint_needed_ranges(const ModelConfig& model, con
   return out;
 }
 
-uint64_t planned_unit_buffer_bytes(const ModelConfig& model, const EngineOptions& o, int world_size,
-                                   size_t element_bytes) {
-  const ShardMap map(unit_specs(build_unit_layouts(model)), world_size, 0, o.shard_alignment);
+// One step's walk for the buffer plan and the communication predictor.
+static UnitBufferWalk unit_buffer_walk(const ShardMap& map, const ModelConfig& model, const EngineOptions& o) {
   UnitBufferWalk walk;
   for (int u = 0; u < map.units(); ++u) {
     walk.padded.push_back(map.shard(u).padded);
@@ -104,6 +103,13 @@ uint64_t planned_unit_buffer_bytes(const ModelConfig& model, const EngineOptions
   walk.reduce = o.reduce;
   walk.gather = o.gather;
   walk.tied_head = model.tied_embeddings;
+  return walk;
+}
+
+uint64_t planned_unit_buffer_bytes(const ModelConfig& model, const EngineOptions& o, int world_size,
+                                   size_t element_bytes) {
+  const ShardMap map(unit_specs(build_unit_layouts(model)), world_size, 0, o.shard_alignment);
+  const UnitBufferWalk walk = unit_buffer_walk(map, model, o);
   // Between steps, when ranks hold shards, the checksum, the export and a checkpoint load gather one
   // unit at a time in fp32 beside the pool (State::gather_unit).
   const bool sharded_master = stage_traits(o.zero.stage).shards_optimizer;  // Partition::all_reduces_grads() is false
@@ -116,6 +122,10 @@ Engine::State::State(const ModelConfig& model_config, const EngineOptions& optio
     : model_cfg(model_config), opt(options), backend(backend_in), comm(comm_in), ledger(backend_in),
       pinned(pinned_options(options, setup_warnings)) {
   check_options(opt);
+  topology = NodeTopology::make(comm.world_size(), opt.ranks_per_node > 0 ? opt.ranks_per_node : comm.world_size());
+  std::vector<int> everyone(static_cast<size_t>(comm.world_size()), 0);
+  for (int r = 0; r < comm.world_size(); ++r) everyone[size_t(r)] = r;
+  world_links = LinkModel(topology, everyone);
   comm.set_compute_stream(backend.native_stream());  // NCCL: collectives wait for the kernels before them
   model = std::make_unique<GPT2>(model_cfg, backend, ModelRunOptions{opt.micro_batch, opt.checkpoint_activations});
   ledger.record_external(MemCategory::Activations, model->activation_bytes());
@@ -218,6 +228,28 @@ const EngineOptions& Engine::options() const { return s_->opt; }
 int64_t Engine::applied_steps() const { return s_->optimizer->counters().applied; }
 int64_t Engine::params() const { return s_->part->map().total_numel(); }
 uint64_t Engine::expected_comm_bytes_per_step() const { return s_->part->expected_comm_bytes_per_step(s_->z->element_bytes()); }
+
+LinkBytes Engine::expected_link_bytes_per_step() const {
+  const Partition& p = *s_->part;
+  const size_t es = s_->z->element_bytes();
+  Partition::CommVolumes v = p.expected_comm_volumes_per_step(es);
+  const int W = p.world_size();
+  // Stage 3's gathers as the gather schedule issues them (the tied head's and persistence's
+  // differences from 2Ψ included), for one micro-step as the partition's volumes are.
+  if (p.stage() == 3 && W > 1) {
+    EngineOptions one = s_->opt;
+    one.grad_accum = 1;
+    v.bytes[int(CommOp::AllGather)] = uint64_t(unit_gather_elements_per_step(unit_buffer_walk(p.map(), s_->model_cfg, one))) * es;
+  }
+  if (W > 1) {
+    const uint64_t scalar_exchange = 8ull * uint64_t(W);  // one double from every rank
+    v.bytes[int(CommOp::AllGather)] += scalar_exchange;   // the step's loss
+    if (p.norm_ranks().size() == 1) v.bytes[int(CommOp::AllGather)] += scalar_exchange;  // the norm's partials
+  }
+  return s_->world_links.split(v.bytes);
+}
+
+const NodeTopology& Engine::topology() const { return s_->topology; }
 int64_t Engine::grad_buckets() const { return int64_t(s_->reducer->buckets().size()); }
 int64_t Engine::param_sync_buckets() const { return int64_t(s_->gatherer->sync_buckets().size()); }
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "collectives/communicator.h"
+#include "collectives/topology.h"
 #include "kernels/backend.h"
 #include "runtime/engine/engine_options.h"
 #include "runtime/zero/memory_ledger.h"
@@ -41,6 +42,9 @@ struct StepStats {
   int64_t skipped_total = 0;
   uint64_t comm_bytes[kCommOpCount] = {};  // this rank's algorithm bytes, this step
   uint64_t comm_calls[kCommOpCount] = {};
+  // The job's bytes on intra-node and inter-node links this step (LinkModel over comm_bytes: every
+  // rank reports the same totals).
+  LinkBytes comm_links;
   double seconds = 0;
   // wall_clock_breakdown: compute and the time spent waiting for communication.
   double forward_s = 0, backward_s = 0, reduce_wait_s = 0, gather_wait_s = 0, optimizer_s = 0;
@@ -101,6 +105,12 @@ class Engine {
   // expected_comm_bytes_per_step; accumulation repeats the stage 2–3 reductions and stage 3 gathers
   // per micro-step). Element bytes of the working type.
   uint64_t expected_comm_bytes_per_step() const;
+  // What StepStats::comm_links will read for one step of one micro-step: the partition's volumes
+  // plus the engine's own scalar exchanges (the step's loss, and the norm's per-rank partials where
+  // ranks hold shards: 8 bytes per rank each, as all-gathers), split by the link model. Lamb's
+  // per-tensor trust-ratio exchange is not in it.
+  LinkBytes expected_link_bytes_per_step() const;
+  const NodeTopology& topology() const;
 
   // --- checkpoints (runtime/engine/engine_checkpoint.h maps these onto a ShardedState) ---------
   // The run's counters between steps: steps taken, updates applied, fp16 overflow skips, and the

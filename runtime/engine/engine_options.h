@@ -50,6 +50,10 @@ struct EngineOptions {
   bool prescale_gradients = false;
   double gradient_predivide_factor = 1.0;
   OffloadOptions offload;
+  // Ranks per node n: ranks 0..n-1 share the first node, and so on (NodeTopology); the bytes of
+  // every collective are split by link class with it. 0: every rank on one node. Not a ds_config
+  // key: the launcher's fact (--ranks-per-node, ZT_RANKS_PER_NODE, or MPI's shared-memory split).
+  int ranks_per_node = 0;
   bool checkpoint_activations = false;
   bool trace = false;  // record a timeline (Engine::trace())
   uint64_t seed = 1234;

@@ -6,6 +6,7 @@
 #include <memory>
 #include <vector>
 
+#include "collectives/topology.h"
 #include "offload/pinned_memory.h"
 #include "runtime/engine/engine.h"
 #include "runtime/model/gpt2.h"
@@ -28,6 +29,8 @@ struct Engine::State {
   EngineOptions opt;
   Backend& backend;
   Communicator& comm;
+  NodeTopology topology;  // opt.ranks_per_node over the world
+  LinkModel world_links;  // flat collectives on `comm`, all ranks in one ring
   MemoryLedger ledger;  // declared before every object that allocates through it
   std::vector<std::string> setup_warnings;  // what setup found (pinning refused), for the run to print once
   std::unique_ptr<GPT2> model;

@@ -96,6 +96,7 @@ StepStats Engine::train_step(const BatchFn& fill) {
     st.comm_bytes[i] = after.op[i].bytes - before.op[i].bytes;
     st.comm_calls[i] = after.op[i].calls - before.op[i].calls;
   }
+  st.comm_links = s.world_links.split(st.comm_bytes);
   const StepTimes& times = s.z->times;
   st.forward_s = times.forward_s;
   st.backward_s = times.backward_s;

@@ -124,13 +124,28 @@ Footprint Partition::footprint(size_t wb) const {
   return f;
 }
 
-uint64_t Partition::expected_comm_bytes_per_step(size_t es) const {
+Partition::CommVolumes Partition::expected_comm_volumes_per_step(size_t es) const {
   const uint64_t full = uint64_t(map().total_padded()) * es;
+  CommVolumes v;
   switch (cfg_.stage) {
-    case 0: return full;      // all-reduce: algorithm bytes = buffer bytes (bus traffic 2(n-1)/n of it)
-    case 3: return 3 * full;  // all-gather forward + all-gather backward + reduce-scatter
-    default: return 2 * full; // reduce-scatter + all-gather
+    case 0:  // all-reduce: algorithm bytes = buffer bytes (bus traffic 2(n-1)/n of it)
+      v.bytes[int(CommOp::AllReduce)] = full;
+      break;
+    case 3:  // all-gather forward + all-gather backward + reduce-scatter
+      v.bytes[int(CommOp::AllGather)] = 2 * full;
+      v.bytes[int(CommOp::ReduceScatter)] = full;
+      break;
+    default:  // reduce-scatter + all-gather
+      v.bytes[int(CommOp::AllGather)] = full;
+      v.bytes[int(CommOp::ReduceScatter)] = full;
   }
+  return v;
+}
+
+uint64_t Partition::expected_comm_bytes_per_step(size_t es) const {
+  uint64_t total = 0;
+  for (uint64_t b : expected_comm_volumes_per_step(es).bytes) total += b;
+  return total;
 }
 
 }  // namespace zt

@@ -11,6 +11,7 @@
 #include "base/dtype.h"
 #include "base/offload.h"
 #include "base/optimizer.h"
+#include "collectives/communicator.h"
 #include "runtime/zero/shard_map.h"
 #include "runtime/zero/stage_traits.h"
 #include "runtime/zero/zero_options.h"
@@ -115,6 +116,11 @@ class Partition {
   // all-reduces Ψ, stages 1–2 reduce-scatter and all-gather Ψ each, stage 3 all-gathers 2Ψ and
   // reduce-scatters Ψ (no reuse; a tied head adds the embedding's gathers).
   uint64_t expected_comm_bytes_per_step(size_t elem_bytes) const;
+  // The same volumes per collective (CommOp order), which the link model splits by link class.
+  struct CommVolumes {
+    uint64_t bytes[kCommOpCount] = {};
+  };
+  CommVolumes expected_comm_volumes_per_step(size_t elem_bytes) const;
 
  private:
   PartitionConfig cfg_;

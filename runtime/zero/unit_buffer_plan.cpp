@@ -49,6 +49,8 @@ class StepWalk {
       for (const BucketPiece& piece : b.pieces) ++buckets_of_unit_[size_t(piece.unit)];
   }
 
+  int64_t gathered_elements() const { return gathered_elements_; }
+
   void run() {
     for (int micro = 0; micro < w_.micro_steps; ++micro) {
       forward();
@@ -93,6 +95,7 @@ class StepWalk {
   void gather(int u) {
     if (gathered_[size_t(u)]) return;
     gathered_[size_t(u)] = true;
+    gathered_elements_ += w_.padded[size_t(u)];
     pool_.acquire(w_.padded[size_t(u)]);
     live_ += w_.padded[size_t(u)];
   }
@@ -154,7 +157,7 @@ class StepWalk {
   GatherSchedule schedule_;
   int U_;
   std::vector<bool> gathered_, grad_;
-  int64_t live_ = 0;
+  int64_t live_ = 0, gathered_elements_ = 0;
   BucketStream stream_;
   std::vector<int> buckets_of_unit_, pending_;
   std::deque<size_t> in_flight_;
@@ -167,6 +170,13 @@ int64_t unit_buffer_peak_elements(const UnitBufferWalk& walk) {
   CountingPool pool;
   StepWalk(walk, pool).run();
   return pool.held_elements();
+}
+
+int64_t unit_gather_elements_per_step(const UnitBufferWalk& walk) {
+  CountingPool pool;
+  StepWalk w(walk, pool);
+  w.run();
+  return w.gathered_elements();
 }
 
 }  // namespace zt

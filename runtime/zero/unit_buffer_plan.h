@@ -38,5 +38,9 @@ struct UnitBufferWalk {
 };
 
 int64_t unit_buffer_peak_elements(const UnitBufferWalk& walk);
+// The elements stage 3's gatherer fetches in one step of the same walk (every micro-step's forward
+// and backward, a tied head's second fetch of the embedding, less what persistence and reuse keep);
+// 0 below stage 3. The communication predictor's all-gather volume.
+int64_t unit_gather_elements_per_step(const UnitBufferWalk& walk);
 
 }  // namespace zt

@@ -47,6 +47,8 @@ TEST_P(Accounting, StepBytesAreTheZeroVolumesAndResidentBytesMatchThePlan) {
     EXPECT_EQ(st.comm_bytes[int(CommOp::AllGather)], expect_ag);
   }
   EXPECT_EQ(probe.expected_comm_bytes_per_step(), expect_ar + expect_rs + expect_ag - control);
+  EXPECT_EQ(probe.topology().nodes(), 1) << "ranks_per_node 0: one node";
+  for (const auto& st : r.stats) EXPECT_EQ(st.comm_links.inter, 0u);
 
   PlanInput in;
   in.params = psi;
@@ -68,6 +70,38 @@ TEST_P(Accounting, StepBytesAreTheZeroVolumesAndResidentBytesMatchThePlan) {
   EXPECT_EQ(m[MemCategory::Master], 0u) << "fp32 on the CPU backend updates the working params in place";
   if (W > 1 && stage >= 1) {
     EXPECT_LT(double(m[MemCategory::Optimizer]), plan.device_optimizer * W / 1.5);
+  }
+}
+
+// Bytes per link class: for every way of cutting the world into nodes, each step's measured split
+// equals the predictor's, and both equal the ring model worked by hand: of the W hops of a flat
+// collective, one per node crosses (none on one node), each carrying (W-1)/W of the algorithm bytes
+// (twice that for stage 0's all-reduce).
+TEST_P(Accounting, BytesPerLinkClassEqualThePredictorForEveryNodeSize) {
+  const int stage = GetParam();
+  const int W = world().comm->world_size();
+  const ModelConfig model = tiny_model(/*tied=*/true);
+  for (int n = 1; n <= W; ++n) {
+    if (W % n) continue;
+    EngineOptions o = base_options(stage, 1, DType::F32, true);
+    o.gather.persistence_threshold = 0;
+    o.gather.max_reuse_distance = 0;
+    o.ranks_per_node = n;
+    const RunResult r = run_engine(model, o, 2);
+    Engine probe(model, o, *world().backend, *world().comm);
+    const LinkBytes want = probe.expected_link_bytes_per_step();
+    const int nodes = W / n;
+    uint64_t algorithm = 0;
+    for (const auto& st : r.stats) {
+      EXPECT_EQ(st.comm_links.intra, want.intra) << "n = " << n;
+      EXPECT_EQ(st.comm_links.inter, want.inter) << "n = " << n;
+      algorithm = 0;
+      for (int i = 0; i < kCommOpCount; ++i) algorithm += st.comm_bytes[i] * (CommOp(i) == CommOp::AllReduce ? 2 : 1);
+    }
+    const uint64_t crossing = nodes > 1 ? uint64_t(nodes) : 0;
+    EXPECT_EQ(want.inter, algorithm * (W - 1) * crossing / W) << "n = " << n;
+    EXPECT_EQ(want.intra, algorithm * (W - 1) * (W - crossing) / W) << "n = " << n;
+    if (nodes > 1) EXPECT_GT(want.inter, 0u);
   }
 }
 
