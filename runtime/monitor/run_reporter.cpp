@@ -171,6 +171,10 @@ void RunReporter::start() {
           {"samples_per_step", samples_per_step_},
           {"tokens_per_step", tokens_per_step_},
           {"expected_comm_bytes_per_step", engine_.expected_comm_bytes_per_step()},
+          {"ranks_per_node", engine_.topology().ranks_per_node},
+          {"nodes", engine_.topology().nodes()},
+          {"expected_comm_bytes_intra_per_step", engine_.expected_link_bytes_per_step().intra},
+          {"expected_comm_bytes_inter_per_step", engine_.expected_link_bytes_per_step().inter},
           {"units", units_json()},
           {"plan", plan_to_json(*s_.plan)},
           {"allocated", mem_counts_json(engine_.ledger().current())},
@@ -215,6 +219,8 @@ std::vector<MonitorEvent> RunReporter::events(const StepStats& st, double rate) 
       {"Train/Samples/comm_bytes_all_reduce", double(st.comm_bytes[int(CommOp::AllReduce)]), x},
       {"Train/Samples/comm_bytes_reduce_scatter", double(st.comm_bytes[int(CommOp::ReduceScatter)]), x},
       {"Train/Samples/comm_bytes_all_gather", double(st.comm_bytes[int(CommOp::AllGather)]), x},
+      {"Train/Samples/comm_bytes_intra", double(st.comm_links.intra), x},
+      {"Train/Samples/comm_bytes_inter", double(st.comm_links.inter), x},
   };
   if (s_.eo->zero.precision == DType::F16) e.push_back({"Train/Samples/loss_scale", st.loss_scale, x});
   if (s_.cfg->wall_clock_breakdown.value) {
@@ -261,6 +267,8 @@ double RunReporter::after_step(const StepStats& st) {
           {"tokens_per_s", rate},
           {"comm_bytes", comm_json(st.comm_bytes)},
           {"comm_calls", comm_json(st.comm_calls)},
+          {"comm_bytes_intra", st.comm_links.intra},
+          {"comm_bytes_inter", st.comm_links.inter},
           {"comm_busy_s", busy},
           {"mem_peak", st.mem_peak}};
   if (!process.is_null()) step_record["process"] = process;

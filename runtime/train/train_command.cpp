@@ -1,6 +1,7 @@
 // register_train: the root app's training options (config, model shape, data, backend, metrics;
 // the "auto" flags) and the root callback that runs the ZeRO engine when no subcommand is given.
 #include <CLI/CLI.hpp>
+#include <cstdlib>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -31,7 +32,30 @@ struct TrainFlags {
   std::string backend = "auto";
   std::string comm = "auto";
   int threads = 0;
+  int ranks_per_node = 0;  // --ranks-per-node; 0: ZT_RANKS_PER_NODE, else MPI's shared-memory split
 };
+
+// --ranks-per-node, else ZT_RANKS_PER_NODE, checked against the launcher's world size W: a divisor
+// of W, or 0 when neither is given (the run then takes MPI's shared-memory split).
+int resolve_ranks_per_node(int flag, int W) {
+  std::string where = "--ranks-per-node", text = std::to_string(flag);
+  int n = flag;
+  if (n == 0) {
+    const char* env = std::getenv("ZT_RANKS_PER_NODE");
+    if (!env || !*env) return 0;
+    where = "ZT_RANKS_PER_NODE";
+    text = env;
+    char* end = nullptr;
+    const long v = std::strtol(env, &end, 10);
+    n = (*end == '\0' && v > 0 && v <= W) ? int(v) : -1;
+  }
+  if (n < 1 || W % n != 0)
+    throw UserError(where, text, "ranks per node must be a whole number of at least 1 that divides the world size " +
+                                     std::to_string(W),
+                    "give a divisor of " + std::to_string(W) + ", e.g. " + where + (where[0] == '-' ? " " : "=") +
+                        std::to_string(W));
+  return n;
+}
 
 // The command line's own checks, before MPI starts: every rank of the job finds the same problem, so
 // launcher rank 0 alone reports it.
@@ -40,11 +64,19 @@ void check_command_line(TrainFlags& f) {
     std::string unused;
     resolve_backend(f.backend, unused);  // an unknown name
     f.run.model = f.recorded_model ? *f.recorded_model : resolve_model(f.model);
+    f.ranks_per_node = resolve_ranks_per_node(f.ranks_per_node, Bootstrap::launcher_world_size());
   } catch (const UserError&) {
     const FailureText f = describe_failure(std::current_exception());
     if (Bootstrap::launcher_rank() == 0) write_all(stderr, f.text);
     throw ReportedError(f.exit_code);
   }
+}
+
+void add_ranks_per_node_flag(CLI::App& app, TrainFlags& f) {
+  app.add_option("--ranks-per-node", f.ranks_per_node,
+                 "Ranks per node n: ranks 0..n-1 are the first node, and so on; every collective's bytes are split into "
+                 "intra- and inter-node links with it (default: ZT_RANKS_PER_NODE, else the ranks MPI finds sharing "
+                 "this host's memory). On one machine, -np 8 --ranks-per-node 4 stands for two nodes");
 }
 
 int run(TrainFlags& f) {
@@ -65,6 +97,7 @@ int run(TrainFlags& f) {
   f.backend = resolve_backend(asked, why);
   if (asked == "auto" && boot.rank() == 0) std::printf("zerotrain: --backend auto: %s (%s)\n", f.backend.c_str(), why.c_str());
   f.run.local_ranks = boot.local_size();
+  f.run.ranks_per_node = f.ranks_per_node > 0 ? f.ranks_per_node : boot.local_size();
   // With N ranks on a host of C cores each rank uses C/N threads unless told otherwise.
   set_cpu_threads(f.threads > 0 ? f.threads : std::max(1, cpu_threads() / boot.local_size()));
   // --comm mpi on a GPU: MPI through pinned host buffers, so several ranks may share a GPU (local
@@ -139,6 +172,7 @@ void register_eval_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--comm", f->comm, "auto, mpi or nccl")->check(CLI::IsMember({"auto", "mpi", "nccl"}))
       ->capture_default_str();
   cmd->add_option("--threads", f->threads, "CPU threads per rank (default: cores / ranks on this host)");
+  add_ranks_per_node_flag(*cmd, *f);
   cmd->callback([f, where, &exit_code] {
     use_checkpoint_model(*f, where->checkpoint, where->tag);
     exit_code = run(*f);
@@ -179,6 +213,7 @@ void register_train(CLI::App& app, int& exit_code) {
       ->check(CLI::IsMember({"auto", "mpi", "nccl"}))
       ->capture_default_str();
   app.add_option("--threads", f->threads, "CPU threads per rank (default: cores / ranks on this host)");
+  add_ranks_per_node_flag(app, *f);
   auto& ck = f->run.checkpoint;
   app.add_option("--save", ck.save_dir,
                  "Save checkpoints into DIR (DIR/global_stepN, DIR/latest): at the end, every --save-every steps and "

@@ -232,6 +232,7 @@ void check_start(Started& started, const RunOptions& run, Communicator& comm, Ba
   if (problems.has_errors()) throw UserError(problems);
   started.warnings = format_report(problems);  // printed once for the job when every rank has started
   started.eo.trace = !run.trace_path.empty() && comm.rank() == 0;
+  started.eo.ranks_per_node = run.ranks_per_node;
   if (rank == 0 && !run.metrics_path.empty())
     started.metrics = std::make_unique<OutputFile>("--metrics", run.metrics_path);
   if (rank == 0 && !run.trace_path.empty()) started.trace = std::make_unique<OutputFile>("--trace", run.trace_path);

@@ -40,6 +40,9 @@ struct RunOptions {
   std::string trace_path;     // Chrome trace events of rank 0's steps (compute and collectives)
   bool print = true;          // rank 0's per-step lines
   int local_ranks = 1;        // ranks sharing this host (host RAM in the plan)
+  // Ranks per node (NodeTopology): the link class of every collective's bytes. 0: every rank on one
+  // node; the command line resolves --ranks-per-node, ZT_RANKS_PER_NODE or MPI's shared-memory split.
+  int ranks_per_node = 0;
   // --save, --save-every, --load, --load-tag, --init-from (the config's checkpoint block is added
   // by the run).
   ckpt::CheckpointSettings checkpoint;

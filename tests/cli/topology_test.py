@@ -1,0 +1,81 @@
+#!/usr/bin/env python3
+"""Node topology through the binary: at 8 ranks as two "nodes" of 4 (and 4 as two of 2) every step's
+--metrics record carries the bytes on intra- and inter-node links, equal to the predictor in the
+start record, the inter-node share the ring model's (one hop of every node's ring crosses); one node
+sends nothing between nodes; a --ranks-per-node or ZT_RANKS_PER_NODE that does not divide the world
+is refused once for the job, naming the value.
+Usage: topology_test.py ZEROTRAIN MPIRUN"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+ZT, MPIRUN = sys.argv[1], sys.argv[2]
+MPI = [MPIRUN, "-q", "--oversubscribe", "--bind-to", "none"] + (["--allow-run-as-root"] if os.geteuid() == 0 else [])
+ENV = dict(os.environ, OMP_NUM_THREADS="1", OMPI_MCA_mpi_yield_when_idle="1")
+ROOT = tempfile.mkdtemp(prefix="zt_topology_")
+FAILURES = []
+FLAGS = ["--model", "tiny", "--steps", "2", "--eval-every", "0", "--micro-batch", "2"]
+
+
+def check(ok, what):
+    print(("ok   " if ok else "FAIL ") + what)
+    if not ok:
+        FAILURES.append(what)
+
+
+def config(stage):
+    path = os.path.join(ROOT, "stage%d.json" % stage)
+    json.dump({"train_micro_batch_size_per_gpu": 2, "zero_optimization": {"stage": stage}}, open(path, "w"))
+    return path
+
+
+def run(np_, extra, env=None):
+    return subprocess.run(MPI + ["-np", str(np_), ZT] + FLAGS + extra, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, env=env or ENV, text=True, timeout=240)
+
+
+def records(path):
+    lines = [json.loads(l) for l in open(path)]
+    return [l for l in lines if l["event"] == "start"][0], [l for l in lines if l["event"] == "step"]
+
+
+try:
+    for np_, n, stage in [(8, 4, 3), (8, 4, 2), (4, 2, 0), (4, 2, 3), (8, 8, 3)]:
+        name = "np%d n%d stage %d" % (np_, n, stage)
+        m = os.path.join(ROOT, "m_%d_%d_%d.jsonl" % (np_, n, stage))
+        p = run(np_, ["--config", config(stage), "--ranks-per-node", str(n), "--metrics", m])
+        check(p.returncode == 0, name + ": the run finishes (rc %d)" % p.returncode)
+        if p.returncode != 0:
+            print(p.stdout[-2000:])
+            continue
+        start, steps = records(m)
+        nodes = np_ // n
+        check(start["ranks_per_node"] == n and start["nodes"] == nodes, name + ": the start record names the topology")
+        for s in steps:
+            total = s["comm_bytes_intra"] + s["comm_bytes_inter"]
+            check(s["comm_bytes_intra"] == start["expected_comm_bytes_intra_per_step"] and
+                  s["comm_bytes_inter"] == start["expected_comm_bytes_inter_per_step"],
+                  name + ": step %d's link bytes (%d, %d) equal the predictor's (%d, %d)" % (
+                      s["step"], s["comm_bytes_intra"], s["comm_bytes_inter"],
+                      start["expected_comm_bytes_intra_per_step"], start["expected_comm_bytes_inter_per_step"]))
+            # Algorithm bytes on every hop: (W-1)/W of each call, twice for an all-reduce.
+            algo = sum(v * (2 if k == "all_reduce" else 1) for k, v in s["comm_bytes"].items())
+            check(total == algo * (np_ - 1), name + ": the links carry (W-1) x the algorithm bytes")
+            crossing = nodes if nodes > 1 else 0
+            check(s["comm_bytes_inter"] == algo * (np_ - 1) * crossing // np_,
+                  name + ": %d of the ring's %d hops cross nodes" % (crossing, np_))
+    bad = run(8, ["--ranks-per-node", "3"])
+    msg = "--ranks-per-node = 3: ranks per node must be a whole number of at least 1 that divides the world size 8"
+    check(bad.returncode == 2 and bad.stdout.count(msg) == 1,
+          "--ranks-per-node 3 at 8 ranks: exit 2 and the message once (rc %d, %d copies)" % (bad.returncode, bad.stdout.count(msg)))
+    bad = run(4, [], env=dict(ENV, ZT_RANKS_PER_NODE="0"))
+    check(bad.returncode == 2 and bad.stdout.count("ZT_RANKS_PER_NODE = 0: ranks per node") == 1,
+          "ZT_RANKS_PER_NODE=0: exit 2 and the message once")
+finally:
+    shutil.rmtree(ROOT, ignore_errors=True)
+
+print("%d failure(s)" % len(FAILURES))
+sys.exit(1 if FAILURES else 0)
