@@ -65,6 +65,10 @@ size_t check_segments(CommOp op, const std::vector<Segment>& segments, int world
   return total;
 }
 
+std::unique_ptr<Communicator> Communicator::split(int, int) {
+  throw std::logic_error(name() + " communicator: split() is not available here");
+}
+
 uint64_t comm_algorithm_bytes(CommOp op, size_t count, DType t) {
   return op == CommOp::Barrier ? 0 : uint64_t(count) * dtype_size(t);
 }

@@ -99,6 +99,12 @@ class Communicator {
   void broadcast(void* b, size_t n, DType t, int root) { broadcast_async(b, n, t, root)->wait(); }
   void barrier() { barrier_async()->wait(); }
 
+  // A communicator over the ranks that pass the same `color` (>= 0), ranked by `key` and then by
+  // this communicator's rank, as MPI_Comm_split: the node and cross-node groups of a topology.
+  // Collective over this communicator; call it with no collective in flight. Its stats start at 0
+  // and are its own. Implementations that cannot split throw std::logic_error naming themselves.
+  virtual std::unique_ptr<Communicator> split(int color, int key);
+
   // Device implementations order every collective after the work already queued on this stream
   // (a cudaStream_t); host implementations ignore it.
   virtual void set_compute_stream(void* stream) {}

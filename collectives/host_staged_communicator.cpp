@@ -251,8 +251,12 @@ size_t run_elements(size_t chunk, size_t parts, size_t es) {
 
 HostStagedCommunicator::HostStagedCommunicator(std::unique_ptr<Communicator> inner, Backend& backend,
                                                offload::PinnedAllocatorOptions pin, uint64_t staging_cap)
-    : inner_(std::move(inner)), backend_(backend), staging_(std::make_shared<Staging>(std::move(pin), staging_cap)),
-      cap_(staging_cap) {}
+    : inner_(std::move(inner)), backend_(backend), staging_(std::make_shared<Staging>(pin, staging_cap)),
+      cap_(staging_cap), pin_(std::move(pin)) {}
+
+std::unique_ptr<Communicator> HostStagedCommunicator::split(int color, int key) {
+  return std::make_unique<HostStagedCommunicator>(inner_->split(color, key), backend_, pin_, cap_);
+}
 
 HostStagedCommunicator::~HostStagedCommunicator() = default;
 

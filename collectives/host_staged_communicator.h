@@ -59,6 +59,8 @@ class HostStagedCommunicator final : public Communicator {
   CommHandlePtr barrier_async() override { return inner_->barrier_async(); }
 
   void set_compute_stream(void* stream) override { inner_->set_compute_stream(stream); }
+  // The inner communicator's split, staged through its own slots on the same backend.
+  std::unique_ptr<Communicator> split(int color, int key) override;
   CommStats stats() const override { return inner_->stats(); }
   void reset_stats() override { inner_->reset_stats(); }
 
@@ -80,6 +82,7 @@ class HostStagedCommunicator final : public Communicator {
   Backend& backend_;
   std::shared_ptr<Staging> staging_;
   uint64_t cap_;
+  offload::PinnedAllocatorOptions pin_;
 };
 
 }  // namespace zt

@@ -152,7 +152,7 @@ struct MpiCommunicator::Impl {
         wd_active = true;
       }
       wd_cv.notify_all();
-      peers->begin(w.seq, w.op, w.count);
+      if (peers) peers->begin(w.seq, w.op, w.count);
       std::exception_ptr err;
       try {
         if (w.debug) check_fingerprint(w);
@@ -165,7 +165,7 @@ struct MpiCommunicator::Impl {
         std::lock_guard<std::mutex> lock(wd_mu);
         wd_active = false;
       }
-      peers->end(w.seq);
+      if (peers) peers->end(w.seq);
       double secs = std::chrono::duration<double>(Clock::now() - t0).count();
       if (!err) stats.add(w.op, comm_algorithm_bytes(w.op, w.count, w.dtype), secs);
       w.handle->complete(err);
@@ -186,7 +186,7 @@ struct MpiCommunicator::Impl {
       if (wd_stop || !wd_active || wd_work.seq != seq || Clock::now() < deadline) continue;
       const std::string call = describe(wd_work.op, wd_work.count);
       lock.unlock();  // the peers' answers take up to two seconds
-      std::string who = peers->report(seq);
+      std::string who = peers ? peers->report(seq) : std::string();
       if (who.empty()) who = "a peer rank may have died, hung, or called a different collective";
       std::fprintf(stderr,
                    "[rank %d] zerotrain: collective %s #%llu on rank %d did not complete within %g s; %s. To wait "
@@ -450,14 +450,32 @@ MpiCommunicator::MpiCommunicator(const Bootstrap& boot, CommOptions options)
   }
   if (!(options.timeout_s > 0)) throw std::invalid_argument("MpiCommunicator: timeout_s must be > 0");
   ZT_MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &impl_->comm));
+  impl_->peers = std::make_unique<PeerStatus>();  // over COMM_WORLD: the world communicator's alone
+  start();
+}
+
+MpiCommunicator::MpiCommunicator(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) { start(); }
+
+void MpiCommunicator::start() {
   // Errors come back to ZT_MPI_CHECK, which names the op and sequence number before aborting.
   ZT_MPI_CHECK(MPI_Comm_set_errhandler(impl_->comm, MPI_ERRORS_RETURN));
   ZT_MPI_CHECK(MPI_Comm_rank(impl_->comm, &impl_->rank));
   ZT_MPI_CHECK(MPI_Comm_size(impl_->comm, &impl_->world));
-  impl_->peers = std::make_unique<PeerStatus>();
-  boot.attach();
+  impl_->boot.attach();
   impl_->comm_thread = std::thread([this] { impl_->comm_loop(); });
   impl_->watchdog_thread = std::thread([this] { impl_->watchdog_loop(); });
+}
+
+std::unique_ptr<Communicator> MpiCommunicator::split(int color, int key) {
+  if (color < 0) throw std::invalid_argument("split: color " + std::to_string(color) + " must be >= 0");
+  barrier_async()->wait();  // every queued call completed: the communication thread is idle
+  CommOptions o;
+  o.timeout_s = impl_->timeout_s.load();
+  o.debug = impl_->debug.load();
+  o.buffer_bytes = impl_->cap;
+  auto group = std::make_unique<Impl>(impl_->boot, o);
+  ZT_MPI_CHECK(MPI_Comm_split(impl_->comm, color, key, &group->comm));
+  return std::unique_ptr<Communicator>(new MpiCommunicator(std::move(group)));
 }
 
 MpiCommunicator::~MpiCommunicator() {

@@ -38,6 +38,9 @@ class MpiCommunicator final : public Communicator {
   CommHandlePtr all_reduce_segments_async(const std::vector<Segment>& segments, DType t, ReduceOp op) override;
   CommHandlePtr all_gather_segments_async(const std::vector<Segment>& segments, DType t) override;
 
+  // MPI_Comm_split of this communicator's own, after every queued call has completed. The group has
+  // its own communication and watchdog threads; its timeout messages give ranks within the group.
+  std::unique_ptr<Communicator> split(int color, int key) override;
   CommStats stats() const override;
   void reset_stats() override;
   uint64_t buffer_bytes() const override;
@@ -51,6 +54,8 @@ class MpiCommunicator final : public Communicator {
   struct Impl;
 
  private:
+  explicit MpiCommunicator(std::unique_ptr<Impl> impl);  // split(): impl's comm is set
+  void start();  // the communicator's threads, once impl_->comm is set
   std::unique_ptr<Impl> impl_;
 };
 

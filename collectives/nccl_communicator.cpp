@@ -218,6 +218,29 @@ NcclCommunicator::NcclCommunicator(const Bootstrap& boot, CommOptions options)
   m.watchdog = std::thread([this] { impl_->watchdog_loop(); });
 }
 
+NcclCommunicator::NcclCommunicator(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {
+  impl_->boot.attach();
+  impl_->watchdog = std::thread([this] { impl_->watchdog_loop(); });
+}
+
+std::unique_ptr<Communicator> NcclCommunicator::split(int color, int key) {
+  if (color < 0) throw std::invalid_argument("split: color " + std::to_string(color) + " must be >= 0");
+  Impl& m = *impl_;
+  ZT_CUDA_CHECK(cudaStreamSynchronize(m.stream));
+  CommOptions o;
+  o.timeout_s = m.timeout_s.load();
+  auto g = std::make_unique<Impl>(m.boot, o);
+  g->device = m.device;
+  g->compute = m.compute;
+  ZT_CUDA_CHECK(cudaSetDevice(g->device));
+  ZT_CUDA_CHECK(cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking));
+  ZT_CUDA_CHECK(cudaMalloc(&g->barrier_buf, sizeof(float)));
+  ZT_NCCL_CHECK(ncclCommSplit(m.comm, color, key, &g->comm, nullptr));
+  ZT_NCCL_CHECK(ncclCommUserRank(g->comm, &g->rank));
+  ZT_NCCL_CHECK(ncclCommCount(g->comm, &g->world));
+  return std::unique_ptr<Communicator>(new NcclCommunicator(std::move(g)));
+}
+
 NcclCommunicator::~NcclCommunicator() {
   Impl& m = *impl_;
   {

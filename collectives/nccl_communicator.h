@@ -39,6 +39,9 @@ class NcclCommunicator final : public Communicator {
   CommHandlePtr all_reduce_segments_async(const std::vector<Segment>& segments, DType t, ReduceOp op) override;
   CommHandlePtr all_gather_segments_async(const std::vector<Segment>& segments, DType t) override;
 
+  // ncclCommSplit after this communicator's stream drained; the group gets its own comm stream and
+  // watchdog and the same compute stream.
+  std::unique_ptr<Communicator> split(int color, int key) override;
   CommStats stats() const override;
   void reset_stats() override;
   // The driver's used device memory grown across ncclCommInitRank (see Communicator).
@@ -60,6 +63,7 @@ class NcclCommunicator final : public Communicator {
   struct Impl;
 
  private:
+  explicit NcclCommunicator(std::unique_ptr<Impl> impl);  // split(): impl's comm is set
   std::unique_ptr<Impl> impl_;
 };
 

@@ -87,4 +87,9 @@ CommHandlePtr SingleCommunicator::barrier_async() {
   return std::make_shared<DoneHandle>();
 }
 
+std::unique_ptr<Communicator> SingleCommunicator::split(int color, int) {
+  if (color < 0) throw std::invalid_argument("split: color " + std::to_string(color) + " must be >= 0");
+  return std::make_unique<SingleCommunicator>();
+}
+
 }  // namespace zt

@@ -22,6 +22,8 @@ class SingleCommunicator final : public Communicator {
   CommHandlePtr all_reduce_segments_async(const std::vector<Segment>& segments, DType t, ReduceOp op) override;
   CommHandlePtr all_gather_segments_async(const std::vector<Segment>& segments, DType t) override;
 
+  // A world of one splits into a world of one.
+  std::unique_ptr<Communicator> split(int color, int key) override;
   CommStats stats() const override { return stats_.snapshot(); }
   void reset_stats() override { stats_.reset(); }
 

@@ -130,6 +130,19 @@ TEST(HostStaged, NameAndWorld) {
   EXPECT_EQ(g_staged->rank(), g_plain->rank());
 }
 
+// split(): a staged group over the inner communicator's group, on the same backend.
+TEST(HostStaged, SplitStagesTheInnerGroup) {
+  const int W = g_staged->world_size(), r = g_staged->rank(), n = W % 2 == 0 ? 2 : 1;
+  auto node = g_staged->split(r / n, r);
+  EXPECT_EQ(node->name(), "mpi-staged");
+  ASSERT_EQ(node->world_size(), n);
+  std::vector<float> v(5, float(r + 1));
+  node->all_reduce(v.data(), v.data(), v.size(), DType::F32, ReduceOp::Sum);
+  float want = 0;
+  for (int q = r / n * n; q < r / n * n + n; ++q) want += float(q + 1);
+  for (float x : v) EXPECT_EQ(x, want);
+}
+
 TEST(HostStaged, AllReduceBitwiseAsPlainMpi) {
   const size_t w = size_t(g_plain->world_size());
   uint64_t salt = 1000;

@@ -101,6 +101,42 @@ TEST(MpiCollectives, BootstrapMatchesLauncher) {
   EXPECT_EQ(g_comm->name(), "mpi");
 }
 
+// split(): the node groups (consecutive ranks) and the cross-node groups (one rank of each node)
+// of a topology of two ranks per node reduce over their members alone, rank by key, count their own
+// bytes, and leave the parent usable.
+TEST(MpiCollectives, SplitIntoNodeAndCrossGroups) {
+  Communicator& c = *g_comm;
+  const int W = c.world_size(), r = c.rank();
+  const int n = W % 2 == 0 ? 2 : 1;
+  const CommStats parent_before = c.stats();
+  auto node = c.split(r / n, r);
+  auto cross = c.split(r % n, W - r);  // reversed key: rank order within the group reversed
+  ASSERT_EQ(node->world_size(), n);
+  EXPECT_EQ(node->rank(), r % n);
+  ASSERT_EQ(cross->world_size(), W / n);
+  EXPECT_EQ(cross->rank(), W / n - 1 - r / n) << "ranked by key";
+  std::vector<int64_t> v = {int64_t(r) + 1, int64_t(r) * int64_t(r)};
+  node->all_reduce(v.data(), v.data(), 2, DType::I64, ReduceOp::Sum);
+  int64_t s1 = 0, s2 = 0;
+  for (int q = r / n * n; q < r / n * n + n; ++q) {
+    s1 += q + 1;
+    s2 += int64_t(q) * q;
+  }
+  EXPECT_EQ(v[0], s1);
+  EXPECT_EQ(v[1], s2);
+  std::vector<int64_t> mine = {int64_t(r)}, all(size_t(W / n));
+  cross->all_gather(mine.data(), all.data(), all.size(), DType::I64);
+  for (int k = 0; k < W / n; ++k) EXPECT_EQ(all[size_t(k)], int64_t(r % n + (W / n - 1 - k) * n)) << "slot " << k;
+  EXPECT_EQ(node->stats()[CommOp::AllReduce].calls, 1u);
+  EXPECT_EQ(node->stats()[CommOp::AllReduce].bytes, 16u);
+  EXPECT_EQ(cross->stats()[CommOp::AllGather].bytes, uint64_t(8 * (W / n)));
+  EXPECT_EQ(c.stats()[CommOp::AllReduce].calls, parent_before[CommOp::AllReduce].calls) << "the parent counts its own";
+  int64_t one = 1;
+  c.all_reduce(&one, &one, 1, DType::I64, ReduceOp::Sum);
+  EXPECT_EQ(one, W);
+  EXPECT_THROW(c.split(-1, 0), std::invalid_argument);
+}
+
 TEST(MpiCollectives, AllReduceEveryTypeAndSize) {
   const size_t w = size_t(g_comm->world_size());
   uint64_t salt = 100;

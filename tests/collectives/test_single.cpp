@@ -183,5 +183,17 @@ TEST(CollectivesCommChecks, UnevenSplitMessage) {
   EXPECT_NO_THROW(check_even_split(CommOp::AllGather, 12, 4));
 }
 
+TEST(SingleCommunicator, SplitsIntoAWorldOfOne) {
+  SingleCommunicator c;
+  auto g = c.split(3, 0);
+  EXPECT_EQ(g->world_size(), 1);
+  EXPECT_EQ(g->rank(), 0);
+  float x = 2.5f;
+  g->all_reduce(&x, &x, 1, DType::F32, ReduceOp::Sum);
+  EXPECT_EQ(x, 2.5f);
+  EXPECT_EQ(c.stats()[CommOp::AllReduce].calls, 0u) << "the group counts its own calls";
+  EXPECT_THROW(c.split(-1, 0), std::invalid_argument);
+}
+
 }  // namespace
 }  // namespace zt
