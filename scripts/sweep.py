@@ -9,11 +9,17 @@ PNG plots that put what each run measured beside what the ZeRO paper predicts at
   bytes per step by collective beside the paper's 2Psi / 2Psi / 2Psi / 3Psi (stage 0's all-reduce
   moves 2Psi on the wire: a reduce-scatter and an all-gather);
   step time, tokens/s, peak memory, and the share of communication hidden behind compute (from the
-  trace: 1 - time compute waited for collectives / time the communicator was busy).
+  trace: 1 - time compute waited for collectives / time the communicator was busy);
+  with --ranks-per-node n (N/n "nodes" on one machine): bytes per step on intra- and inter-node links
+  beside the binary's predictor, and a modelled step time: the measured compute plus an alpha-beta
+  model of each collective as a ring (G-1 steps, 2(G-1) for an all-reduce, each as slow as the ring's
+  slowest hop: an inter-node one when the ring spans nodes), since one machine cannot show a slow
+  link's cost in wall time.
 
 Usage: python3 scripts/sweep.py --config configs/stage2.json --model small --world-size 4 --out out/sweep
        [--stages 0,1,2,3] [--offload none,cpu] [--vary zero_optimization.stage3_prefetch_bucket_size=0,1e6]
-       [--set zero_optimization.overlap_comm=false] [--steps 20] [--check] [-- zerotrain flags...]
+       [--set zero_optimization.overlap_comm=false] [--steps 20] [--check] [--ranks-per-node 2]
+       [--inter-gbps 100] [--inter-latency-us 10] [--intra-speedup 20] [-- zerotrain flags...]
 Flags after "--" go to every run; the shipped configs need none (an HF template from configs/hf/ needs
 the Trainer's flags there: -- --micro-batch 4 --lr 3e-3 ...).
 """
@@ -39,6 +45,7 @@ LEDGER_KEYS = {"params": "params", "grads": "grads", "master": "master_weights",
 # unless the config or --set/--vary say otherwise; sweep these to see what reuse and persistence save.
 PAPER_STAGE3 = {"zero_optimization.stage3_max_reuse_distance": 0, "zero_optimization.stage3_param_persistence_threshold": 0}
 COLLECTIVES = ["all_reduce", "reduce_scatter", "all_gather"]
+LINK_TEXT = ""  # the modelled links in words (main sets it from the flags)
 GiB = float(1 << 30)
 MiB = float(1 << 20)
 
@@ -87,7 +94,21 @@ def paper_formula(plan, psi):
     return w * psi / div["params"], w * psi / div["grads"], k * psi / div["optimizer"]
 
 
-def summarize(run, start, steps, end, n):
+def modelled_comm_s(step, n, nodes, link):
+    """Seconds one step's collectives take on the modelled links: every call a ring over the world,
+    G-1 steps of A/G bytes (twice for an all-reduce), each step alpha + bytes / beta of the slowest
+    hop (inter-node when the ring spans nodes, else intra-node)."""
+    if n <= 1:
+        return 0.0
+    alpha, beta = (link["inter_alpha"], link["inter_beta"]) if nodes > 1 else (link["intra_alpha"], link["intra_beta"])
+    t = 0.0
+    for c in COLLECTIVES:
+        k = 2 if c == "all_reduce" else 1
+        t += k * (n - 1) * alpha * step["comm_calls"][c] + k * (n - 1) / n * step["comm_bytes"][c] / beta
+    return t
+
+
+def summarize(run, start, steps, end, n, link):
     plan = start["plan"]
     psi = start["params"]
     w = plan["working_bytes"]
@@ -126,6 +147,18 @@ def summarize(run, start, steps, end, n):
     row["rss_peak_bytes"] = proc["hwm"][0] - proc["baseline"][0] if proc else None
     row["comm_busy_ms_per_step"] = 1e3 * statistics.median(s["comm_busy_s"] for s in later)
     row["comm_hidden_share"] = end.get("comm_hidden_share") if end else None
+    # Link classes (the binary's ring model over its measured bytes, the whole job's per step) and the
+    # modelled step: compute (the step less the time it waited for collectives) plus modelled links.
+    row["ranks_per_node"], row["nodes"] = start["ranks_per_node"], start["nodes"]
+    row["intra_bytes_per_step"] = statistics.median(s["comm_bytes_intra"] for s in later)
+    row["inter_bytes_per_step"] = statistics.median(s["comm_bytes_inter"] for s in later)
+    row["predicted_intra_bytes_per_step"] = start["expected_comm_bytes_intra_per_step"]
+    row["predicted_inter_bytes_per_step"] = start["expected_comm_bytes_inter_per_step"]
+    hidden = end.get("comm_hidden_share") if end else None
+    waited_ms = (1 - (hidden or 0.0)) * row["comm_busy_ms_per_step"]
+    row["compute_ms"] = max(0.0, row["step_ms"] - waited_ms)
+    row["modelled_comm_ms"] = 1e3 * statistics.median(modelled_comm_s(s, n, start["nodes"], link) for s in later)
+    row["modelled_step_ms"] = row["compute_ms"] + row["modelled_comm_ms"]
     row["final_loss"] = steps[-1]["loss"]
     row["param_checksum"] = end.get("param_checksum") if end else None
     return row
@@ -158,6 +191,10 @@ def check_rows(rows, n):
         if extra < -1 or extra > slack + 1:
             problems.append(f"{r['name']}: {r['paper_volume_measured_bytes']:.0f} B per step vs formula "
                             f"{r['formula_volume_bytes']:.0f} B (allowed {slack:.0f} B)")
+        for c in ("intra", "inter"):
+            if r[f"{c}_bytes_per_step"] != r[f"predicted_{c}_bytes_per_step"]:
+                problems.append(f"{r['name']}: {c}-node bytes per step {r[f'{c}_bytes_per_step']:.0f} vs the predictor's "
+                                f"{r[f'predicted_{c}_bytes_per_step']:.0f} (they must be equal)")
     return problems
 
 
@@ -186,6 +223,21 @@ def write_markdown(path, rows, title, n):
         out.append(f"| {r['name']} | " + " | ".join(fmt_mib(r[f"{c}_bytes_per_step"]) for c in COLLECTIVES) +
                    f" | {fmt_mib(r['paper_volume_measured_bytes'])} | {paper} | {fmt_mib(r['formula_volume_bytes'])}"
                    f" | {fmt_mib(r['padding_bytes'])} |")
+    flat3 = next((r for r in rows if r["stage"] == 3), None)
+    out += ["", f"## Bytes per step by link class (MiB, the whole job; {rows[0]['nodes']} node(s) of "
+            f"{rows[0]['ranks_per_node']} ranks) and the modelled step", "",
+            "| run | intra-node | predicted | inter-node | predicted | compute (ms) | modelled links (ms) | "
+            "modelled step (ms) | vs stage 3 |",
+            "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        ratio = "-" if not flat3 or not r["modelled_step_ms"] else f"{flat3['modelled_step_ms'] / r['modelled_step_ms']:.2f}x"
+        out.append(f"| {r['name']} | {fmt_mib(r['intra_bytes_per_step'])} | {fmt_mib(r['predicted_intra_bytes_per_step'])}"
+                   f" | {fmt_mib(r['inter_bytes_per_step'])} | {fmt_mib(r['predicted_inter_bytes_per_step'])}"
+                   f" | {r['compute_ms']:.1f} | {r['modelled_comm_ms']:.2f} | {r['modelled_step_ms']:.1f} | {ratio} |")
+    out += ["", "Link bytes: the binary's ring model (each collective a ring over its ranks in order; a hop between "
+            "two nodes is inter-node) over the bytes it measured, summed over every rank. Modelled links: "
+            f"{LINK_TEXT}; no overlap with compute is assumed (an upper bound). vs stage 3: the first stage-3 "
+            "row's modelled step over this row's.", ""]
     out += ["", "## Time, throughput, memory, overlap", "",
             "| run | step (ms) | tokens/s | ledger peak (MiB) | peak RSS - baseline (MiB) | comm busy (ms/step) | "
             "hidden behind compute | final loss |",
@@ -304,7 +356,19 @@ def main():
     p.add_argument("--zerotrain")
     p.add_argument("--mpirun", default=shutil.which("mpirun") or "mpirun")
     p.add_argument("--check", action="store_true", help="exit 1 unless measured and formula agree within the slack")
+    p.add_argument("--ranks-per-node", type=int, default=0, help="ranks per node n (default: the world size: one node)")
+    p.add_argument("--inter-gbps", type=float, default=100.0, help="modelled inter-node bandwidth, Gb/s")
+    p.add_argument("--inter-latency-us", type=float, default=10.0, help="modelled inter-node latency per ring step, us")
+    p.add_argument("--intra-speedup", type=float, default=20.0, help="intra-node links this many times faster (both terms)")
     a = p.parse_args(argv)
+    rpn = a.ranks_per_node or a.world_size
+    if rpn < 1 or a.world_size % rpn:
+        sys.exit(f"sweep: --ranks-per-node {rpn} must divide --world-size {a.world_size}")
+    link = {"inter_alpha": a.inter_latency_us * 1e-6, "inter_beta": a.inter_gbps * 1e9 / 8}
+    link["intra_alpha"], link["intra_beta"] = link["inter_alpha"] / a.intra_speedup, link["inter_beta"] * a.intra_speedup
+    global LINK_TEXT
+    LINK_TEXT = (f"inter-node {a.inter_gbps:g} Gb/s and {a.inter_latency_us:g} us per ring step, intra-node "
+                 f"{a.intra_speedup:g}x faster in both")
     zt = find_binary("zerotrain", a.zerotrain)
     flags = extra
     with open(a.config) as f:
@@ -350,7 +414,8 @@ def main():
             json.dump(cfg, f, indent=2)
         metrics, trace, log = (os.path.join(run_dir, n) for n in ("metrics.jsonl", "trace.json", "run.log"))
         cmd = mpi + ["-np", str(a.world_size), zt, "--config", cfg_path, "--model", a.model, "--steps", str(a.steps),
-                     "--eval-every", "0", "--eval-batches", "1", "--metrics", metrics, "--trace", trace] + flags
+                     "--eval-every", "0", "--eval-batches", "1", "--metrics", metrics, "--trace", trace,
+                     "--ranks-per-node", str(rpn)] + flags
         print(f"sweep: {name}: {' '.join(cmd)}", flush=True)
         with open(log, "w") as f:
             rc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT).returncode
@@ -360,7 +425,7 @@ def main():
             sys.exit(f"sweep: {name} failed (exit {rc}); its log: {log}")
         m = zt_metrics.read_metrics(metrics, missing_ok=False)  # the run exited 0: its file must be there
         row = summarize({"name": name, "offload": off, **{k: v for (k, _), v in zip(varies, values)}},
-                        m.start, m.of("step"), m.end, a.world_size)
+                        m.start, m.of("step"), m.end, a.world_size, link)
         rows.append(row)
     title = f"{a.model} ({rows[0]['params'] / 1e6:.2f} M params), N = {a.world_size}, {machine_name(zt)}"
     keys = []

@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # scripts/sweep.py on `small` at 2 CPU ranks: every stage runs, sweep.csv / sweep.md / three PNGs
 # are written, the CSV has a row per stage with the formula columns, and --check (measured beside
-# the ZeRO formulas within the padding and the named buffers) passes.
+# the ZeRO formulas within the padding and the named buffers, link bytes equal to the predictor) passes;
+# as two "nodes" of one rank, every row carries inter-node bytes and a modelled step time.
 # Usage: sweep_test.sh SWEEP_PY ZEROTRAIN CONFIG MPIRUN
 set -uo pipefail
 sweep=$1 zt=$2 config=$3 mpirun=$4
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 /usr/bin/python3 "$sweep" --config "$config" --model small --world-size 2 --steps 3 --out "$work/out" \
-  --zerotrain "$zt" --mpirun "$mpirun" --check > "$work/log" 2>&1
+  --ranks-per-node 1 --zerotrain "$zt" --mpirun "$mpirun" --check > "$work/log" 2>&1
 rc=$?
 status=0
 [ $rc = 0 ] || { cat "$work/log"; echo "FAIL: sweep exited $rc"; status=1; }
@@ -23,6 +24,10 @@ for r in rows:
     for col in ("formula_model_states_bytes", "model_states_bytes", "formula_volume_bytes",
                 "paper_volume_measured_bytes", "tokens_per_s", "comm_hidden_share"):
         assert r[col] not in ("", "None"), (r["name"], col)
+for r in rows:
+    assert int(r["nodes"]) == 2 and float(r["inter_bytes_per_step"]) > 0, (r["name"], r["inter_bytes_per_step"])
+    assert float(r["inter_bytes_per_step"]) == float(r["predicted_inter_bytes_per_step"]), r["name"]
+    assert float(r["modelled_step_ms"]) > float(r["compute_ms"]) >= 0, r["name"]
 # Every stage trains the same way: the same final loss and parameters.
 assert len({r["param_checksum"] for r in rows}) == 1, [r["param_checksum"] for r in rows]
 print("sweep_test: csv ok")
