@@ -137,6 +137,9 @@ struct ZeroConfig {
   Field<int64_t> max_live_parameters = 1000000000;
   Field<int64_t> max_reuse_distance = 1000000000;
   Field<bool> gather_16bit_weights_on_model_save = false;
+  // ZeRO++ hpZ: a secondary copy of each gathered unit partitioned over groups of this many
+  // consecutive ranks (one node), which backward and later micro-steps gather from. 1: off.
+  Field<int64_t> hpz_partition_size = 1;
   OffloadConfig offload_optimizer;
   OffloadConfig offload_param;
   // Deprecated spellings, read only to be mapped onto offload_optimizer / offload_param.

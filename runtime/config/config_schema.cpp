@@ -276,6 +276,7 @@ bool block_schema(Config& c, const std::string& path, BlockSchema& s) {
         s3(alias(key("max_live_parameters", Kind::Count, &z.max_live_parameters), "stage3_max_live_parameters", false)),
         s3(key("stage3_max_reuse_distance", Kind::Count, &z.max_reuse_distance)),
         s3(alias(key("max_reuse_distance", Kind::Count, &z.max_reuse_distance), "stage3_max_reuse_distance", false)),
+        key("zero_hpz_partition_size", Kind::Count, &z.hpz_partition_size),
         s3(key("stage3_gather_16bit_weights_on_model_save", Kind::Bool, &z.gather_16bit_weights_on_model_save)),
         s3(alias(key("gather_16bit_weights_on_model_save", Kind::Bool, &z.gather_16bit_weights_on_model_save),
                  "stage3_gather_16bit_weights_on_model_save", false)),

@@ -99,8 +99,6 @@ const std::vector<DsKey> kTable = {
      "ZeRO++ qgZ: gradients reduced through an int4 all-to-all"},
     {"zero_optimization", "zeropp_loco_param", C::Unimplemented, O::NullOrEmpty, V::Object,
      "LoCo-ZeRO++: error feedback for quantized gradients"},
-    {"zero_optimization", "zero_hpz_partition_size", C::NotBuilt, O::AtMostOne, V::Int,
-     "ZeRO++ hpZ: a second copy of the parameters partitioned within each node, so stage 3 gathers stay inside it"},
     {"zero_optimization", "mics_shard_size", C::NotBuilt, O::AtMostZero, V::Int,
      "MiCS: states partitioned within groups of this many ranks and replicated across groups"},
     {"zero_optimization", "mics_hierarchical_params_gather", C::Compat, O::False, V::Bool,

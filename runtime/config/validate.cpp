@@ -192,6 +192,29 @@ void validate_config(Config& c, const LoadOptions& opts, Diagnostics& d) {
             "NVMe parameter offload reads each shard through a buffer of this many elements, and none fits in 0",
             "use 1e8 (DeepSpeed's default) or at least the largest unit's shard");
 
+  // hpZ: stage 3, a group size that divides the world, parameters not on NVMe. DeepSpeed ignores
+  // the key below stage 3 without a word; here that is an error, since the user asked for a
+  // secondary partition the run would not have.
+  const int64_t hpz = z.hpz_partition_size.value;
+  if (!z.hpz_partition_size.invalid && hpz > 1) {
+    const std::string v = std::to_string(hpz);
+    if (stage_ok && stage < 3)
+      d.error("zero_optimization.zero_hpz_partition_size", v,
+              "hpZ partitions stage 3's parameters a second time, and this is stage " + std::to_string(stage) +
+                  " (DeepSpeed ignores the key below stage 3 without a word)",
+              "set zero_optimization.stage to 3, or remove zero_hpz_partition_size");
+    if (opts.world_source != WorldSizeSource::Default && opts.world_size % hpz != 0)
+      d.error("zero_optimization.zero_hpz_partition_size", v,
+              "the secondary groups are " + v + " consecutive ranks each and must tile the world of " +
+                  std::to_string(opts.world_size) + " ranks",
+              "use a divisor of the world size: the ranks per node (e.g. 8), or 1 for off");
+    if (op.device.value == "nvme")
+      d.error("zero_optimization.zero_hpz_partition_size", v,
+              "hpZ keeps its secondary copy in device memory, beside parameters swapped to NVMe, which it cannot "
+              "gather from",
+              "remove zero_hpz_partition_size, or offload_param to \"cpu\" or \"none\"");
+  }
+
   // Stage-3-only keys with stage < 3: warnings (they have no effect).
   if (stage_ok && stage < 3) {
     struct S3 {

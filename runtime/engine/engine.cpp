@@ -126,6 +126,15 @@ Engine::State::State(const ModelConfig& model_config, const EngineOptions& optio
   std::vector<int> everyone(static_cast<size_t>(comm.world_size()), 0);
   for (int r = 0; r < comm.world_size(); ++r) everyone[size_t(r)] = r;
   world_links = LinkModel(topology, everyone);
+  const int64_t hpz = opt.gather.hpz_partition_size;
+  if (opt.zero.stage == 3 && hpz > 1 && comm.world_size() > 1) {
+    if (comm.world_size() % hpz != 0)
+      throw std::invalid_argument("zero_hpz_partition_size " + std::to_string(hpz) + " must divide the world size " +
+                                  std::to_string(comm.world_size()));
+    secondary_comm = comm.split(int(comm.rank() / hpz), comm.rank());
+    secondary_comm->set_compute_stream(backend.native_stream());
+    secondary_links = LinkModel(topology, topology.shard_group(comm.rank(), int(hpz)));
+  }
   comm.set_compute_stream(backend.native_stream());  // NCCL: collectives wait for the kernels before them
   model = std::make_unique<GPT2>(model_cfg, backend, ModelRunOptions{opt.micro_batch, opt.checkpoint_activations});
   ledger.record_external(MemCategory::Activations, model->activation_bytes());
@@ -145,7 +154,8 @@ Engine::State::State(const ModelConfig& model_config, const EngineOptions& optio
   const ZeroOptions& zo = opt.zero;
   z = std::make_unique<ZeroContext>(ZeroContext{backend, comm, ledger, *part, zo.precision,
                                                 zo.comm_precision.value_or(zo.precision),
-                                                zo.grad_accum_precision.value_or(zo.precision), trace.get(), {}});
+                                                zo.grad_accum_precision.value_or(zo.precision), trace.get(), {},
+                                                secondary_comm.get()});
   pool = std::make_unique<UnitBufferPool>(ledger, backend, z->element_bytes());
   if (part->any_staged()) {
     int64_t largest = 1;
@@ -236,17 +246,23 @@ LinkBytes Engine::expected_link_bytes_per_step() const {
   const int W = p.world_size();
   // Stage 3's gathers as the gather schedule issues them (the tied head's and persistence's
   // differences from 2Ψ included), for one micro-step as the partition's volumes are.
+  uint64_t secondary[kCommOpCount] = {};
   if (p.stage() == 3 && W > 1) {
     EngineOptions one = s_->opt;
     one.grad_accum = 1;
-    v.bytes[int(CommOp::AllGather)] = uint64_t(unit_gather_elements_per_step(unit_buffer_walk(p.map(), s_->model_cfg, one))) * es;
+    if (!s_->secondary_comm) one.gather.hpz_partition_size = 1;
+    const UnitGatherVolumes g = unit_gather_elements_per_step(unit_buffer_walk(p.map(), s_->model_cfg, one));
+    v.bytes[int(CommOp::AllGather)] = uint64_t(g.primary) * es;
+    secondary[int(CommOp::AllGather)] = uint64_t(g.secondary) * es;  // hpZ: over the group
   }
   if (W > 1) {
     const uint64_t scalar_exchange = 8ull * uint64_t(W);  // one double from every rank
     v.bytes[int(CommOp::AllGather)] += scalar_exchange;   // the step's loss
     if (p.norm_ranks().size() == 1) v.bytes[int(CommOp::AllGather)] += scalar_exchange;  // the norm's partials
   }
-  return s_->world_links.split(v.bytes);
+  LinkBytes b = s_->world_links.split(v.bytes);
+  b += s_->secondary_links.split(secondary);
+  return b;
 }
 
 const NodeTopology& Engine::topology() const { return s_->topology; }

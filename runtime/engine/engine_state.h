@@ -31,6 +31,10 @@ struct Engine::State {
   Communicator& comm;
   NodeTopology topology;  // opt.ranks_per_node over the world
   LinkModel world_links;  // flat collectives on `comm`, all ranks in one ring
+  // hpZ: the group of zero_hpz_partition_size consecutive ranks stage 3's secondary gathers run on
+  // (before every object that issues on it, so it outlives them), and its links.
+  std::unique_ptr<Communicator> secondary_comm;
+  LinkModel secondary_links;
   MemoryLedger ledger;  // declared before every object that allocates through it
   std::vector<std::string> setup_warnings;  // what setup found (pinning refused), for the run to print once
   std::unique_ptr<GPT2> model;

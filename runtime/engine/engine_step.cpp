@@ -57,6 +57,7 @@ StepStats Engine::train_step(const BatchFn& fill) {
   s.z->times = StepTimes{};
   const auto t0 = Clock::now();
   const CommStats before = s.comm.stats();
+  const CommStats secondary_before = s.secondary_comm ? s.secondary_comm->stats() : CommStats{};
   const uint64_t out_before = s.optimizer->grad_bytes_to_host();
 
   // Micro-steps: forward, backward and the gradient buckets.
@@ -97,6 +98,16 @@ StepStats Engine::train_step(const BatchFn& fill) {
     st.comm_calls[i] = after.op[i].calls - before.op[i].calls;
   }
   st.comm_links = s.world_links.split(st.comm_bytes);
+  if (s.secondary_comm) {  // hpZ's group: its bytes count with the world's, on its own links
+    const CommStats secondary_after = s.secondary_comm->stats();
+    uint64_t group[kCommOpCount] = {};
+    for (int i = 0; i < kCommOpCount; ++i) {
+      group[i] = secondary_after.op[i].bytes - secondary_before.op[i].bytes;
+      st.comm_bytes[i] += group[i];
+      st.comm_calls[i] += secondary_after.op[i].calls - secondary_before.op[i].calls;
+    }
+    st.comm_links += s.secondary_links.split(group);
+  }
   const StepTimes& times = s.z->times;
   st.forward_s = times.forward_s;
   st.backward_s = times.backward_s;

@@ -91,6 +91,8 @@ MemoryPlan make_memory_plan(const PlanInput& in) {
     }
   }
 
+  if (in.stage == 3 && n > 1 && in.hpz_partition_size > 1) p.device_params += w * psi / in.hpz_partition_size;
+
   p.device_activations = in.activation_bytes.value_or(0.0);
 
   if (in.unit_buffer_bytes) {

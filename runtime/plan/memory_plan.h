@@ -96,6 +96,9 @@ struct PlanInput {
   double offload_optimizer_ratio = 1.0;  // fraction of optimizer state offloaded (stage 3)
   OffloadDevice offload_param = OffloadDevice::None;
   int ranks_per_node = 1;      // ranks sharing one host (host RAM is per node)
+  // Stage 3's hpZ (zero_hpz_partition_size): each rank also keeps a 1/hpz slice of every unit in
+  // device memory, counted with the parameters. 1: off.
+  int hpz_partition_size = 1;
   // GPT-2 shapes and micro batch (the DeepSpeed estimators' largest layer, the JSON input).
   int64_t micro_batch = 0, seq_len = 0, hidden = 0, layers = 0, heads = 0, vocab = 0;
   bool activation_checkpointing = false;

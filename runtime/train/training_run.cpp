@@ -213,6 +213,20 @@ void check_start(Started& started, const RunOptions& run, Communicator& comm, Ba
   remove_stale_swap_files_of(started.cfg, rank);
   // Pre-flight: the plan against this machine, before the engine allocates anything.
   started.eo = engine_options_from_config(started.cfg, run.seed, run.recompute, &run.model);
+  if (const int64_t hpz = started.eo.gather.hpz_partition_size; hpz > 1 && started.eo.zero.stage == 3) {
+    // The secondary groups are hpz consecutive ranks: inside one node of run.ranks_per_node.
+    const std::string v = std::to_string(hpz), n = std::to_string(run.ranks_per_node);
+    if (hpz > run.ranks_per_node || run.ranks_per_node % hpz != 0)
+      problems.error("zero_optimization.zero_hpz_partition_size", v,
+                     "each secondary group of " + v + " consecutive ranks must sit inside one node, and a node here has " +
+                         n + " ranks (--ranks-per-node): backward's gathers would cross nodes",
+                     "use the ranks per node (" + n + ") or a divisor of it");
+    else if (hpz < run.ranks_per_node)
+      problems.warning("zero_optimization.zero_hpz_partition_size", v,
+                       "smaller than the " + n + " ranks of a node: each secondary slice is 1/" + v + " of a unit where a "
+                           "node-wide group would keep 1/" + n,
+                       "set it to the ranks per node (" + n + ") unless memory is no concern");
+  }
   PlanInput plan_in = plan_input(started.cfg, run.model.total_params(), &run.model, run.local_ranks);
   plan_in.activation_checkpointing = run.recompute;  // the run recomputes with --recompute only, whatever the block says
   plan_in.emulates_16bit_in_fp32 = target == ComputeBackend::Cpu;

@@ -19,6 +19,9 @@ struct GatherOptions {
   int64_t max_live_parameters = 1000000000;
   int64_t max_reuse_distance = 1000000000;
   int64_t allgather_bucket_size = 500000000;     // stages 1–2
+  // Stage 3's hpZ (zero_hpz_partition_size): > 1 keeps a secondary 1/hpz slice of every unit once
+  // it is released, which later gathers of the step fetch from the group of hpz consecutive ranks.
+  int64_t hpz_partition_size = 1;
 };
 
 class GatherSchedule {

@@ -15,6 +15,12 @@ ParamGatherer::ParamGatherer(ZeroContext& z, UnitBufferPool& pool, ParamStore& s
     numel.push_back(z.part.shard(u).numel);
   }
   schedule_ = GatherSchedule(padded, numel, o, tied_head);
+  if (z.part.gathers_params_for_compute() && o.hpz_partition_size > 1 && z.secondary_comm) {
+    hpz_ = o.hpz_partition_size;
+    for (int u = 0; u < U_; ++u)
+      secondary_.push_back(z.ledger.alloc(MemCategory::Params, size_t(padded[size_t(u)] / hpz_) * z.element_bytes()));
+    secondary_valid_.assign(size_t(U_), false);
+  }
   if (z.part.gathers_params_after_update()) {
     std::vector<int> order;
     std::vector<int64_t> len;
@@ -32,6 +38,7 @@ ParamGatherer::~ParamGatherer() {
     for (auto& g : gathered_)
       if (g.pending) g.pending->wait();
   });
+  for (void* p : secondary_) z_.ledger.free(p);
 }
 
 // --- stage 3 ------------------------------------------------------------------------------------
@@ -42,8 +49,13 @@ void ParamGatherer::gather(int u, bool wait) {
   if (!g.full) {
     g.full = pool_.acquire(P, false);
     live_elements_ += P;
-    const void* shard = store_.gather_source(u);
-    g.pending = z_.comm.all_gather_async(shard, g.full, size_t(P), z_.working_type());
+    g.from_secondary = hpz_ > 1 && secondary_valid_[size_t(u)];
+    if (g.from_secondary) {
+      g.pending = z_.secondary_comm->all_gather_async(secondary_[size_t(u)], g.full, size_t(P), z_.working_type());
+    } else {
+      const void* shard = store_.gather_source(u);
+      g.pending = z_.comm.all_gather_async(shard, g.full, size_t(P), z_.working_type());
+    }
     g.issued = Clock::now();
   }
   if (wait && g.pending) {
@@ -72,13 +84,19 @@ const void* ParamGatherer::params(int u) {
   return gathered_[size_t(u)].full;
 }
 
-void ParamGatherer::release(int u) {
+void ParamGatherer::release(int u, bool keep_secondary) {
   Gathered& g = gathered_[size_t(u)];
   if (!g.full) return;
   if (g.pending) g.pending->wait();
   g.pending.reset();
-  store_.release_gather_source(u);
+  store_.release_gather_source(u);  // idempotent: nothing to give back after a secondary gather
   const int64_t P = z_.part.shard(u).padded;
+  if (hpz_ > 1 && keep_secondary && !secondary_valid_[size_t(u)]) {
+    const int64_t slice = P / hpz_;  // this rank's place in its group: the group communicator's rank
+    z_.backend.copy(secondary_[size_t(u)], z_.element_at(g.full, slice * z_.secondary_comm->rank()),
+                    size_t(slice) * z_.element_bytes());
+    secondary_valid_[size_t(u)] = true;
+  }
   pool_.release(P, g.full);
   live_elements_ -= P;
   g.full = nullptr;
@@ -95,7 +113,8 @@ void ParamGatherer::after_compute(int u, int pos) {
 }
 
 void ParamGatherer::release_all() {
-  for (int u = 0; u < U_; ++u) release(u);
+  for (int u = 0; u < U_; ++u) release(u, false);
+  secondary_valid_.assign(secondary_valid_.size(), false);
 }
 
 // --- stages 1–2 -----------------------------------------------------------------------------------

@@ -4,6 +4,11 @@
 //   stage3_max_live_parameters gathered at once, and a gathered unit released after use unless it
 //   is persistent (stage3_param_persistence_threshold) or used again within
 //   stage3_max_reuse_distance elements of compute.
+//   hpZ (zero_hpz_partition_size > 1): when a gathered unit is released, this rank copies its
+//   1/hpz slice of it (its place in the hpz group: no communication) into a secondary buffer kept
+//   for the whole step; later gathers of that unit in the step — backward, later micro-steps'
+//   forwards — all-gather the slices over the group alone. release_all() (after the update, a
+//   load, any rewrite of the parameters) drops the secondary copy with the gathered ones.
 //   Stages 1–2, after the update: the updated shards are all-gathered into every rank's full
 //   parameters in buckets of allgather_bucket_size elements (runtime/zero/buckets.h), each bucket
 //   issued as soon as every unit it touches is updated, overlapping the remaining updates.
@@ -48,9 +53,11 @@ class ParamGatherer {
     void* full = nullptr;
     CommHandlePtr pending;  // the all-gather filling `full`, until waited
     Clock::time_point issued;
+    bool from_secondary = false;  // hpZ: gathered over the group from the secondary slices
   };
   void gather(int u, bool wait);
-  void release(int u);
+  // `keep_secondary`: with hpZ, copy this rank's slice first (not when the values are stale).
+  void release(int u, bool keep_secondary = true);
   void maybe_release(int u, int pos);
 
   ZeroContext& z_;
@@ -61,6 +68,11 @@ class ParamGatherer {
   GatherSchedule schedule_;  // stage 3's prefetch and release rules
   std::vector<Gathered> gathered_;
   int64_t live_elements_ = 0;
+  // hpZ: each unit's secondary slice (padded / hpz elements, on the ledger as parameters) and
+  // whether it holds this step's values.
+  int64_t hpz_ = 1;
+  std::vector<void*> secondary_;
+  std::vector<bool> secondary_valid_;
   // stages 1–2
   BucketStream sync_;  // the update-order buckets and the next to issue
   std::vector<CommHandlePtr> syncing_;

@@ -40,6 +40,7 @@ class StepWalk {
         schedule_(w.padded, w.numel, w.gather, w.tied_head),
         U_(int(w.padded.size())),
         gathered_(size_t(U_), false),
+        secondary_(size_t(U_), false),
         grad_(size_t(U_), false) {
     std::vector<int> order;
     for (int u = U_ - 1; u >= 0; --u) order.push_back(u);
@@ -49,7 +50,7 @@ class StepWalk {
       for (const BucketPiece& piece : b.pieces) ++buckets_of_unit_[size_t(piece.unit)];
   }
 
-  int64_t gathered_elements() const { return gathered_elements_; }
+  UnitGatherVolumes gathered() const { return volumes_; }
 
   void run() {
     for (int micro = 0; micro < w_.micro_steps; ++micro) {
@@ -57,7 +58,8 @@ class StepWalk {
       backward(micro == w_.micro_steps - 1);
     }
     drain(0);  // GradReducer::finish
-    for (int u = 0; u < U_; ++u) release_gathered(u);  // the update makes every gathered copy stale
+    for (int u = 0; u < U_; ++u) release_gathered(u, false);  // the update makes every gathered copy stale
+    secondary_.assign(size_t(U_), false);                     // and hpZ's secondary copy
   }
 
  private:
@@ -95,13 +97,15 @@ class StepWalk {
   void gather(int u) {
     if (gathered_[size_t(u)]) return;
     gathered_[size_t(u)] = true;
-    gathered_elements_ += w_.padded[size_t(u)];
+    (secondary_[size_t(u)] ? volumes_.secondary : volumes_.primary) += w_.padded[size_t(u)];
     pool_.acquire(w_.padded[size_t(u)]);
     live_ += w_.padded[size_t(u)];
   }
-  void release_gathered(int u) {
+  // `keep_secondary`: hpZ copies the unit's slice before it goes (ParamGatherer::release).
+  void release_gathered(int u, bool keep_secondary = true) {
     if (!gathered_[size_t(u)]) return;
     gathered_[size_t(u)] = false;
+    if (keep_secondary && w_.gather.hpz_partition_size > 1) secondary_[size_t(u)] = true;
     pool_.release(w_.padded[size_t(u)]);
     live_ -= w_.padded[size_t(u)];
   }
@@ -156,8 +160,9 @@ class StepWalk {
   StageTraits traits_;
   GatherSchedule schedule_;
   int U_;
-  std::vector<bool> gathered_, grad_;
-  int64_t live_ = 0, gathered_elements_ = 0;
+  std::vector<bool> gathered_, secondary_, grad_;
+  int64_t live_ = 0;
+  UnitGatherVolumes volumes_;
   BucketStream stream_;
   std::vector<int> buckets_of_unit_, pending_;
   std::deque<size_t> in_flight_;
@@ -172,11 +177,11 @@ int64_t unit_buffer_peak_elements(const UnitBufferWalk& walk) {
   return pool.held_elements();
 }
 
-int64_t unit_gather_elements_per_step(const UnitBufferWalk& walk) {
+UnitGatherVolumes unit_gather_elements_per_step(const UnitBufferWalk& walk) {
   CountingPool pool;
   StepWalk w(walk, pool);
   w.run();
-  return w.gathered_elements();
+  return w.gathered();
 }
 
 }  // namespace zt

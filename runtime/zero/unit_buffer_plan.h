@@ -40,7 +40,12 @@ struct UnitBufferWalk {
 int64_t unit_buffer_peak_elements(const UnitBufferWalk& walk);
 // The elements stage 3's gatherer fetches in one step of the same walk (every micro-step's forward
 // and backward, a tied head's second fetch of the embedding, less what persistence and reuse keep);
-// 0 below stage 3. The communication predictor's all-gather volume.
-int64_t unit_gather_elements_per_step(const UnitBufferWalk& walk);
+// 0 below stage 3. The communication predictor's all-gather volumes: from every rank's primary
+// shard (over the world), and with hpZ from the secondary slices (over the hpz group) once a unit
+// has been released in the step.
+struct UnitGatherVolumes {
+  int64_t primary = 0, secondary = 0;
+};
+UnitGatherVolumes unit_gather_elements_per_step(const UnitBufferWalk& walk);
 
 }  // namespace zt

@@ -35,6 +35,9 @@ struct ZeroContext {
   DType accum_precision;   // data_types.grad_accum_dtype (default: the training precision)
   Trace* trace = nullptr;  // rank 0's timeline when --trace is on
   StepTimes times;         // of the step in progress
+  // hpZ's group of zero_hpz_partition_size consecutive ranks (Communicator::split), which stage 3's
+  // gathers from the secondary copy run on; null without hpZ.
+  Communicator* secondary_comm = nullptr;
 
   DType working_type() const { return backend.act_dtype(); }  // what the backend's buffers hold
   size_t element_bytes() const { return dtype_size(backend.act_dtype()); }

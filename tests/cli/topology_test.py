@@ -3,7 +3,9 @@
 --metrics record carries the bytes on intra- and inter-node links, equal to the predictor in the
 start record, the inter-node share the ring model's (one hop of every node's ring crosses); one node
 sends nothing between nodes; a --ranks-per-node or ZT_RANKS_PER_NODE that does not divide the world
-is refused once for the job, naming the value.
+is refused once for the job, naming the value. hpZ at 8 ranks as 2 x 4: the same parameters as flat
+stage 3, at most 0.70 of its bytes between nodes (forward's gathers alone cross), equal to the
+predictor; a group that straddles nodes is refused, one smaller than a node warned about, once each.
 Usage: topology_test.py ZEROTRAIN MPIRUN"""
 import json
 import os
@@ -26,9 +28,9 @@ def check(ok, what):
         FAILURES.append(what)
 
 
-def config(stage):
-    path = os.path.join(ROOT, "stage%d.json" % stage)
-    json.dump({"train_micro_batch_size_per_gpu": 2, "zero_optimization": {"stage": stage}}, open(path, "w"))
+def config(stage, **zero):
+    path = os.path.join(ROOT, "stage%d%s.json" % (stage, "".join("_%s%s" % kv for kv in sorted(zero.items()))))
+    json.dump({"train_micro_batch_size_per_gpu": 2, "zero_optimization": dict(stage=stage, **zero)}, open(path, "w"))
     return path
 
 
@@ -67,6 +69,34 @@ try:
             crossing = nodes if nodes > 1 else 0
             check(s["comm_bytes_inter"] == algo * (np_ - 1) * crossing // np_,
                   name + ": %d of the ring's %d hops cross nodes" % (crossing, np_))
+    # hpZ beside flat stage 3, the paper's case (every backward gathers again).
+    paper = {"stage3_max_reuse_distance": 0, "stage3_param_persistence_threshold": 0}
+    got = {}
+    for name, zero in (("flat", paper), ("hpz", dict(paper, zero_hpz_partition_size=4))):
+        m = os.path.join(ROOT, "m_%s.jsonl" % name)
+        p = run(8, ["--config", config(3, **zero), "--ranks-per-node", "4", "--metrics", m])
+        check(p.returncode == 0, "stage 3 %s at 8 ranks as 2 x 4 finishes (rc %d)" % (name, p.returncode))
+        if p.returncode == 0:
+            got[name] = records(m)
+            end = [json.loads(l) for l in open(m) if '"end"' in l]
+            got[name] += (end[0]["param_checksum"] if end else None,)
+    if len(got) == 2:
+        (fs, fsteps, fsum), (hs, hsteps, hsum) = got["flat"], got["hpz"]
+        check(fsum == hsum and fsum is not None, "hpZ trains the same parameters as flat stage 3 (%s, %s)" % (fsum, hsum))
+        for f, h in zip(fsteps, hsteps):
+            check(h["comm_bytes_inter"] == hs["expected_comm_bytes_inter_per_step"] and
+                  h["comm_bytes_intra"] == hs["expected_comm_bytes_intra_per_step"], "hpZ step %d: link bytes equal the predictor's" % h["step"])
+            ratio = h["comm_bytes_inter"] / f["comm_bytes_inter"]
+            check(ratio <= 0.70, "hpZ step %d: %.3f of flat stage 3's inter-node bytes (goal <= 0.70)" % (h["step"], ratio))
+            check(h["comm_bytes"]["all_gather"] == f["comm_bytes"]["all_gather"], "hpZ step %d: the same all-gather volume" % h["step"])
+    straddle = run(8, ["--config", config(3, zero_hpz_partition_size=8), "--ranks-per-node", "4"])
+    msg = "each secondary group of 8 consecutive ranks must sit inside one node"
+    check(straddle.returncode == 2 and straddle.stdout.count(msg) == 1,
+          "hpZ 8 over nodes of 4: refused once (rc %d, %d copies)" % (straddle.returncode, straddle.stdout.count(msg)))
+    small = run(8, ["--config", config(3, zero_hpz_partition_size=2), "--ranks-per-node", "4"])
+    msg = "smaller than the 4 ranks of a node"
+    check(small.returncode == 0 and small.stdout.count(msg) == 1,
+          "hpZ 2 in nodes of 4: runs, warned once (rc %d, %d copies)" % (small.returncode, small.stdout.count(msg)))
     bad = run(8, ["--ranks-per-node", "3"])
     msg = "--ranks-per-node = 3: ranks per node must be a whole number of at least 1 that divides the world size 8"
     check(bad.returncode == 2 and bad.stdout.count(msg) == 1,

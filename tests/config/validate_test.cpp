@@ -90,6 +90,10 @@ const ComboCase kCombos[] = {
     {"bf16_extra_fp16_keys", R"("bf16": {"enabled": true, "loss_scale": 0})", "bf16.loss_scale", "0", "DeepSpeed refuses it too", false},
     {"comm_dtype_unknown", R"("communication_data_type": "bfp16")", "communication_data_type", "\"bfp16\"", "not one of the accepted values", false},
     {"aio_queue_zero", R"("aio": {"queue_depth": 0})", "aio.queue_depth", "0", "at least 1", false},
+    {"hpz_below_stage3", R"("zero_optimization": {"stage": 2, "zero_hpz_partition_size": 4})",
+     "zero_optimization.zero_hpz_partition_size", "4", "DeepSpeed ignores the key below stage 3", false},
+    {"hpz_with_nvme_params", R"("zero_optimization": {"stage": 3, "zero_hpz_partition_size": 2, "offload_param": {"device": "nvme", "nvme_path": "/tmp"}})",
+     "zero_optimization.zero_hpz_partition_size", "2", "beside parameters swapped to NVMe", false},
     {"clipping_negative", R"("gradient_clipping": -1)", "gradient_clipping", "-1", "turns clipping off", true},
     // Warnings.
     {"stage3_key_at_stage2", R"("zero_optimization": {"stage": 2, "stage3_max_live_parameters": 1e9})",
@@ -117,6 +121,23 @@ TEST(Validate, EveryInvalidCombination) {
 }
 
 // Each combination's message differs from every other's: no catch-all text.
+// hpZ's groups must tile the world a launch or --world-size gives (not the default of one rank,
+// which `check` assumes when it is not told); hpz 1 is off at every stage.
+TEST(Validate, HpzGroupsMustTileTheWorld) {
+  LoadOptions o;
+  o.world_size = 8;
+  o.world_source = WorldSizeSource::Flag;
+  const auto bad = load(R"({"train_micro_batch_size_per_gpu": 1, "zero_optimization": {"stage": 3, "zero_hpz_partition_size": 3}})", o);
+  const Diagnostic* d = find(bad, "zero_optimization.zero_hpz_partition_size", "must tile the world of 8 ranks", Severity::Error);
+  ASSERT_NE(d, nullptr) << test::dump(bad);
+  EXPECT_EQ(d->value, "3");
+  const auto good = load(R"({"train_micro_batch_size_per_gpu": 1, "zero_optimization": {"stage": 3, "zero_hpz_partition_size": 4}})", o);
+  EXPECT_TRUE(good.valid()) << test::dump(good);
+  EXPECT_EQ(good.config.zero_optimization.hpz_partition_size.value, 4);
+  const auto off = load(R"({"train_micro_batch_size_per_gpu": 1, "zero_optimization": {"stage": 1, "zero_hpz_partition_size": 1}})", o);
+  EXPECT_TRUE(off.valid()) << test::dump(off);
+}
+
 TEST(Validate, MessagesAreDistinct) {
   std::set<std::string> seen;
   for (const auto& c : kCombos) {
