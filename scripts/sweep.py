@@ -45,6 +45,9 @@ LEDGER_KEYS = {"params": "params", "grads": "grads", "master": "master_weights",
 # unless the config or --set/--vary say otherwise; sweep these to see what reuse and persistence save.
 PAPER_STAGE3 = {"zero_optimization.stage3_max_reuse_distance": 0, "zero_optimization.stage3_param_persistence_threshold": 0}
 COLLECTIVES = ["all_reduce", "reduce_scatter", "all_gather"]
+# Swept keys that exist at stage 3 alone, with the test for "on": a sweep runs the lower stages with
+# them off only, so --vary zero_optimization.zero_hpz_partition_size=1,8 keeps stages 0-2 as baselines.
+STAGE3_ONLY = {"zero_optimization.zero_hpz_partition_size": lambda v: int(v) > 1}
 LINK_TEXT = ""  # the modelled links in words (main sets it from the flags)
 GiB = float(1 << 30)
 MiB = float(1 << 20)
@@ -94,18 +97,26 @@ def paper_formula(plan, psi):
     return w * psi / div["params"], w * psi / div["grads"], k * psi / div["optimizer"]
 
 
-def modelled_comm_s(step, n, nodes, link):
-    """Seconds one step's collectives take on the modelled links: every call a ring over the world,
-    G-1 steps of A/G bytes (twice for an all-reduce), each step alpha + bytes / beta of the slowest
-    hop (inter-node when the ring spans nodes, else intra-node)."""
-    if n <= 1:
+def ring_s(bytes_by_op, calls_by_op, g, slow, link):
+    """Seconds of calls on rings of g ranks: G-1 steps of A/G bytes each (twice for an all-reduce),
+    each step alpha + bytes / beta of the slowest hop (inter-node when the ring spans nodes)."""
+    if g <= 1:
         return 0.0
-    alpha, beta = (link["inter_alpha"], link["inter_beta"]) if nodes > 1 else (link["intra_alpha"], link["intra_beta"])
+    alpha, beta = (link["inter_alpha"], link["inter_beta"]) if slow else (link["intra_alpha"], link["intra_beta"])
     t = 0.0
     for c in COLLECTIVES:
         k = 2 if c == "all_reduce" else 1
-        t += k * (n - 1) * alpha * step["comm_calls"][c] + k * (n - 1) / n * step["comm_bytes"][c] / beta
+        t += k * (g - 1) * alpha * calls_by_op.get(c, 0) + k * (g - 1) / g * bytes_by_op.get(c, 0) / beta
     return t
+
+
+def modelled_comm_s(step, n, nodes, hpz, link):
+    """Seconds one step's collectives take on the modelled links: the world's calls on a ring over
+    every rank, hpZ's on rings of its group inside a node."""
+    group_b, group_c = step.get("comm_bytes_secondary", {}), step.get("comm_calls_secondary", {})
+    world_b = {c: step["comm_bytes"][c] - group_b.get(c, 0) for c in COLLECTIVES}
+    world_c = {c: step["comm_calls"][c] - group_c.get(c, 0) for c in COLLECTIVES}
+    return ring_s(world_b, world_c, n, nodes > 1, link) + ring_s(group_b, group_c, hpz, False, link)
 
 
 def summarize(run, start, steps, end, n, link):
@@ -157,7 +168,8 @@ def summarize(run, start, steps, end, n, link):
     hidden = end.get("comm_hidden_share") if end else None
     waited_ms = (1 - (hidden or 0.0)) * row["comm_busy_ms_per_step"]
     row["compute_ms"] = max(0.0, row["step_ms"] - waited_ms)
-    row["modelled_comm_ms"] = 1e3 * statistics.median(modelled_comm_s(s, n, start["nodes"], link) for s in later)
+    row["modelled_comm_ms"] = 1e3 * statistics.median(modelled_comm_s(s, n, start["nodes"], start.get("hpz_partition_size", 1), link)
+                                                 for s in later)
     row["modelled_step_ms"] = row["compute_ms"] + row["modelled_comm_ms"]
     row["final_loss"] = steps[-1]["loss"]
     row["param_checksum"] = end.get("param_checksum") if end else None
@@ -388,6 +400,8 @@ def main():
     for stage, off, values in combos:
         if off != "none" and stage == 0:
             continue  # offload needs stage >= 1
+        if stage < 3 and any(k in STAGE3_ONLY and STAGE3_ONLY[k](v) for (k, _), v in zip(varies, values)):
+            continue  # hpZ exists at stage 3 alone (the binary refuses it below): the baselines run it off
         name = f"stage {stage}" + ("" if off == "none" else f" offload {off}") + \
                "".join(f", {k.split('.')[-1]}={v}" for (k, _), v in zip(varies, values))
         slug = name.replace(" ", "_").replace(",", "").replace("=", "-")

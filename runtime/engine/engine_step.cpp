@@ -103,8 +103,10 @@ StepStats Engine::train_step(const BatchFn& fill) {
     uint64_t group[kCommOpCount] = {};
     for (int i = 0; i < kCommOpCount; ++i) {
       group[i] = secondary_after.op[i].bytes - secondary_before.op[i].bytes;
+      st.secondary_bytes[i] = group[i];
+      st.secondary_calls[i] = secondary_after.op[i].calls - secondary_before.op[i].calls;
       st.comm_bytes[i] += group[i];
-      st.comm_calls[i] += secondary_after.op[i].calls - secondary_before.op[i].calls;
+      st.comm_calls[i] += st.secondary_calls[i];
     }
     st.comm_links += s.secondary_links.split(group);
   }

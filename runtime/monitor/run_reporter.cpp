@@ -173,6 +173,7 @@ void RunReporter::start() {
           {"expected_comm_bytes_per_step", engine_.expected_comm_bytes_per_step()},
           {"ranks_per_node", engine_.topology().ranks_per_node},
           {"nodes", engine_.topology().nodes()},
+          {"hpz_partition_size", engine_.options().gather.hpz_partition_size},
           {"expected_comm_bytes_intra_per_step", engine_.expected_link_bytes_per_step().intra},
           {"expected_comm_bytes_inter_per_step", engine_.expected_link_bytes_per_step().inter},
           {"units", units_json()},
@@ -269,6 +270,8 @@ double RunReporter::after_step(const StepStats& st) {
           {"comm_calls", comm_json(st.comm_calls)},
           {"comm_bytes_intra", st.comm_links.intra},
           {"comm_bytes_inter", st.comm_links.inter},
+          {"comm_bytes_secondary", comm_json(st.secondary_bytes)},
+          {"comm_calls_secondary", comm_json(st.secondary_calls)},
           {"comm_busy_s", busy},
           {"mem_peak", st.mem_peak}};
   if (!process.is_null()) step_record["process"] = process;
