@@ -7,7 +7,7 @@
 #include <string>
 
 #include "kernels/rope_table.h"
-#include "runtime/model/gpt2_block.h"
+#include "runtime/model/gpt2_block.h"  // UnitView
 
 namespace zt {
 
