@@ -227,4 +227,19 @@ Gpt2Flops gpt2_training_flops(int64_t layers, int64_t C, int64_t V, int64_t T, i
   return f;
 }
 
+Gpt2Flops llama_training_flops(int64_t layers, int64_t C, int64_t V, int64_t T, int64_t heads, int64_t kv_heads,
+                               int64_t head_dim, int64_t intermediate, int64_t sequences, bool recompute) {
+  const double L = double(layers), c = double(C), tokens = double(T) * double(sequences);
+  const double A = double(heads * head_dim), Q = double((heads + 2 * kv_heads) * head_dim), I = double(intermediate);
+  const double block_w = Q * c + c * A + 3.0 * I * c;  // qkv, o_proj, gate and up, down
+  const double psi_w = L * block_w + double(V) * c;
+  Gpt2Flops f;
+  f.gemm_forward = 2.0 * psi_w * tokens;
+  f.gemm_backward = 4.0 * psi_w * tokens;
+  f.attention_forward = L * attention_forward_flops(sequences, T, heads * head_dim);
+  f.attention_backward = L * attention_backward_flops(sequences, T, heads * head_dim);
+  if (recompute) f.recompute = 2.0 * L * block_w * tokens + f.attention_forward;
+  return f;
+}
+
 }  // namespace zt

@@ -125,4 +125,13 @@ struct Gpt2Flops {
 };
 Gpt2Flops gpt2_training_flops(int64_t layers, int64_t C, int64_t V, int64_t T, int64_t sequences, bool recompute);
 
+// The same for Llama (no biases): 6·Ψ_w·tokens with Ψ_w = L·(Q·C + C·A + 3·I·C) + V·C, where
+// A = H·hd (q rows, o_proj columns) and Q = (H + 2·Hkv)·hd (the stacked q, k, v rows: GQA shrinks
+// only the k and v projections), 3·I·C the gate, up and down matrices, V·C the LM head (tied or
+// not); the causal attention 12·A·L·(T(T+1)/2) per sequence (per query head, so GQA does not
+// shrink it). Recompute adds the blocks' forward GEMMs and attention once more. The fields mean
+// what they mean for GPT-2.
+Gpt2Flops llama_training_flops(int64_t layers, int64_t C, int64_t V, int64_t T, int64_t heads, int64_t kv_heads,
+                               int64_t head_dim, int64_t intermediate, int64_t sequences, bool recompute);
+
 }  // namespace zt

@@ -14,7 +14,7 @@
 #include "runtime/config/config_echo.h"
 #include "runtime/config/config_load.h"
 #include "runtime/config/config_plan.h"
-#include "runtime/model/gpt2.h"
+#include "runtime/model/causal_lm.h"
 #include "runtime/config/report.h"
 #include "runtime/engine/engine.h"
 #include "runtime/engine/engine_config.h"
@@ -33,7 +33,7 @@ namespace {
 // log-sum-exp (rounded up to 256 bytes) and a bf16 copy of the output, the reference kernels (head
 // sizes other than 16, 32, 64, 128) the fp32 probabilities, T×T per head.
 size_t attention_saved_estimate(ComputeBackend backend, int micro_batch, const ModelConfig& m) {
-  const size_t B = size_t(micro_batch), T = size_t(m.seq_len), C = size_t(m.dim), NH = size_t(m.heads);
+  const size_t B = size_t(micro_batch), T = size_t(m.seq_len), C = size_t(m.attention_width()), NH = size_t(m.heads);
   if (backend == ComputeBackend::Cpu) return (B * NH * T + B * T * C) * 4;
   const size_t hs = NH > 0 ? C / NH : 0;
   if (hs != 16 && hs != 32 && hs != 64 && hs != 128) return B * NH * T * T * 4;
@@ -133,7 +133,7 @@ FitReport check_fit(const CheckArgs& a, const Config& c, int64_t params, const M
   if (backend == ComputeBackend::Cpu && a.world_size > 1)
     plan_in.comm_buffer_bytes = mpi_buffer_bytes(uint64_t(params) * 4, CommOptions::from_env().buffer_bytes);
   if (model && plan_in.micro_batch > 0)
-    plan_in.activation_bytes = double(GPT2::activation_bytes_for(
+    plan_in.activation_bytes = double(causal_lm_activation_bytes_for(
         *model, ModelRunOptions{int(plan_in.micro_batch), plan_in.activation_checkpointing}, size_t(plan_working_bytes(plan_in)),
         attention_saved_estimate(backend, int(plan_in.micro_batch), *model)));
   if (model)  // the engine's unit buffers as a run at this world size would hold them

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 
@@ -49,6 +50,11 @@ PlanInput plan_input(const Config& c, int64_t params, const ModelConfig* model, 
     in.layers = model->layers;
     in.heads = model->heads;
     in.vocab = model->vocab;
+    // DeepSpeed's largest module of transformers' Llama (the GPT-2 shapes derive their own): the
+    // token embedding or LM head V·C, an MLP projection I·C, or q_proj / o_proj (H·hd)·C.
+    if (model->llama())
+      in.largest_layer_params = std::max({int64_t(model->vocab) * model->dim, int64_t(model->intermediate) * model->dim,
+                                          model->attention_width() * model->dim});
   }
   return in;
 }

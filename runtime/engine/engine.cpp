@@ -136,7 +136,7 @@ Engine::State::State(const ModelConfig& model_config, const EngineOptions& optio
     secondary_links = LinkModel(topology, topology.shard_group(comm.rank(), int(hpz)));
   }
   comm.set_compute_stream(backend.native_stream());  // NCCL: collectives wait for the kernels before them
-  model = std::make_unique<GPT2>(model_cfg, backend, ModelRunOptions{opt.micro_batch, opt.checkpoint_activations});
+  model = make_causal_lm(model_cfg, backend, ModelRunOptions{opt.micro_batch, opt.checkpoint_activations});
   ledger.record_external(MemCategory::Activations, model->activation_bytes());
   part = std::make_unique<Partition>(unit_specs(model->layouts()), partition_config(opt, backend, comm));
   check_zero_rules(opt, backend, *part);

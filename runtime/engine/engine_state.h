@@ -9,7 +9,7 @@
 #include "collectives/topology.h"
 #include "offload/pinned_memory.h"
 #include "runtime/engine/engine.h"
-#include "runtime/model/gpt2.h"
+#include "runtime/model/causal_lm.h"
 #include "runtime/zero/grad_reducer.h"
 #include "runtime/zero/host_transfer.h"
 #include "runtime/zero/param_gatherer.h"
@@ -37,7 +37,7 @@ struct Engine::State {
   LinkModel secondary_links;
   MemoryLedger ledger;  // declared before every object that allocates through it
   std::vector<std::string> setup_warnings;  // what setup found (pinning refused), for the run to print once
-  std::unique_ptr<GPT2> model;
+  std::unique_ptr<CausalLM> model;
   std::unique_ptr<Partition> part;
   std::unique_ptr<Trace> trace;
   std::unique_ptr<ZeroContext> z;

@@ -230,20 +230,4 @@ double GPT2::loss_sum() {
 
 float GPT2::loss() { return valid_targets_ > 0 ? float(loss_sum() / double(valid_targets_)) : 0.f; }
 
-float forward_only(GPT2& model, const std::vector<void*>& params) {
-  for (int u = 0; u < model.num_units(); ++u)
-    model.forward_unit(u, params[size_t(u)], model.needs_embedding_unit(u) ? params[0] : nullptr);
-  return model.loss();
-}
-
-float forward_backward(GPT2& model, const std::vector<void*>& params, const std::vector<void*>& grads) {
-  const float l = forward_only(model, params);
-  for (int u = model.num_units() - 1; u >= 0; --u) {
-    const bool tied = model.needs_embedding_unit(u);
-    model.backward_unit(u, params[size_t(u)], grads[size_t(u)], tied ? params[0] : nullptr,
-                        tied ? grads[0] : nullptr);
-  }
-  return l;
-}
-
 }  // namespace zt

@@ -7,59 +7,47 @@
 #include <vector>
 
 #include "kernels/backend.h"
+#include "runtime/model/causal_lm.h"
 #include "runtime/model/model_config.h"
 #include "runtime/model/unit_layout.h"
 
 namespace zt {
 
-struct ModelRunOptions {
-  int max_batch = 1;                    // micro-batch rows B the activations are sized for
-  bool checkpoint_activations = false;  // keep only each block's input; recompute it in backward
-  bool keep_logits = false;             // keep a copy of the logits for logits() (tests, inspection)
-};
-
-// Walk order of one micro-batch (u = 0 embedding, 1..L blocks, L+1 head):
-//   set_batch(tokens, targets, B, T, dloss);
-//   for u = 0 .. L+1:  forward_unit(u, params[u], params[0] when u is the tied head);
-//   loss();                                 // mean cross-entropy of this micro-batch
-//   for u = L+1 .. 0:  backward_unit(u, params[u], grads[u], params[0], grads[0] when u is the tied head);
-// Parameter buffers hold act_dtype() values laid out as layout(u); gradients use the same layout and
-// ACCUMULATE (zero them yourself at the start of a step). The head's forward computes the loss and
-// the logits' gradient together (scaled by dloss, e.g. 1/grad_accum); backward_unit must follow
-// every forward walk before the next set_batch, except for evaluation-only walks.
-class GPT2 {
+// The CausalLM walk contract (causal_lm.h) for GPT-2: learned positions, pre-LN blocks with
+// LayerNorm, multi-head attention and a GELU MLP of 4C, biases everywhere.
+class GPT2 final : public CausalLM {
  public:
   GPT2(const ModelConfig& config, Backend& backend, ModelRunOptions options = {});
   ~GPT2();
   GPT2(const GPT2&) = delete;
   GPT2& operator=(const GPT2&) = delete;
 
-  const ModelConfig& config() const { return config_; }
-  const ModelRunOptions& options() const { return options_; }
-  Backend& backend() { return backend_; }
-  int num_units() const { return int(layouts_.size()); }
-  const UnitLayout& layout(int u) const { return layouts_.at(size_t(u)); }
-  const std::vector<UnitLayout>& layouts() const { return layouts_; }
+  const ModelConfig& config() const override { return config_; }
+  const ModelRunOptions& options() const override { return options_; }
+  Backend& backend() override { return backend_; }
+  int num_units() const override { return int(layouts_.size()); }
+  const UnitLayout& layout(int u) const override { return layouts_.at(size_t(u)); }
+  const std::vector<UnitLayout>& layouts() const override { return layouts_; }
   // True when unit u reads (forward) and writes (backward) the embedding unit's buffers too.
-  bool needs_embedding_unit(int u) const { return u == num_units() - 1 && config_.tied_embeddings; }
+  bool needs_embedding_unit(int u) const override { return u == num_units() - 1 && config_.tied_embeddings; }
 
   // Host tokens and targets, B*T each (B <= max_batch, 1 <= T <= seq_len); targets < 0 are ignored.
-  void set_batch(const int32_t* tokens, const int32_t* targets, int B, int T, float dloss = 1.0f);
-  void forward_unit(int u, const void* params, const void* embedding_params = nullptr);
+  void set_batch(const int32_t* tokens, const int32_t* targets, int B, int T, float dloss = 1.0f) override;
+  void forward_unit(int u, const void* params, const void* embedding_params = nullptr) override;
   void backward_unit(int u, const void* params, void* grads, const void* embedding_params = nullptr,
-                     void* embedding_grads = nullptr);
+                     void* embedding_grads = nullptr) override;
   // Mean loss over the valid targets of the last head forward (synchronises the backend).
-  float loss();
+  float loss() override;
   // Sum of the per-position losses of the last head forward, in position order (ignored targets add 0).
-  double loss_sum();
+  double loss_sum() override;
   // Logits of the last head forward (act_dtype), rows config().padded_vocab() apart, the first
   // vocab columns real, the rest 0. Only with ModelRunOptions::keep_logits (else nullptr): the head
   // overwrites its logits with their gradient in place.
-  const void* logits() const { return kept_logits_; }
+  const void* logits() const override { return kept_logits_; }
   // Number of targets >= 0 in the current batch.
-  int64_t valid_targets() const { return valid_targets_; }
+  int64_t valid_targets() const override { return valid_targets_; }
   // Bytes of activation and scratch memory this model holds on the backend.
-  size_t activation_bytes() const { return activation_bytes_; }
+  size_t activation_bytes() const override { return activation_bytes_; }
   // What a model of `config` run with `options` allocates, without allocating: element_bytes is the
   // backend's working type, attention_saved its attention_saved_bytes(max_batch, seq_len, dim,
   // heads). The memory plan counts this; every constructor checks its allocations against it.
@@ -93,10 +81,5 @@ class GPT2 {
   // gradient scratch
   float *dresid_ = nullptr, *dln_ = nullptr, *datty_ = nullptr, *dqkv_ = nullptr, *dfch_ = nullptr;
 };
-
-// Convenience walks over all units with whole-model buffers (tests and the single-process loop).
-// params[u] / grads[u] point at unit u's buffers. Returns the micro-batch's mean loss.
-float forward_backward(GPT2& model, const std::vector<void*>& params, const std::vector<void*>& grads);
-float forward_only(GPT2& model, const std::vector<void*>& params);
 
 }  // namespace zt

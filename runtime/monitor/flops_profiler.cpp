@@ -142,12 +142,19 @@ void FlopsProfiler::check(const FlopsProfilerConfig& c, int64_t steps, Diagnosti
   }
 }
 
+Gpt2Flops analytic_training_flops(const ModelConfig& m, int64_t sequences) {
+  if (m.llama())
+    return llama_training_flops(m.layers, m.dim, m.vocab, m.seq_len, m.heads, m.kv_head_count(), m.head_width(),
+                                m.intermediate, sequences, false);
+  return gpt2_training_flops(m.layers, m.dim, m.vocab, m.seq_len, sequences, false);
+}
+
 FlopsProfiler::FlopsProfiler(const FlopsProfilerConfig& c, const ModelConfig& m, int micro_batch, int grad_accum,
                              int world_size, DevicePeak peak)
     : model_(m), layouts_(build_unit_layouts(m)), peak_(std::move(peak)), profile_step_(c.profile_step.value),
       module_depth_(int(c.module_depth.value)), top_modules_(int(c.top_modules.value)), detailed_(c.detailed.value),
       output_file_(c.output_file.value), micro_batch_(micro_batch), grad_accum_(grad_accum), world_(world_size) {
-  model_flops_ = gpt2_training_flops(m.layers, m.dim, m.vocab, m.seq_len, int64_t(micro_batch) * grad_accum, false).model();
+  model_flops_ = analytic_training_flops(m, int64_t(micro_batch) * grad_accum).model();
 }
 
 OpRecorder* FlopsProfiler::before_step(int64_t step) {
@@ -170,9 +177,7 @@ std::optional<FlopsProfile> FlopsProfiler::after_step(int64_t step, double step_
   p.params = model_.total_params();
   p.step_s = step_seconds;
   p.peak = peak_;
-  p.analytic_flops =
-      gpt2_training_flops(model_.layers, model_.dim, model_.vocab, model_.seq_len, int64_t(micro_batch_) * grad_accum_, false)
-          .model();
+  p.analytic_flops = analytic_training_flops(model_, int64_t(micro_batch_) * grad_accum_).model();
   if (p.attributed) model_flops_ = p.model_flops();
   return p;
 }
@@ -280,7 +285,8 @@ std::string FlopsProfiler::render(const FlopsProfile& p) const {
   // Aggregated profile: the model, its units, and the ops (by kind) at depths 0, 1, 2.
   const double total_flops = p.hardware_flops(), total_s = p.forward_s + p.backward_s;
   std::vector<std::vector<Module>> depth(3);
-  depth[0].push_back({"GPT2", p.params, total_flops, total_s});
+  const std::string root = model_.llama() ? "Llama" : "GPT2";
+  depth[0].push_back({root, p.params, total_flops, total_s});
   for (const auto& u : p.units) depth[1].push_back({u.name, u.params, u.flops(), u.seconds()});
   std::map<std::string, Module> ops;
   for (const auto& u : p.units)
@@ -312,7 +318,7 @@ std::string FlopsProfiler::render(const FlopsProfile& p) const {
            scaled(flops, "FLOPs") + ", " + pct(flops, total_flops) + " FLOPs, " + ms(secs) + ", " + pct(secs, total_s) +
            " latency, " + rate(flops, secs) + ")\n";
   };
-  s += module_line("", "GPT2", p.params, total_flops, total_s);
+  s += module_line("", root, p.params, total_flops, total_s);
   if (max_depth >= 1)
     for (const auto& u : p.units) {
       s += module_line("  ", "(" + u.name + ")", u.params, u.flops(), u.seconds());

@@ -54,7 +54,7 @@ struct FlopsProfile {
   double forward_flops = 0, backward_flops = 0, recompute_flops = 0;
   double forward_s = 0, backward_s = 0, outside_s = 0, step_s = 0;
   double gemm_attention_flops = 0;   // counted in matmul and attention ops (recompute excluded)
-  double analytic_flops = 0;         // 6Ψ_w + 2Ψ_b per token + causal attention, this step, per rank
+  double analytic_flops = 0;         // analytic_training_flops: 6Ψ_w (+ 2Ψ_b) per token + causal attention, this step, per rank
   DevicePeak peak;
   double model_flops() const { return forward_flops + backward_flops; }  // recompute excluded
   double hardware_flops() const { return model_flops() + recompute_flops; }
@@ -64,6 +64,10 @@ struct FlopsProfile {
 // A step's records grouped by the scope each op ran in. Fills units, outside, by_kind and the
 // totals; leaves step, peak and the run's shape to the caller.
 FlopsProfile attribute_ops(const OpRecorder& recorded, const std::vector<UnitLayout>& units, int grad_accum);
+
+// The closed-form GEMM + attention FLOPs of one step over `sequences` sequences of model m, by its
+// family (gpt2_training_flops or llama_training_flops, kernels/op_flops.h), without recompute.
+Gpt2Flops analytic_training_flops(const ModelConfig& m, int64_t sequences);
 
 class FlopsProfiler {
  public:

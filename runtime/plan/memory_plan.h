@@ -33,7 +33,7 @@
 //   Per node = per rank × min(ranks_per_node, N): the ranks of a node share its RAM and disk.
 //
 // Activations per rank: what the model allocates for the micro batch (PlanInput::activation_bytes,
-// from GPT2::activation_bytes_for with the backend's attention_saved_bytes: the residual stream,
+// from causal_lm_activation_bytes_for (the model class's own formula) with the backend's attention_saved_bytes: the residual stream,
 // each block's saved activations or one block's with checkpointing, the padded-vocabulary logits in
 // the working type, the gradient scratch), so that the plan equals the ledger's Activations; 0 when
 // no model is known (check --params).
@@ -102,7 +102,7 @@ struct PlanInput {
   // GPT-2 shapes and micro batch (the DeepSpeed estimators' largest layer, the JSON input).
   int64_t micro_batch = 0, seq_len = 0, hidden = 0, layers = 0, heads = 0, vocab = 0;
   bool activation_checkpointing = false;
-  // What the model allocates per rank (GPT2::activation_bytes_for); unset: no model, 0.
+  // What the model allocates per rank (causal_lm_activation_bytes_for); unset: no model, 0.
   std::optional<double> activation_bytes;
   int64_t reduce_bucket_size = 500000000, allgather_bucket_size = 500000000;
   int64_t stage3_prefetch_bucket_size = 50000000, stage3_max_live_parameters = 1000000000;

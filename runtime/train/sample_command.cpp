@@ -39,6 +39,15 @@ struct LoadedWeights {
   std::string source;
 };
 
+// Generation is built for GPT-2 only (GPT2Decoder); a Llama model is refused before any weights load.
+void refuse_llama_sampling(const ModelConfig& m, const std::string& flag, const std::string& value) {
+  if (m.llama())
+    throw UserError(flag, value,
+                    "model '" + m.name + "' is a Llama model; `zerotrain sample` generates with GPT-2 models only "
+                    "(generation for Llama is not built)",
+                    "sample from a GPT-2 model, or evaluate the Llama model with a training run's eval");
+}
+
 LoadedWeights load_weights(const SampleFlags& f, const CLI::App& cmd) {
   if (f.checkpoint.empty() == f.init_from.empty())
     throw UserError("--checkpoint", f.checkpoint, "give exactly one of --checkpoint DIR[/TAG] and --init-from FILE",
@@ -50,11 +59,13 @@ LoadedWeights load_weights(const SampleFlags& f, const CLI::App& cmd) {
                       "drop --model/--layers/--heads/--dim/--vocab/--seq-len/--untied-embeddings");
     const ckpt::ConsolidatedWeights ck(f.checkpoint, f.tag);
     w.model = ck.manifest().model;
+    refuse_llama_sampling(w.model, "--checkpoint", f.checkpoint);
     w.source = ck.tag_dir() + " (step " + std::to_string(ck.manifest().step()) + ")";
     for (int u = 0; u < int(ck.manifest().units.size()); ++u) w.units.push_back(ck.unit(u));
     return w;
   }
   w.model = resolve_model(f.model);
+  refuse_llama_sampling(w.model, "--model", f.model.preset);
   const std::vector<UnitLayout> layouts = build_unit_layouts(w.model);
   Diagnostics d;
   const auto reader = ckpt::HfGpt2Reader::open(f.init_from, layouts, w.model, d);

@@ -21,7 +21,7 @@
 #include "runtime/data/synthetic.h"
 #include "runtime/engine/engine_checkpoint.h"
 #include "runtime/engine/engine_config.h"
-#include "runtime/model/gpt2.h"
+#include "runtime/model/causal_lm.h"
 #include "runtime/monitor/run_reporter.h"
 #include "runtime/plan/machine_probe.h"
 #include "runtime/plan/process_memory.h"
@@ -44,13 +44,17 @@ void check_inputs(const RunOptions& run, const TokenDataset* data, Diagnostics& 
     d.error("--eval-batches", std::to_string(run.eval_batches), "must be at least 1", "pass --eval-batches 1 or more");
   if (m.layers < 1 || m.heads < 1 || m.dim < 1 || m.vocab < 2 || m.seq_len < 1)
     d.error("--model", m.name, "layers, heads, dim, seq-len must be >= 1 and vocab >= 2", "fix the model flags");
-  else if (m.dim % m.heads != 0)
+  else if (!m.llama() && m.dim % m.heads != 0)  // a Llama shape is checked by resolve_model
     d.error("--dim", std::to_string(m.dim), "must be divisible by --heads " + std::to_string(m.heads),
             "pick a width that is a multiple of the head count");
   if (data) d.append(check_dataset(*data, m.seq_len, m.vocab));
   if (run.sample_every < 0)
     d.error("--sample-every", std::to_string(run.sample_every), "must be >= 0", "0 prints no samples");
-  if (run.sample_every > 0 && (run.sample_tokens < 1 || run.sample_tokens >= m.seq_len))
+  if (run.sample_every > 0 && m.llama())
+    d.error("--sample-every", std::to_string(run.sample_every),
+            "model '" + m.name + "' is a Llama model and generation for Llama is not built (samples use GPT-2's decoder)",
+            "drop --sample-every (or pass 0)");
+  else if (run.sample_every > 0 && (run.sample_tokens < 1 || run.sample_tokens >= m.seq_len))
     d.error("--sample-tokens", std::to_string(run.sample_tokens),
             "must be in [1, " + std::to_string(m.seq_len - 1) + "] (one prompt token and the rest of the context)",
             "ask for fewer tokens");
@@ -237,9 +241,10 @@ void check_start(Started& started, const RunOptions& run, Communicator& comm, Ba
       double(planned_unit_buffer_bytes(run.model, started.eo, W, dtype_size(backend.act_dtype())));
   if (started.baseline.known) plan_in.process_baseline = started.baseline.rss;
   const int micro_batch = int(started.cfg.train_micro_batch_size_per_gpu.value);
-  plan_in.activation_bytes = double(GPT2::activation_bytes_for(
+  plan_in.activation_bytes = double(causal_lm_activation_bytes_for(
       run.model, ModelRunOptions{micro_batch, run.recompute}, dtype_size(backend.act_dtype()),
-      backend.attention_saved_bytes(micro_batch, run.model.seq_len, run.model.dim, run.model.heads)));
+      backend.attention_saved_bytes(micro_batch, run.model.seq_len, int(run.model.attention_width()),
+                                    run.model.heads)));
   started.plan = make_memory_plan(plan_in);
   problems.append(
       preflight(started.plan, probe_machine(), started.cfg.zero_optimization.offload_optimizer.nvme_path.value));

@@ -128,6 +128,9 @@ def main():
          "--prompt-ids"),
         ("model_flags_with_checkpoint", [ZT, "sample", "--checkpoint", ckpt, "--model", "small", "--prompt", "x"],
          "--model"),
+        ("llama_not_built", [ZT, "sample", "--init-from", weights, "--model", "llama-tiny", "--prompt-ids", "1"],
+         "generation for Llama is not built"),
+        ("train_llama_samples", [ZT, "--model", "llama-tiny", "--steps", "1", "--sample-every", "1"], "--sample-every"),
         ("eval_missing", [ZT, "eval", "--checkpoint", os.path.join(ROOT, "nope")], "nope"),
         ("train_bad_tokenizer", [ZT] + MODEL + ["--steps", "1", "--tokenizer", bad_tok], bad_tok),
     ]:

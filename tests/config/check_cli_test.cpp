@@ -1,6 +1,7 @@
 // End-to-end test of `zerotrain check --json`: runs the real binary on a shipped config and on a
 // broken one, and checks that stdout is exactly one JSON object of the documented shape and that
 // the exit code is 0 / 2. Usage: check_cli_test <zerotrain> <configs dir>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -58,6 +59,29 @@ int main(int argc, char** argv) {
     EXPECT(j["resolved"]["world_size"] == 2);
     EXPECT(j["resolved"]["zero_optimization"]["stage"] == 2);
     EXPECT(j["memory"].is_object());
+  }
+
+  // A Llama preset: Ψ and the activations are Llama's (Llama::activation_bytes_for), not GPT-2's of
+  // the same width. smollm2-135m at micro-batch 4 × 2048, fp32 working type on CPU ranks: N = 8192
+  // rows, C = H·hd = 576, q/k/v rows 960, I = 1536, Vp = 49152, 30 layers; the CPU attention keeps
+  // (B·H·T + N·C)·4 bytes per block. Tokens and targets 2·N·4, RoPE table 2·2048·32·4, residual
+  // stream 31·N·C·4, per block N·(3C + 960 + C + 3I)·4 + 2·N·4 + saved, head N·C·4 + N·4 + N·Vp·4 +
+  // N·4, gradient scratch N·(2C + C + 960 + 3I)·4.
+  {
+    std::string llama_flags = flags;
+    llama_flags.replace(llama_flags.find("--model small"), 13, "--model smollm2-135m");
+    run(zt + " check --config " + dir + "/hf/zero2.json" + llama_flags, out);
+    j = nlohmann::json::parse(out, nullptr, false);
+    EXPECT(j.is_object());
+    if (j.is_object()) {
+      EXPECT(j["memory"]["input"]["params"] == 134515008);
+      const int64_t N = 8192, C = 576, Q = 960, I = 1536, Vp = 49152, L = 30;
+      const int64_t saved = (4 * 9 * 2048 + N * C) * 4;
+      const int64_t want = 2 * N * 4 + 2 * 2048 * 32 * 4 + (L + 1) * N * C * 4 +
+                           L * (N * (3 * C + Q + C + 3 * I) * 4 + 2 * N * 4 + saved) + N * C * 4 + N * 4 +
+                           N * Vp * 4 + N * 4 + N * (2 * C + C + Q + 3 * I) * 4;
+      EXPECT(j["memory"]["device_per_rank"]["activations"] == want);
+    }
   }
 
   const std::string bad = "zt_check_cli_bad.json";

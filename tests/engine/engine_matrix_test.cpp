@@ -1,6 +1,6 @@
 // The equivalence matrix (run under mpirun at 1, 2, 3 and 4 ranks): stages 0–3 × {fp32, bf16} ×
 // accumulation {1, 3} × overlap {off, on} train the tiny model to the same losses, grad norms and
-// consolidated-parameter checksum; stage 3's knobs never change the result. At 3 ranks (division
+// consolidated-parameter checksum, and so do stages 0–3 on the tiny Llama models (tied, untied); stage 3's knobs never change the result. At 3 ranks (division
 // by the world size inexact, uneven shard tails) the 12-row global batch splits into 2
 // micro-steps, not 3. Each run also writes its numbers, and those of an unclipped SGD run, for the
 // cross-world-size comparison (engine_cross_world_test).
@@ -44,10 +44,9 @@ int accum_here(int accum) {
   return kGlobalBatch % (W * accum) == 0 ? accum : 2;
 }
 
-TEST_P(Matrix, EveryStageGivesTheSameTraining) {
-  auto c = GetParam();
-  c.accum = accum_here(c.accum);
-  const ModelConfig model = tiny_model();
+// Trains `model` under every stage with case c's options and checks that they agree; returns
+// the four runs (stage order).
+std::vector<RunResult> expect_every_stage_agrees(const ModelConfig& model, const MatrixCase& c) {
   std::vector<RunResult> by_stage;
   for (int stage = 0; stage <= 3; ++stage)
     by_stage.push_back(run_engine(model, base_options(stage, c.accum, c.precision, c.overlap), kSteps));
@@ -79,13 +78,38 @@ TEST_P(Matrix, EveryStageGivesTheSameTraining) {
   // Training happened: the loss fell and nothing was skipped.
   EXPECT_LT(by_stage[0].losses.back(), by_stage[0].losses.front());
   EXPECT_EQ(by_stage[0].skipped, 0);
-
-  auto& j = results()[key(c.precision, c.accum, c.overlap)];
-  j["losses"] = by_stage[0].losses;
-  j["norms"] = by_stage[0].norms;
-  j["l2"] = by_stage[0].summary.l2;
-  j["checksum"] = std::to_string(by_stage[0].summary.checksum);
+  return by_stage;
 }
+
+// One run's numbers for the cross-world-size comparison.
+void leave_numbers(const std::string& k, const RunResult& r) {
+  auto& j = results()[k];
+  j["losses"] = r.losses;
+  j["norms"] = r.norms;
+  j["l2"] = r.summary.l2;
+  j["checksum"] = std::to_string(r.summary.checksum);
+}
+
+TEST_P(Matrix, EveryStageGivesTheSameTraining) {
+  auto c = GetParam();
+  c.accum = accum_here(c.accum);
+  const auto by_stage = expect_every_stage_agrees(tiny_model(), c);
+  leave_numbers(key(c.precision, c.accum, c.overlap), by_stage[0]);
+}
+
+// Llama (RMSNorm, RoPE, grouped-query attention, SwiGLU, no biases) through the same engine walk:
+// llama-tiny (untied head, 2 kv heads for 4) and llama-tiny-tied (the head writes into unit 0's
+// gradient, 1 kv head for 3), on the byte-level data, fp32 with one micro-step and overlap on.
+class LlamaMatrix : public ::testing::TestWithParam<bool> {};
+
+TEST_P(LlamaMatrix, EveryStageGivesTheSameTraining) {
+  const bool tied = GetParam();
+  const auto by_stage = expect_every_stage_agrees(tiny_llama_model(tied), MatrixCase{DType::F32, 1, true});
+  leave_numbers(tied ? "llama_tied_fp32_ga1" : "llama_fp32_ga1", by_stage[0]);
+}
+
+INSTANTIATE_TEST_SUITE_P(Engine, LlamaMatrix, ::testing::Values(false, true),
+                         [](const auto& info) { return info.param ? "tied" : "untied"; });
 
 // Plain SGD without clipping: the step is lr × the averaged gradient itself, so an average that
 // is W× too large (or too small) moves the parameters W× as far — nothing normalises it away as
@@ -107,11 +131,7 @@ TEST(MatrixSgd, UnclippedSgdIsTheSameInEveryStageAndLeavesItsNumbers) {
   EXPECT_EQ(r[1].losses, r[0].losses);
   EXPECT_EQ(r[1].norms, r[0].norms);
   EXPECT_LT(r[0].losses.back(), r[0].losses.front());
-  auto& j = results()["sgd_fp32_ga1"];
-  j["losses"] = r[0].losses;
-  j["norms"] = r[0].norms;
-  j["l2"] = r[0].summary.l2;
-  j["checksum"] = std::to_string(r[0].summary.checksum);
+  leave_numbers("sgd_fp32_ga1", r[0]);
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -17,6 +17,12 @@ ModelConfig tiny_model(bool tied) {
   return m;
 }
 
+ModelConfig tiny_llama_model(bool tied) {
+  ModelConfig m = *model_preset(tied ? "llama-tiny-tied" : "llama-tiny");
+  m.vocab = 256;  // the built-in data is byte-level
+  return m;
+}
+
 EngineOptions base_options(int stage, int grad_accum, DType precision, bool overlap) {
   EngineOptions o;
   o.zero.stage = stage;

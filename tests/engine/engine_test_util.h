@@ -40,6 +40,8 @@ struct RunResult {
 // Global batch of `global_batch` rows split as micro_batch = global / (W * grad_accum).
 inline constexpr int kGlobalBatch = 12;
 ModelConfig tiny_model(bool tied = true);
+// llama-tiny (untied) or llama-tiny-tied with the byte-level data's vocabulary.
+ModelConfig tiny_llama_model(bool tied);
 EngineOptions base_options(int stage, int grad_accum, DType precision, bool overlap);
 RunResult run_engine(const ModelConfig& model, EngineOptions options, int steps);
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kernels/backend.h"
+#include "runtime/model/causal_lm.h"
 #include "runtime/model/gpt2.h"
 
 namespace zt::test {
@@ -18,7 +19,7 @@ struct UnitBuffers {
   std::vector<void*> params, grads;
   std::vector<int64_t> sizes;
 
-  UnitBuffers(Backend& b, const GPT2& model) : be(b) {
+  UnitBuffers(Backend& b, const CausalLM& model) : be(b) {
     for (const auto& l : model.layouts()) {
       sizes.push_back(l.numel);
       params.push_back(be.alloc(size_t(l.numel) * 4));
@@ -39,7 +40,7 @@ struct UnitBuffers {
 
 // Weights large enough that every gradient is well away from zero: matrices N(0, 0.3), LayerNorm
 // weights 1 + N(0, 0.2), biases N(0, 0.2).
-inline void fill_random_params(const GPT2& model, UnitBuffers& buf, uint32_t seed) {
+inline void fill_random_params(const CausalLM& model, UnitBuffers& buf, uint32_t seed) {
   std::mt19937 rng(seed);
   std::normal_distribution<float> n01(0.f, 1.f);
   for (int u = 0; u < model.num_units(); ++u)

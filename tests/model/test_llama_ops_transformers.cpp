@@ -19,40 +19,16 @@
 
 #include "kernels/backend.h"
 #include "kernels/rope_table.h"
+#include "tests/model/llama_fixture.h"
 
 namespace zt {
 namespace {
 
 using Vec = std::vector<float>;
 using nlohmann::json;
-
-// A safetensors file of F32 tensors, read whole (the fixtures are small).
-std::map<std::string, Vec> read_f32_safetensors(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  EXPECT_TRUE(f.good()) << path;
-  uint64_t n = 0;
-  f.read(reinterpret_cast<char*>(&n), 8);
-  std::string header(n, '\0');
-  f.read(header.data(), std::streamsize(n));
-  std::vector<char> data((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  std::map<std::string, Vec> out;
-  const json h = json::parse(header);
-  for (const auto& [name, t] : h.items()) {
-    if (name == "__metadata__") continue;
-    EXPECT_EQ(t["dtype"], "F32") << name;
-    const size_t b = t["data_offsets"][0], e = t["data_offsets"][1];
-    Vec v((e - b) / 4);
-    std::memcpy(v.data(), data.data() + b, e - b);
-    out[name] = std::move(v);
-  }
-  return out;
-}
-
-json read_json(const std::string& path) {
-  std::ifstream f(path);
-  EXPECT_TRUE(f.good()) << path;
-  return json::parse(f);
-}
+using test::expect_close;
+using test::read_f32_safetensors;
+using test::read_json_file;
 
 Vec concat(std::initializer_list<const Vec*> parts) {
   Vec v;
@@ -60,26 +36,10 @@ Vec concat(std::initializer_list<const Vec*> parts) {
   return v;
 }
 
-// |got - want| <= rel · max|want| + abs for every element.
-void expect_close(const Vec& got, const Vec& want, double rel, double abs, const std::string& what) {
-  ASSERT_EQ(got.size(), want.size()) << what;
-  double mx = 0;
-  for (float w : want) mx = std::max(mx, double(std::abs(w)));
-  const double tol = rel * mx + abs;
-  double worst = 0;
-  size_t at = 0;
-  for (size_t i = 0; i < got.size(); ++i) {
-    const double d = std::abs(double(got[i]) - want[i]);
-    if (!(d <= worst)) worst = std::isnan(d) ? INFINITY : d, at = i;
-  }
-  EXPECT_LE(worst, tol) << what << ": element " << at << " got " << got[at] << " want " << want[at] << " (max|want| "
-                        << mx << ")";
-}
-
 void run_case(const std::string& name) {
   SCOPED_TRACE(name);
   const std::string dir = std::string(ZT_LLAMA_FIXTURES_DIR) + "/" + name;
-  const json cfg = read_json(dir + "/config.json"), ref = read_json(dir + "/reference.json");
+  const json cfg = read_json_file(dir + "/config.json"), ref = read_json_file(dir + "/reference.json");
   auto W = read_f32_safetensors(dir + "/model.safetensors");
   const auto R = read_f32_safetensors(dir + "/reference.safetensors");
   const int V = cfg["vocab_size"], d = cfg["hidden_size"], I = cfg["intermediate_size"];

@@ -1,7 +1,8 @@
 // The comms logger and the flops profiler on real engine steps (1, 2 and 4 ranks): the logger's
 // totals are the communicator's own accounting and the steps' bytes; the FLOPs counted per op add
 // up, unit by unit, to the analytic GPT-2 formula (6Ψ_w + 2Ψ_b per token + causal attention), for
-// every stage, with accumulation and with recompute; recording the ops changes no bit.
+// every stage, with accumulation and with recompute, and to the Llama formula on the tiny Llama
+// models; recording the ops changes no bit.
 #include <gtest/gtest.h>
 
 #include <numeric>
@@ -181,6 +182,78 @@ INSTANTIATE_TEST_SUITE_P(Monitor, FlopsCount,
                            const FlopsCase& c = info.param;
                            return "stage" + std::to_string(c.stage) + "_accum" + std::to_string(c.grad_accum) +
                                   (c.recompute ? "_recompute" : "") + (c.tied ? "_tied" : "_untied");
+                         });
+
+// The same on Llama: every op the profiler records adds up, unit by unit, to the layer shapes; the
+// GEMM and attention part is llama_training_flops' closed form (GQA shrinking only the k and v
+// projections), which is what the MFU is measured with before the profiled step (and equals the
+// recorded model FLOPs' GEMM and attention part after it).
+class LlamaFlopsCount : public ::testing::TestWithParam<FlopsCase> {};
+
+TEST_P(LlamaFlopsCount, PerUnitFlopsAreTheAnalyticLlamaFormula) {
+  const FlopsCase fc = GetParam();
+  const ModelConfig model = tiny_llama_model(fc.tied);
+  EngineOptions o = base_options(fc.stage, fc.grad_accum, DType::F32, true);
+  o.checkpoint_activations = fc.recompute;
+  FlopsProfilerConfig c;
+  c.enabled = true;
+  c.profile_step = 1;
+  Backend& backend = *world().backend;
+  FlopsProfiler profiler(c, model, o.micro_batch, o.grad_accum, world().comm->world_size(),
+                         device_peak(backend, o.micro_batch * model.seq_len, model.dim));
+  const double L = model.layers, C = model.dim, V = model.vocab, T = model.seq_len, H = model.heads,
+               Hkv = model.kv_head_count(), hd = model.head_width(), I = model.intermediate;
+  const double seqs = double(o.micro_batch) * o.grad_accum, tokens = seqs * T;
+  // Written out from the shapes: q, k, v rows (H + 2 Hkv)·hd, o_proj H·hd, gate, up and down I wide,
+  // the LM head V rows; 6 FLOPs per weight per token; attention 4·(H·hd) per (query, key) pair
+  // forward and 8·(H·hd) backward in each layer.
+  const double block_w = (H + 2 * Hkv) * hd * C + C * H * hd + 3 * I * C;
+  const double pairs = T * (T + 1) / 2.0;
+  const double closed_form = 6.0 * (L * block_w + V * C) * tokens + 12.0 * L * seqs * H * hd * pairs;
+  EXPECT_DOUBLE_EQ(profiler.model_flops_per_step(), closed_form) << "the MFU's FLOPs before the profiled step";
+  std::optional<FlopsProfile> profile;
+  train(model, o, backend, 3, [&](int step, int phase, const StepStats& st) {
+    if (phase == 0) {
+      backend.attach_op_recorder(profiler.before_step(step));
+      return;
+    }
+    backend.attach_op_recorder(nullptr);
+    if (auto p = profiler.after_step(step, st.seconds)) profile = p;
+  });
+  ASSERT_TRUE(profile.has_value());
+  const FlopsProfile& p = *profile;
+  ASSERT_TRUE(p.attributed) << p.note;
+  ASSERT_EQ(p.units.size(), size_t(model.units()));
+  EXPECT_DOUBLE_EQ(p.gemm_attention_flops, closed_form) << "the recorded GEMM and attention ops of the step";
+  EXPECT_DOUBLE_EQ(p.analytic_flops, closed_form);
+  EXPECT_DOUBLE_EQ(p.mfu(), p.model_flops() / p.step_s / p.peak.flops_per_s);
+  // Per block and token: 2 RMSNorms (4C each), RoPE on the q and k heads (3 per element), SwiGLU
+  // (2 per output), 2 residual adds; backward 8C per RMSNorm, RoPE's transpose, 4 per SwiGLU output.
+  const double rope = 3.0 * (H + Hkv) * hd;
+  const double attention_fwd = 4.0 * H * hd * pairs * seqs, attention_bwd = 8.0 * H * hd * pairs * seqs;
+  const double block_fwd_other = (2 * 4.0 * C + rope + 2.0 * I + 2.0 * C) * tokens;
+  const double block_fwd = 2.0 * block_w * tokens + attention_fwd + block_fwd_other;
+  const double block_bwd = 4.0 * block_w * tokens + attention_bwd + (2 * 8.0 * C + rope + 4.0 * I) * tokens;
+  for (int u = 1; u <= model.layers; ++u) {
+    const UnitProfile& b = p.units[size_t(u)];
+    EXPECT_EQ(b.params, model.block_params());
+    EXPECT_DOUBLE_EQ(b.forward_flops, block_fwd) << b.name;
+    EXPECT_DOUBLE_EQ(b.backward_flops, block_bwd) << b.name;
+  }
+  EXPECT_DOUBLE_EQ(p.recompute_flops, fc.recompute ? L * block_fwd : 0.0);
+  EXPECT_DOUBLE_EQ(p.units.front().forward_flops, C * tokens);
+  EXPECT_DOUBLE_EQ(p.units.front().backward_flops, 2.0 * C * tokens);
+  EXPECT_DOUBLE_EQ(p.units.back().forward_flops, (4.0 * C + 2.0 * V * C + 2.0 * V) * tokens);  // norm, LM head, CE
+  EXPECT_DOUBLE_EQ(p.units.back().backward_flops, (4.0 * V * C + 8.0 * C) * tokens);
+  EXPECT_NE(profiler.render(p).find("Llama ("), std::string::npos);
+}
+
+INSTANTIATE_TEST_SUITE_P(Monitor, LlamaFlopsCount,
+                         ::testing::Values(FlopsCase{0, 1, false, false}, FlopsCase{3, 1, true, true}),
+                         [](const auto& info) {
+                           const FlopsCase& c = info.param;
+                           return "stage" + std::to_string(c.stage) + (c.recompute ? "_recompute" : "") +
+                                  (c.tied ? "_tied" : "_untied");
                          });
 
 }  // namespace
