@@ -9,10 +9,14 @@
 #include <nlohmann/json.hpp>
 
 #include "collectives/half_convert.h"
+#include "runtime/checkpoint/checkpoint_save.h"
+#include "runtime/checkpoint/export.h"
 #include "runtime/checkpoint/file_io.h"
 #include "runtime/checkpoint/hf_llama.h"
 #include "runtime/checkpoint/safetensors.h"
 #include "tests/checkpoint/ckpt_test_util.h"
+#include "tests/checkpoint/fake_state.h"
+#include "tests/checkpoint/thread_comm.h"
 
 namespace zt::ckpt {
 namespace {
@@ -438,6 +442,55 @@ TEST(HfLlamaExport, ImportThenExportIsTheFixturesFileByteForByte) {
     }
     EXPECT_TRUE(read_small_file(bdir + "/model.safetensors") == read_small_file(bdir + "/again.safetensors"));
     for (const auto& t : tensors_of(bdir + "/model.safetensors")) EXPECT_EQ(t.meta.dtype, StDType::BF16) << t.meta.name;
+  }
+}
+
+// The whole path: --init-from into a 2-rank stage-3 run, a checkpoint (whose manifest keeps the
+// Llama shape), export --format hf: the fixture's tensors (names, order, shapes, dtypes, bytes) and
+// a config.json that reads as the model; only the header's metadata adds the tag and step.
+TEST(HfLlamaExport, InitFromSaveAndExportGiveTheFixturesTensors) {
+  for (const char* c : {"llama_tiny", "llama_tiny_tied"}) {
+    SCOPED_TRACE(c);
+    test::TempDir dir;
+    const ModelConfig m = preset_of(c);
+    test::run_ranks(2, [&](int rank, Communicator& comm) {
+      test::FakeShardedState st(m, 2, rank, 3);
+      st.set_counters({{"step", 0}, {"applied_steps", 0}, {"skipped_steps", 0}});
+      RankExchange ex(comm);
+      init_from_hf_llama(st, ex, fixture(c), m);
+      EXPECT_EQ(st.commits, 1);
+      SaveOptions o;
+      o.dir = dir.sub("ckpt");
+      CheckpointWriter w(ex, o);
+      RunFacts f;
+      f.model = m;
+      const auto r = w.save(st, f, "global_step0");
+      EXPECT_TRUE(r.ok) << r.message;
+    });
+    ExportOptions e;
+    e.checkpoint = dir.sub("ckpt");
+    e.out = dir.sub("hf");
+    e.format = "hf";
+    const auto r = export_weights(e);
+    EXPECT_EQ(r.params, m.total_params());
+    const auto theirs = tensors_of(fixture(c) + "/model.safetensors");
+    const auto ours = tensors_of(dir.sub("hf/model.safetensors"));
+    ASSERT_EQ(ours.size(), theirs.size());
+    for (size_t i = 0; i < ours.size(); ++i) {
+      EXPECT_EQ(ours[i].meta.name, theirs[i].meta.name);
+      EXPECT_EQ(ours[i].meta.shape, theirs[i].meta.shape) << ours[i].meta.name;
+      EXPECT_EQ(ours[i].meta.dtype, theirs[i].meta.dtype) << ours[i].meta.name;
+      EXPECT_EQ(ours[i].meta.begin, theirs[i].meta.begin) << ours[i].meta.name;
+      EXPECT_TRUE(ours[i].bytes == theirs[i].bytes) << ours[i].meta.name;
+    }
+    const auto cfg = nlohmann::json::parse(read_small_file(dir.sub("hf/config.json")));
+    EXPECT_EQ(cfg["architectures"], nlohmann::json({"LlamaForCausalLM"}));
+    EXPECT_EQ(cfg["torch_dtype"], "float32");
+    Diagnostics d;
+    check_same_llama(m, hf_llama_model_config(cfg, "config.json"), "config.json", d);
+    EXPECT_FALSE(d.has_errors()) << d.format();
+    // And it imports again, into the same buffers.
+    EXPECT_EQ(import_units(dir.sub("hf"), m, d), import_units(fixture(c), m, d)) << d.format();
   }
 }
 
