@@ -43,6 +43,21 @@ double float_as_decimal(float v) {
   return double(v);
 }
 
+// A config value as config.json writes it: integers without a fraction, others in the fewest digits
+// that read back (floats through float_as_decimal first).
+std::string number_text(double v) {
+  char buf[40];
+  if (v == std::floor(v) && std::abs(v) < 1e15) {
+    std::snprintf(buf, sizeof buf, "%.0f", v);
+    return buf;
+  }
+  for (int p = 1; p <= 17; ++p) {
+    std::snprintf(buf, sizeof buf, "%.*g", p, v);
+    if (std::strtod(buf, nullptr) == v) break;
+  }
+  return buf;
+}
+
 // Reads config.json's keys into a ModelConfig, each problem an error naming the key.
 class LlamaConfigReader {
  public:
@@ -283,10 +298,10 @@ nlohmann::ordered_json hf_llama_config(const ModelConfig& m, const std::string& 
 void check_same_llama(const ModelConfig& run, const ModelConfig& file, const std::string& cfg_path, Diagnostics& d) {
   auto num = [&](const char* key, const char* flag, double a, double b) {
     if (a == b || std::abs(a - b) <= 1e-6 * std::abs(b)) return;
-    d.error(cfg_path + ": " + key, nlohmann::json(b).dump(),
-            "this run's model (" + run.name + ") has " + nlohmann::json(a).dump(),
+    d.error(cfg_path + ": " + key, number_text(b), "this run's model (" + run.name + ") has " + number_text(a),
             std::string("run with the model the weights were made for: ") + flag);
   };
+  auto eps = [](float v) { return float_as_decimal(v); };
   const std::string preset = "leave out --model (the shape then comes from config.json) or pick the preset it matches";
   if (!run.llama()) {
     d.error(cfg_path + ": model_type", "\"llama\"", "this run's model (" + run.name + ") is GPT-2", preset);
@@ -299,7 +314,7 @@ void check_same_llama(const ModelConfig& run, const ModelConfig& file, const std
   num("num_key_value_heads", preset.c_str(), run.kv_head_count(), file.kv_head_count());
   num("head_dim", preset.c_str(), run.head_width(), file.head_width());
   num("intermediate_size", preset.c_str(), run.intermediate, file.intermediate);
-  num("rms_norm_eps", preset.c_str(), run.norm_eps, file.norm_eps);
+  num("rms_norm_eps", preset.c_str(), eps(run.norm_eps), eps(file.norm_eps));
   num("rope_theta", preset.c_str(), run.rope_theta, file.rope_theta);
   if (run.tied_embeddings != file.tied_embeddings)
     d.error(cfg_path + ": tie_word_embeddings", file.tied_embeddings ? "true" : "false",
