@@ -434,9 +434,13 @@ std::unique_ptr<HfLlamaReader> HfLlamaReader::open(const std::string& path, cons
       d.error(index + ": weight_map." + name, "\"" + file + "\"", "the shard does not hold this tensor", kLlamaFixWeights);
   if (d.error_count() != before) return nullptr;
 
+  // A `zerotrain export --format zerotrain` file: our names and layout, one tensor each.
+  const auto fmt = r->files_.front()->metadata().find("format");
+  const bool zt_names = r->files_.size() == 1 && fmt != r->files_.front()->metadata().end() && fmt->second == "zerotrain-weights";
+
   // config.json: the shape the weights were made for against this run's.
   const std::string cfg_path = join_path(dir, "config.json");
-  if (path_exists(cfg_path)) {
+  if (!zt_names && path_exists(cfg_path)) {
     try {
       check_same_llama(model, hf_llama_model_config(parse_json_file(cfg_path), cfg_path), cfg_path, d);
     } catch (const UserError& e) {
@@ -445,7 +449,12 @@ std::unique_ptr<HfLlamaReader> HfLlamaReader::open(const std::string& path, cons
   }
 
   // Every tensor of ours present, its shape and dtype.
-  r->tensors_ = hf_llama_tensors(model, units);
+  if (zt_names) {
+    for (const auto& u : units)
+      for (const auto& t : u.tensors) r->tensors_.push_back(HfLlamaTensor{u.name + "." + t.name, u.index, t.offset, t.shape});
+  } else {
+    r->tensors_ = hf_llama_tensors(model, units);
+  }
   std::set<std::string> ours;
   for (const auto& t : r->tensors_) {
     ours.insert(t.name);

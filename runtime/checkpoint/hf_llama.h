@@ -75,7 +75,8 @@ std::optional<ModelConfig> hf_llama_config_at(const std::string& path);
 // (check_same_llama); every tensor present with its shape and a dtype of F32, BF16, F16 or F64; no
 // tensor we do not know (old checkpoints' rotary_emb.inv_freq buffers are ignored); an untied
 // model needs lm_head.weight; a tied model's lm_head.weight is ignored when its bytes equal
-// embed_tokens' and refused when they differ.
+// embed_tokens' and refused when they differ. A `zerotrain export --format zerotrain` file of a
+// Llama model (our names and layout) reads too, without a config.json check.
 class HfLlamaReader {
  public:
   static std::unique_ptr<HfLlamaReader> open(const std::string& path, const std::vector<UnitLayout>& units,

@@ -447,7 +447,8 @@ TEST(HfLlamaExport, ImportThenExportIsTheFixturesFileByteForByte) {
 
 // The whole path: --init-from into a 2-rank stage-3 run, a checkpoint (whose manifest keeps the
 // Llama shape), export --format hf: the fixture's tensors (names, order, shapes, dtypes, bytes) and
-// a config.json that reads as the model; only the header's metadata adds the tag and step.
+// a config.json that reads as the model; only the header's metadata adds the tag and step. The
+// checkpoint's --format zerotrain export imports as well.
 TEST(HfLlamaExport, InitFromSaveAndExportGiveTheFixturesTensors) {
   for (const char* c : {"llama_tiny", "llama_tiny_tied"}) {
     SCOPED_TRACE(c);
@@ -491,6 +492,11 @@ TEST(HfLlamaExport, InitFromSaveAndExportGiveTheFixturesTensors) {
     EXPECT_FALSE(d.has_errors()) << d.format();
     // And it imports again, into the same buffers.
     EXPECT_EQ(import_units(dir.sub("hf"), m, d), import_units(fixture(c), m, d)) << d.format();
+    // --format zerotrain (our names and layout) reads back into the same buffers too.
+    e.format = "zerotrain";
+    e.out = dir.sub("weights.safetensors");
+    EXPECT_EQ(export_weights(e).params, m.total_params());
+    EXPECT_EQ(import_units(e.out, m, d), import_units(fixture(c), m, d)) << d.format();
   }
 }
 
