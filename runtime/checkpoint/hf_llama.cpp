@@ -22,13 +22,13 @@ const std::string kLlamaFixWeights =
     "give the folder save_pretrained wrote for a LlamaForCausalLM of this run's shape (config.json and "
     "model.safetensors, or model.safetensors.index.json and its shards)";
 
-std::string parent_dir(const std::string& path) {
+std::string hf_parent_dir(const std::string& path) {
   const size_t slash = path.rfind('/');
   if (slash == std::string::npos) return ".";
   return slash == 0 ? "/" : path.substr(0, slash);
 }
 
-bool ends_with(const std::string& s, const std::string& tail) {
+bool hf_ends_with(const std::string& s, const std::string& tail) {
   return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
 }
 
@@ -159,7 +159,7 @@ bool says_gpt2(const nlohmann::json& c) {
   return false;
 }
 
-nlohmann::json parse_json_file(const std::string& path) {
+nlohmann::json hf_parse_json_file(const std::string& path) {
   try {
     return nlohmann::json::parse(read_small_file(path));
   } catch (const IoError& e) {
@@ -341,7 +341,7 @@ std::string hf_weights_dir(const std::string& path) {
       return path;
     return "";
   }
-  return parent_dir(path);
+  return hf_parent_dir(path);
 }
 
 std::optional<ModelConfig> hf_llama_config_at(const std::string& path) {
@@ -350,7 +350,7 @@ std::optional<ModelConfig> hf_llama_config_at(const std::string& path) {
   if (dir.empty()) return std::nullopt;
   const std::string cfg = join_path(dir, "config.json");
   if (!path_exists(cfg)) return std::nullopt;
-  const nlohmann::json c = parse_json_file(cfg);
+  const nlohmann::json c = hf_parse_json_file(cfg);
   if (says_gpt2(c)) return std::nullopt;
   return hf_llama_model_config(c, cfg);
 }
@@ -373,7 +373,7 @@ std::unique_ptr<HfLlamaReader> HfLlamaReader::open(const std::string& path, cons
   if (is_directory(path)) {
     if (path_exists(join_path(path, "model.safetensors"))) single = join_path(path, "model.safetensors");
     else index = join_path(path, "model.safetensors.index.json");
-  } else if (ends_with(path, ".json")) {
+  } else if (hf_ends_with(path, ".json")) {
     index = path;
   } else {
     single = path;
@@ -385,7 +385,7 @@ std::unique_ptr<HfLlamaReader> HfLlamaReader::open(const std::string& path, cons
   } else {
     nlohmann::json j;
     try {
-      j = parse_json_file(index);
+      j = hf_parse_json_file(index);
     } catch (const UserError& e) {
       for (const auto& x : e.diagnostics().all()) d.add(x);
       return nullptr;
@@ -442,7 +442,7 @@ std::unique_ptr<HfLlamaReader> HfLlamaReader::open(const std::string& path, cons
   const std::string cfg_path = join_path(dir, "config.json");
   if (!zt_names && path_exists(cfg_path)) {
     try {
-      check_same_llama(model, hf_llama_model_config(parse_json_file(cfg_path), cfg_path), cfg_path, d);
+      check_same_llama(model, hf_llama_model_config(hf_parse_json_file(cfg_path), cfg_path), cfg_path, d);
     } catch (const UserError& e) {
       for (const auto& x : e.diagnostics().all()) d.add(x);
     }
@@ -476,7 +476,7 @@ std::unique_ptr<HfLlamaReader> HfLlamaReader::open(const std::string& path, cons
               "expected F32, BF16, F16 or F64", kLlamaFixWeights);
   }
   for (const auto& [name, src] : r->by_name_) {
-    if (ours.count(name) || ends_with(name, ".self_attn.rotary_emb.inv_freq")) continue;
+    if (ours.count(name) || hf_ends_with(name, ".self_attn.rotary_emb.inv_freq")) continue;
     const std::string where = src.file->path() + " (tensor \"" + name + "\")";
     if (name == "lm_head.weight" && model.tied_embeddings) {
       // A tied model saved with its (shared) head written out: fine when it is the embedding.
