@@ -199,7 +199,8 @@ void register_train(CLI::App& app, int& exit_code) {
   app.add_option("--load", ck.load_dir, "Resume from the checkpoint DIR/latest names (or DIR/TAG, or a tag folder)");
   app.add_option("--load-tag", ck.load_tag, "Resume from DIR/TAG instead of the one `latest` names (needs --load)");
   app.add_option("--init-from", ck.init_from,
-                 "Start from these weights: Hugging Face GPT-2 safetensors, `zerotrain export` output, or a zerotrain "
+                 "Start from these weights: Hugging Face GPT-2 safetensors, a Hugging Face Llama folder (without "
+                 "--model its config.json gives the model), `zerotrain export` output, or a zerotrain "
                  "checkpoint DIR[/TAG] (its fp32 master; optimizer state fresh, step 0; not with --load)");
   app.add_flag("--load-direct", ck.direct_reads,
                "Read --load / --init-from checkpoints with O_DIRECT (default: through the page cache, which a resume "
