@@ -25,8 +25,9 @@ struct CheckpointSettings {
   std::string load_dir;        // --load DIR[/TAG] ("" = start fresh)
   std::string load_tag;        // --load-tag T
   bool load_optimizer_states = true;
-  std::string init_from;       // --init-from FILE (Hugging Face GPT-2 or zerotrain export) or DIR[/TAG] (a
-                               // zerotrain checkpoint: weights only); not with --load
+  std::string init_from;       // --init-from FILE (Hugging Face GPT-2 or zerotrain export), a Hugging Face
+                               // Llama folder or file (by the model's family), or DIR[/TAG] (a zerotrain
+                               // checkpoint: weights only); not with --load
   // The ds_config's checkpoint block.
   std::string tag_validation = "Warn";
   bool load_universal = false;        // accepted: every zerotrain checkpoint is universal
@@ -84,7 +85,8 @@ Diagnostics compare_run(const Manifest& m, const RunFacts& now, const std::strin
 // --save-writer-nice outside 0..19, --save-writer-cpu-percent outside (0, 100].
 void check_settings(const CheckpointSettings& s, Diagnostics& d);
 // --init-from names a directory: a zerotrain checkpoint (DIR with `latest`, or DIR/TAG) whose fp32
-// master the run starts from, with fresh optimizer state at step 0 (a weights-only load).
+// master the run starts from, with fresh optimizer state at step 0 (a weights-only load); not a
+// folder of Hugging Face weights (one holding model.safetensors or model.safetensors.index.json).
 bool is_weights_only(const CheckpointSettings& s);
 // What a run checks before it allocates anything (every problem into `d`): the flags; --save names a
 // folder this user can write or create; for --load the tag, the manifest, the model, the optimizer's

@@ -1,5 +1,6 @@
 // Export: consolidates each unit's fp32 master from the rank files that hold it, then writes its
-// tensors (renamed, transposed, converted as the format needs) before moving to the next unit.
+// tensors (renamed, transposed, converted as the format needs) before moving to the next unit; a
+// Llama model's --format hf goes in save_pretrained's order (write_hf_llama_safetensors).
 #include "runtime/checkpoint/export.h"
 
 #include <unistd.h>
@@ -10,10 +11,54 @@
 #include "runtime/checkpoint/consolidated.h"
 #include "runtime/checkpoint/file_io.h"
 #include "runtime/checkpoint/hf_gpt2.h"
+#include "runtime/checkpoint/hf_llama.h"
 #include "runtime/checkpoint/manifest.h"
 #include "runtime/checkpoint/safetensors.h"
 
 namespace zt::ckpt {
+
+namespace {
+
+// --format hf of a Llama checkpoint: save_pretrained's model.safetensors (its names, split of the
+// stacked matrices and sorted order; the header's metadata adds the tag and step) and config.json.
+ExportResult export_llama_hf(const ExportOptions& o, const ConsolidatedWeights& weights, StDType dt) {
+  const Manifest& m = weights.manifest();
+  ExportResult res;
+  res.tag_dir = weights.tag_dir();
+  const StMetadata meta = {{"format", "pt"}, {"zt.tag", m.tag}, {"zt.step", std::to_string(m.step())}};
+  make_directories(o.out);
+  const std::string final_path = join_path(o.out, "model.safetensors");
+  const std::string tmp = final_path + ".tmp-" + std::to_string(::getpid());
+  try {
+    FileWriter out(tmp, false);
+    const HfLlamaWritten w = write_hf_llama_safetensors(
+        out, m.model, m.units, [&](int u, float* values) { weights.read_unit(u, values); }, dt, meta);
+    out.sync();
+    out.close();
+    res.tensors = w.tensors;
+    res.params = w.params;
+    res.bytes_written = w.file_bytes;
+    res.peak_buffer_bytes = w.peak_buffer_bytes;
+    if (::rename(tmp.c_str(), final_path.c_str()) != 0) throw IoError("cannot rename " + tmp + " to", final_path, -1, errno);
+    fsync_directory(o.out);
+  } catch (const IoError& e) {
+    ::unlink(tmp.c_str());
+    throw UserError("--out", o.out, e.what(), "write to a folder with free space that you can write to");
+  } catch (...) {
+    ::unlink(tmp.c_str());
+    throw;
+  }
+  res.files.push_back(final_path);
+  const std::string cfg = join_path(o.out, "config.json");
+  const std::string text = hf_llama_config(m.model, dt == StDType::BF16 ? "bfloat16" : "float32").dump(2) + "\n";
+  replace_file_atomically(cfg, text);
+  res.files.push_back(cfg);
+  res.bytes_written += int64_t(text.size());
+  res.bytes_read = weights.bytes_read();
+  return res;
+}
+
+}  // namespace
 
 ExportResult export_weights(const ExportOptions& o) {
   Diagnostics d;
@@ -31,6 +76,7 @@ ExportResult export_weights(const ExportOptions& o) {
   if (d.has_errors()) throw UserError(d);
   const ConsolidatedWeights weights(o.checkpoint, o.tag, o.verify);
   const Manifest& m = weights.manifest();
+  if (hf && m.model.llama()) return export_llama_hf(o, weights, o.dtype == "bf16" ? StDType::BF16 : StDType::F32);
   ExportResult res;
   res.tag_dir = weights.tag_dir();
 

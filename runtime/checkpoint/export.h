@@ -1,5 +1,6 @@
 // Export of consolidated weights from a checkpoint (what DeepSpeed's zero_to_fp32.py gives):
-// zerotrain's names or Hugging Face GPT-2's, fp32 or bf16, streamed one unit at a time.
+// zerotrain's names or Hugging Face's (GPT-2 or Llama, by the checkpoint's model), fp32 or bf16,
+// streamed one unit at a time.
 #pragma once
 
 #include <cstdint>

@@ -8,15 +8,23 @@
 
 #include "runtime/checkpoint/checksum.h"
 #include "runtime/checkpoint/file_io.h"
+#include "runtime/checkpoint/hf_llama.h"
 
 namespace zt::ckpt {
 
 namespace {
 
+// A Llama model adds its family and the rest of its shape as the config.json export writes (GPT-2
+// manifests are unchanged).
 nlohmann::json model_json(const ModelConfig& m) {
-  return {{"name", m.name},   {"layers", m.layers},   {"heads", m.heads},
-          {"dim", m.dim},     {"vocab", m.vocab},     {"seq_len", m.seq_len},
-          {"tied_embeddings", m.tied_embeddings}};
+  nlohmann::json j = {{"name", m.name},   {"layers", m.layers},   {"heads", m.heads},
+                      {"dim", m.dim},     {"vocab", m.vocab},     {"seq_len", m.seq_len},
+                      {"tied_embeddings", m.tied_embeddings}};
+  if (m.llama()) {
+    j["family"] = model_family_name(m.family);
+    j["llama"] = hf_llama_config(m, "float32");
+  }
+  return j;
 }
 
 const char* const kDamaged = "the manifest is damaged or not written by zerotrain: load another tag (zerotrain checkpoint info DIR lists them)";
@@ -198,6 +206,20 @@ bool parse_manifest(const std::string& text, const std::string& path, Manifest& 
     if (const auto* t = f.get(*mo, "tied_embeddings", "model.tied_embeddings")) {
       if (t->is_boolean()) m.model.tied_embeddings = t->get<bool>();
       else d.error(f.where("model.tied_embeddings"), t->dump(), "expected true or false", kDamaged);
+    }
+    if (mo->contains("family") && (*mo)["family"] != "gpt2") {
+      if ((*mo)["family"] != "llama" || !mo->contains("llama")) {
+        d.error(f.where("model.family"), (*mo)["family"].dump(), "expected \"gpt2\", or \"llama\" with model.llama", kDamaged);
+      } else {
+        try {
+          ModelConfig l = hf_llama_model_config((*mo)["llama"], path + ": model.llama");
+          l.name = m.model.name;
+          l.seq_len = m.model.seq_len;
+          m.model = l;
+        } catch (const UserError& e) {
+          for (const auto& x : e.diagnostics().all()) d.add(x);
+        }
+      }
     }
   }
   m.run.model = m.model;

@@ -3,6 +3,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "runtime/checkpoint/hf_llama.h"
 #include "runtime/common/diagnostics.h"
 
 namespace zt {
@@ -77,6 +78,24 @@ ModelConfig resolve_model(const ModelFlags& f) {
   if (f.layers || f.heads || f.dim || f.vocab || f.seq_len) m.name = f.preset + "+custom";
   if (f.untied) m.tied_embeddings = false;
   if (m.llama()) check_llama_overrides(f, m);
+  return m;
+}
+
+ModelConfig resolve_model(const ModelFlags& f, const CLI::App& app, const ModelConfig& described, const std::string& cfg_path) {
+  ModelConfig m = described;
+  if (app.count("--model") > 0) {
+    m = resolve_model(f);
+  } else {
+    if (f.layers) m.layers = *f.layers;
+    if (f.heads) m.heads = *f.heads;
+    if (f.dim) m.dim = *f.dim;
+    if (f.vocab) m.vocab = *f.vocab;
+    if (f.untied) m.tied_embeddings = false;
+  }
+  if (f.seq_len) m.seq_len = *f.seq_len;
+  Diagnostics d;
+  ckpt::check_same_llama(m, described, cfg_path, d);
+  if (d.has_errors()) throw UserError(d);
   return m;
 }
 

@@ -10,6 +10,8 @@
 #include "kernels/cpu/cpu_threads.h"
 #include "runtime/cli/commands.h"
 #include "runtime/checkpoint/checkpoint_load.h"
+#include "runtime/checkpoint/file_io.h"
+#include "runtime/checkpoint/hf_llama.h"
 #include "runtime/checkpoint/manifest.h"
 #include "runtime/common/diagnostics.h"
 #include "runtime/data/synthetic.h"
@@ -29,6 +31,8 @@ struct TrainFlags {
   RunOptions run;
   ModelFlags model;
   std::optional<ModelConfig> recorded_model;  // zerotrain eval: the checkpoint's, instead of the flags'
+  const CLI::App* app = nullptr;              // the command line, to tell which model flags it gave
+  bool model_from_weights = false;            // the shape came from --init-from's config.json
   std::string backend = "auto";
   std::string comm = "auto";
   int threads = 0;
@@ -63,7 +67,14 @@ void check_command_line(TrainFlags& f) {
   try {
     std::string unused;
     resolve_backend(f.backend, unused);  // an unknown name
-    f.run.model = f.recorded_model ? *f.recorded_model : resolve_model(f.model);
+    // --init-from Hugging Face Llama weights: their config.json gives the shape --model leaves out.
+    const auto described = f.recorded_model || !f.app ? std::nullopt : ckpt::hf_llama_config_at(f.run.checkpoint.init_from);
+    f.model_from_weights = described.has_value();
+    if (described)
+      f.run.model = resolve_model(f.model, *f.app, *described,
+                                  ckpt::join_path(ckpt::hf_weights_dir(f.run.checkpoint.init_from), "config.json"));
+    else
+      f.run.model = f.recorded_model ? *f.recorded_model : resolve_model(f.model);
     f.ranks_per_node = resolve_ranks_per_node(f.ranks_per_node, Bootstrap::launcher_world_size());
   } catch (const UserError&) {
     const FailureText f = describe_failure(std::current_exception());
@@ -86,7 +97,7 @@ int run(TrainFlags& f) {
   // chose one: every preset runs on the built-in data as it is.
   const int data_vocab = make_synthetic_dataset(f.run.seed, 1, 1).vocab;
   const bool builtin_data = f.run.data_dir.empty() && f.run.data_train.empty() && f.run.data_val.empty();
-  if (builtin_data && !f.model.vocab && f.run.model.vocab < data_vocab) {
+  if (builtin_data && !f.model.vocab && !f.model_from_weights && f.run.model.vocab < data_vocab) {
     if (boot.rank() == 0)
       std::printf("zerotrain: --model %s: vocab %d raised to the built-in data's %d (pass --vocab to choose)\n",
                   f.model.preset.c_str(), f.run.model.vocab, data_vocab);
@@ -223,7 +234,8 @@ void register_train(CLI::App& app, int& exit_code) {
   app.add_option("--load", ck.load_dir, "Resume from the checkpoint DIR/latest names (or DIR/TAG, or a tag folder)");
   app.add_option("--load-tag", ck.load_tag, "Resume from DIR/TAG instead of the one `latest` names (needs --load)");
   app.add_option("--init-from", ck.init_from,
-                 "Start from these weights: Hugging Face GPT-2 safetensors, `zerotrain export` output, or a zerotrain "
+                 "Start from these weights: Hugging Face GPT-2 safetensors, a Hugging Face Llama folder (without "
+                 "--model its config.json gives the model), `zerotrain export` output, or a zerotrain "
                  "checkpoint DIR[/TAG] (its fp32 master; optimizer state fresh, step 0; not with --load)");
   app.add_flag("--load-direct", ck.direct_reads,
                "Read --load / --init-from checkpoints with O_DIRECT (default: through the page cache, which a resume "
@@ -237,6 +249,7 @@ void register_train(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   app.callback([&app, f, &exit_code] {
     if (!app.get_subcommands().empty()) return;  // a subcommand ran instead
+    f->app = &app;
     exit_code = run(*f);
   });
 }
