@@ -37,6 +37,38 @@ constexpr size_t kQuantChunk = 256;  // int4: elements quantized into a stack bu
 ZT_SIMD_INLINE float load_in(const float* x, size_t i) { return x[i]; }
 ZT_SIMD_INLINE float load_in(const uint16_t* x, size_t i) { return bf16_bits_to_f32(x[i]); }
 
+// The two ways to the same q (quant_math.h): the fast one for scales >= 2^-125, else exact division.
+struct FastLevel {
+  float inv, s, half;
+  int qmax;
+  ZT_SIMD_INLINE int operator()(float v) const { return quantize_value_fast(v, inv, s, half, qmax); }
+};
+struct ExactLevel {
+  float s;
+  int qmax;
+  ZT_SIMD_INLINE int operator()(float v) const { return quantize_value(v, s, qmax); }
+};
+
+// q for len values by level(x): int8 bytes, or int4 levels through a stack chunk, then packed.
+template <class In, class Level>
+ZT_SIMD_INLINE void quant_levels(const In* x, size_t len, bool int4, uint8_t* q, Level level) {
+  if (!int4) {
+#pragma omp simd
+    for (size_t i = 0; i < len; ++i) q[i] = uint8_t(int8_t(level(load_in(x, i))));
+    return;
+  }
+  int8_t tmp[kQuantChunk];
+  for (size_t c = 0; c < len; c += kQuantChunk) {
+    const size_t cl = len - c < kQuantChunk ? len - c : kQuantChunk;
+#pragma omp simd
+    for (size_t i = 0; i < cl; ++i) tmp[i] = int8_t(level(load_in(x, c + i)));
+    if (cl % 2) tmp[cl] = 0;
+    uint8_t* qc = q + c / 2;
+#pragma omp simd
+    for (size_t j = 0; j < (cl + 1) / 2; ++j) qc[j] = pack_nibbles(tmp[2 * j], tmp[2 * j + 1]);
+  }
+}
+
 // Quantizes one block of len values; returns false (NaN scale, q = 0) when it holds inf or NaN.
 template <class In>
 ZT_SIMD_INLINE bool quant_block(const In* x, size_t len, int qmax, bool int4, uint8_t* q, float* scale) {
@@ -54,20 +86,11 @@ ZT_SIMD_INLINE bool quant_block(const In* x, size_t len, int qmax, bool int4, ui
   }
   const float s = block_scale(m, qmax);
   *scale = s;
-  if (!int4) {
-#pragma omp simd
-    for (size_t i = 0; i < len; ++i) q[i] = uint8_t(int8_t(quantize_value(load_in(x, i), s, qmax)));
-    return true;
-  }
-  int8_t tmp[kQuantChunk];
-  for (size_t c = 0; c < len; c += kQuantChunk) {
-    const size_t cl = len - c < kQuantChunk ? len - c : kQuantChunk;
-#pragma omp simd
-    for (size_t i = 0; i < cl; ++i) tmp[i] = int8_t(quantize_value(load_in(x, c + i), s, qmax));
-    if (cl % 2) tmp[cl] = 0;
-    uint8_t* qc = q + c / 2;
-#pragma omp simd
-    for (size_t j = 0; j < (cl + 1) / 2; ++j) qc[j] = pack_nibbles(tmp[2 * j], tmp[2 * j + 1]);
+  if (abs_bits(s) >= kFastScaleBits) {
+    const float inv = 1.0f / s, half = 0.5f * s;
+    quant_levels(x, len, int4, q, FastLevel{inv, s, half, qmax});
+  } else {
+    quant_levels(x, len, int4, q, ExactLevel{s, qmax});
   }
   return true;
 }

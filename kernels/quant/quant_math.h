@@ -66,9 +66,33 @@ ZT_QUANT_HD int quantize_value(float x, float scale, int qmax) {
   int q = int(r);
   const double res = double(x) - double(r) * double(scale);
   const double half = 0.5 * double(scale);
+  const int odd = q & 1;  // branch-free below, so that the loops over a block vectorise
+  q += (int(res > half) | (int(res == half) & odd)) - (int(res < -half) | (int(res == -half) & odd));
+  q = q > qmax ? qmax : q;
+  q = q < -qmax ? -qmax : q;
+  return q;
+}
+
+// The same q for blocks whose scale is at least 2^-125 (then 1/scale is finite and scale/2 exact),
+// without division or double: t = x * (1/scale) is within 2^-16 of the quotient, its nearest even
+// integer r is the answer or one off, and the residual x - r * scale is exact in one fp32 fused
+// multiply-add (|residual| <= scale/2 plus a little, a multiple of half scale's last bit: 24 bits
+// suffice). The comparisons decide as quantize_value() does, so both give the same q.
+inline constexpr uint32_t kFastScaleBits = 0x01000000u;  // 2^-125
+ZT_QUANT_HD float fused_mul_add(float a, float b, float c) {
+#if defined(__CUDA_ARCH__)
+  return __fmaf_rn(a, b, c);
+#else
+  return __builtin_fmaf(a, b, c);
+#endif
+}
+ZT_QUANT_HD int quantize_value_fast(float x, float inv_scale, float scale, float half, int qmax) {
+  const float t = x * inv_scale;
+  const float r = (t + 12582912.0f) - 12582912.0f;
+  int q = int(r);
+  const float res = fused_mul_add(-r, scale, x);
   const int odd = q & 1;
-  q += (res > half || (res == half && odd)) ? 1 : 0;
-  q -= (res < -half || (res == -half && odd)) ? 1 : 0;
+  q += (int(res > half) | (int(res == half) & odd)) - (int(res < -half) | (int(res == -half) & odd));
   q = q > qmax ? qmax : q;
   q = q < -qmax ? -qmax : q;
   return q;

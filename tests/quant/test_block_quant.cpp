@@ -275,6 +275,9 @@ TEST(BlockQuant, EverySimdLevelIsBitIdenticalToScalar) {
   for (size_t i = block; i < 2 * block; ++i) x[i] = 0.0f;
   x[2 * block + 5] = std::numeric_limits<float>::denorm_min();
   x[3 * block + 1] = std::numeric_limits<float>::quiet_NaN();
+  // Block 4: subnormal absmax, so the exact-division path (scale < 2^-125) runs at every level.
+  for (size_t i = 4 * block; i < 5 * block; ++i)
+    x[i] = float(int(i % 301) - 150) * std::numeric_limits<float>::denorm_min();
   std::vector<uint16_t> xb(n);
   for (size_t i = 0; i < n; ++i) xb[i] = f32_to_bf16(x[i]);
   cpu::set_simd_level(cpu::SimdLevel::Scalar);
