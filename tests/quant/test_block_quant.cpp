@@ -12,6 +12,7 @@
 
 #include "collectives/half_convert.h"
 #include "kernels/quant/block_quant.h"
+#include "kernels/quant/quant_math.h"
 #include "tests/model/simd_levels.h"
 #include "tests/quant/quant_test_util.h"
 
@@ -217,6 +218,25 @@ TEST(BlockQuant, NonFiniteBlocksAreRefusedAndDequantizeToNaN) {
     const QuantStatus st = quantize_bf16(xb.data(), l, q.data(), sc.data());
     EXPECT_EQ(st.bad_blocks, 2u);
     EXPECT_EQ(st.first_bad_block, 2u);
+  }
+}
+
+TEST(BlockQuant, FastAndExactLevelRulesAgreeNearTies) {
+  // Values one or two ulps either side of (k + 1/2) * scale, and the ties themselves, for many
+  // scales: the division-free rule must give the exact rule's q.
+  std::mt19937_64 rng(19);
+  std::uniform_real_distribution<float> mant(1.0f, 2.0f);
+  std::uniform_int_distribution<int> ex(-120, 120), kd(-127, 126), ulps(-2, 2);
+  for (int trial = 0; trial < 200000; ++trial) {
+    for (int qmax : {127, 7}) {
+      const float s = std::ldexp(mant(rng), ex(rng));
+      const int k = kd(rng) % (qmax + 1);
+      float x = float((double(k) + 0.5) * double(s));
+      for (int u = ulps(rng); u != 0; u += u > 0 ? -1 : 1) x = std::nextafter(x, u > 0 ? INFINITY : -INFINITY);
+      const int exact = quantize_value(x, s, qmax);
+      const int fast = quantize_value_fast(x, 1.0f / s, s, 0.5f * s, qmax);
+      ASSERT_EQ(fast, exact) << "x=" << x << " scale=" << s << " qmax=" << qmax;
+    }
   }
 }
 
