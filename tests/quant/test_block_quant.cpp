@@ -286,10 +286,10 @@ bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
 }
 
-TEST(BlockQuant, EverySimdLevelIsBitIdenticalToScalar) {
-  const size_t block = 4096, n = 5 * block + 777;
+// Every level against the scalar one on n values in blocks of `block`, with ties, a zero block,
+// subnormals, a NaN block and a subnormal-scale block inside the compared data.
+void expect_levels_bit_identical(size_t n, size_t block) {
   auto x = test::varied_values(n, block, 18);
-  // Ties, zeros, subnormals and a non-finite block inside the compared data.
   for (size_t i = 0; i < 64; ++i) x[i] = (float(int(i) - 32) + 0.5f) * 0.25f;
   x[64] = 127 * 0.25f;
   for (size_t i = block; i < 2 * block; ++i) x[i] = 0.0f;
@@ -302,8 +302,14 @@ TEST(BlockQuant, EverySimdLevelIsBitIdenticalToScalar) {
   for (size_t i = 0; i < n; ++i) xb[i] = f32_to_bf16(x[i]);
   cpu::set_simd_level(cpu::SimdLevel::Scalar);
   const AllOutputs ref = run_everything(x, xb, block);
+  // The outputs are what the format says, whichever store path (plain or streaming) wrote them.
+  for (size_t i = 0; i < n; ++i) {
+    ASSERT_TRUE(same_bits(std::vector<float>{ref.d8[i]}, {float(int8_t(ref.q8[i])) * ref.s8[i / block]})) << i;
+    const int nib = (i % 2 == 0) ? (ref.q4[i / 2] & 0xf) : (ref.q4[i / 2] >> 4);
+    ASSERT_TRUE(same_bits(std::vector<float>{ref.d4[i]}, {float(nib >= 8 ? nib - 16 : nib) * ref.s4[i / block]})) << i;
+  }
   test::for_each_simd_level([&](cpu::SimdLevel level) {
-    std::printf("quantizers at SIMD level %s\n", quant_simd_level_name());
+    std::printf("quantizers at SIMD level %s, %zu values\n", quant_simd_level_name(), n);
     const AllOutputs o = run_everything(x, xb, block);
     const char* name = cpu::simd_level_name(level);
     EXPECT_TRUE(same_bits(o.q8, ref.q8) && same_bits(o.s8, ref.s8)) << name << " int8 fp32";
@@ -314,6 +320,13 @@ TEST(BlockQuant, EverySimdLevelIsBitIdenticalToScalar) {
     EXPECT_TRUE(same_bits(o.h8, ref.h8) && same_bits(o.h4, ref.h4)) << name << " dequantize_bf16";
     EXPECT_TRUE(same_bits(o.a8, ref.a8) && same_bits(o.a4, ref.a4)) << name << " dequantize_add";
   });
+}
+
+TEST(BlockQuant, EverySimdLevelIsBitIdenticalToScalar) { expect_levels_bit_identical(5 * 4096 + 777, 4096); }
+
+// Outputs of 4 MiB and more are written with non-temporal stores: the same bits.
+TEST(BlockQuant, EverySimdLevelIsBitIdenticalToScalarWhenStreaming) {
+  expect_levels_bit_identical((size_t(4) << 20) + 77, 8000);
 }
 
 }  // namespace
