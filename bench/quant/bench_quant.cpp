@@ -97,7 +97,7 @@ int main(int argc, char** argv) {
   std::vector<uint16_t> xb(n), outb(n);
   std::vector<uint8_t> q(n);
   std::vector<float> scales(plan.blocks_per_shard());
-  const size_t probe_max = 2 * (4 * n + n + 4 * scales.size());  // the largest round trip's traffic / 2, doubled
+  const size_t probe_max = (4 * n + n + 4 * scales.size()) / 2 + 64;  // half the largest traffic of one pass
   std::vector<char> src(probe_max), dst(probe_max);
 #pragma omp parallel for schedule(static)
   for (size_t i = 0; i < n; ++i) {  // first touch from the threads that will use the pages
