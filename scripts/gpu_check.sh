@@ -50,7 +50,7 @@ done
 # their executables (check_gpu_check.py compares the two in the build); STAGE_TARGETS are the
 # binaries the other stages run.
 GPU_TEST_TARGETS=(test_gpu_ops test_gpu_attention test_gpu_convert test_gpu_fused_adamw test_gpu_zero_step
-                  test_gpu_llama_ops collectives_nccl_test test_plan_gpu)
+                  test_gpu_llama_ops collectives_nccl_test test_plan_gpu test_gpu_block_quant)
 STAGE_TARGETS=(bench_attention zerotrain collectives_staged_test bench_gpu_model bench_gpu)
 # The plan: name:cap:needs-a-GPU, in the order the stages run.
 PLAN=(env:10:0 deps:15:0 mpi_launcher:10:0 configure:40:0 build:150:0 gpu_tests:50:1 attention:35:1 engine:80:1
