@@ -60,6 +60,14 @@ class CausalLM {
   virtual size_t activation_bytes() const = 0;
 };
 
+// The checks every model's set_batch and unit calls make, one message format (`who`: "GPT2",
+// "Llama"): B and T inside the sizes the model was built for and every id inside the vocabulary
+// (std::invalid_argument naming the position); returns the number of targets >= 0.
+int64_t check_batch(const char* who, const ModelConfig& config, int max_batch, const int32_t* tokens,
+                    const int32_t* targets, int B, int T);
+// u a unit, params not null, and a batch set (B > 0); std::out_of_range / invalid_argument / logic_error.
+void check_unit_call(const char* who, int u, int num_units, const void* params, int B);
+
 // The model class of config.family (GPT2 or Llama) on `backend`.
 std::unique_ptr<CausalLM> make_causal_lm(const ModelConfig& config, Backend& backend, ModelRunOptions options = {});
 

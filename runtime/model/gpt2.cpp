@@ -103,18 +103,8 @@ GPT2::~GPT2() {
 }
 
 void GPT2::set_batch(const int32_t* tokens, const int32_t* targets, int B, int T, float dloss) {
-  if (B < 1 || B > options_.max_batch || T < 1 || T > config_.seq_len)
-    throw std::invalid_argument("GPT2::set_batch: B=" + std::to_string(B) + " T=" + std::to_string(T) +
-                                " outside 1..max_batch=" + std::to_string(options_.max_batch) +
-                                ", 1..seq_len=" + std::to_string(config_.seq_len));
+  valid_targets_ = check_batch("GPT2", config_, options_.max_batch, tokens, targets, B, T);
   const size_t n = size_t(B) * size_t(T);
-  valid_targets_ = 0;
-  for (size_t i = 0; i < n; ++i) {
-    if (tokens[i] < 0 || tokens[i] >= config_.vocab || targets[i] >= config_.vocab)
-      throw std::invalid_argument("GPT2::set_batch: token or target id outside the vocabulary at position " +
-                                  std::to_string(i));
-    valid_targets_ += targets[i] >= 0;
-  }
   backend_.copy_to_device(tokens_, tokens, n * sizeof(int32_t));
   backend_.copy_to_device(targets_, targets, n * sizeof(int32_t));
   B_ = B;
@@ -122,11 +112,7 @@ void GPT2::set_batch(const int32_t* tokens, const int32_t* targets, int B, int T
   dloss_ = dloss;
 }
 
-void GPT2::check_unit(int u, const void* params) const {
-  if (u < 0 || u >= num_units()) throw std::out_of_range("GPT2: unit " + std::to_string(u) + " out of range");
-  if (!params) throw std::invalid_argument("GPT2: null parameter buffer for unit " + std::to_string(u));
-  if (B_ == 0) throw std::logic_error("GPT2: set_batch() must come before forward/backward");
-}
+void GPT2::check_unit(int u, const void* params) const { check_unit_call("GPT2", u, num_units(), params, B_); }
 
 void GPT2::block_forward(int l, const float* params, BlockActs& a) {
   const int B = B_, T = T_, C = config_.dim, NH = config_.heads;

@@ -117,18 +117,8 @@ Llama::~Llama() {
 }
 
 void Llama::set_batch(const int32_t* tokens, const int32_t* targets, int B, int T, float dloss) {
-  if (B < 1 || B > options_.max_batch || T < 1 || T > config_.seq_len)
-    throw std::invalid_argument("Llama::set_batch: B=" + std::to_string(B) + " T=" + std::to_string(T) +
-                                " outside 1..max_batch=" + std::to_string(options_.max_batch) +
-                                ", 1..seq_len=" + std::to_string(config_.seq_len));
+  valid_targets_ = check_batch("Llama", config_, options_.max_batch, tokens, targets, B, T);
   const size_t n = size_t(B) * size_t(T);
-  valid_targets_ = 0;
-  for (size_t i = 0; i < n; ++i) {
-    if (tokens[i] < 0 || tokens[i] >= config_.vocab || targets[i] >= config_.vocab)
-      throw std::invalid_argument("Llama::set_batch: token or target id outside the vocabulary at position " +
-                                  std::to_string(i));
-    valid_targets_ += targets[i] >= 0;
-  }
   backend_.copy_to_device(tokens_, tokens, n * sizeof(int32_t));
   backend_.copy_to_device(targets_, targets, n * sizeof(int32_t));
   B_ = B;
@@ -136,11 +126,7 @@ void Llama::set_batch(const int32_t* tokens, const int32_t* targets, int B, int 
   dloss_ = dloss;
 }
 
-void Llama::check_unit(int u, const void* params) const {
-  if (u < 0 || u >= num_units()) throw std::out_of_range("Llama: unit " + std::to_string(u) + " out of range");
-  if (!params) throw std::invalid_argument("Llama: null parameter buffer for unit " + std::to_string(u));
-  if (B_ == 0) throw std::logic_error("Llama: set_batch() must come before forward/backward");
-}
+void Llama::check_unit(int u, const void* params) const { check_unit_call("Llama", u, num_units(), params, B_); }
 
 void Llama::block_forward(int l, const void* params, BlockActs& a) {
   const int B = B_, T = T_, N = B * T, C = config_.dim, H = config_.heads, Hkv = config_.kv_head_count(),
