@@ -5,7 +5,8 @@ start record, the inter-node share the ring model's (one hop of every node's rin
 sends nothing between nodes; a --ranks-per-node or ZT_RANKS_PER_NODE that does not divide the world
 is refused once for the job, naming the value. hpZ at 8 ranks as 2 x 4: the same parameters as flat
 stage 3, at most 0.70 of its bytes between nodes (forward's gathers alone cross), equal to the
-predictor; a group that straddles nodes is refused, one smaller than a node warned about, once each.
+predictor; saved at step 2 and loaded, it continues to the uninterrupted run's parameters; a group
+that straddles nodes is refused, one smaller than a node warned about, once each.
 Usage: topology_test.py ZEROTRAIN MPIRUN"""
 import json
 import os
@@ -34,8 +35,8 @@ def config(stage, **zero):
     return path
 
 
-def run(np_, extra, env=None):
-    return subprocess.run(MPI + ["-np", str(np_), ZT] + FLAGS + extra, stdout=subprocess.PIPE,
+def run(np_, extra, env=None, flags=FLAGS):
+    return subprocess.run(MPI + ["-np", str(np_), ZT] + flags + extra, stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, env=env or ENV, text=True, timeout=240)
 
 
@@ -89,6 +90,23 @@ try:
             ratio = h["comm_bytes_inter"] / f["comm_bytes_inter"]
             check(ratio <= 0.70, "hpZ step %d: %.3f of flat stage 3's inter-node bytes (goal <= 0.70)" % (h["step"], ratio))
             check(h["comm_bytes"]["all_gather"] == f["comm_bytes"]["all_gather"], "hpZ step %d: the same all-gather volume" % h["step"])
+    # Save at step 2, load, continue to step 4: the uninterrupted run's parameters (the secondary copy
+    # is rebuilt from the loaded shards, never carried over).
+    hcfg = config(3, zero_hpz_partition_size=4, stage3_max_reuse_distance=0, stage3_param_persistence_threshold=0)
+    common = ["--config", hcfg, "--ranks-per-node", "4"]
+    four = [f if f != "2" or FLAGS[i - 1] != "--steps" else "4" for i, f in enumerate(FLAGS)]
+    ck = os.path.join(ROOT, "ck")
+    straight = run(8, common + ["--metrics", os.path.join(ROOT, "s.jsonl")], flags=four)
+    first = run(8, common + ["--save", ck, "--save-every", "2"], flags=four)
+    resumed = run(8, common + ["--load", ck, "--load-tag", "global_step2", "--metrics", os.path.join(ROOT, "r.jsonl")],
+                  flags=four)
+    def checksum(path):
+        ends = [json.loads(l) for l in open(path) if '"end"' in l] if os.path.exists(path) else []
+        return ends[0].get("param_checksum") if ends else None
+    check(straight.returncode == 0 and first.returncode == 0 and resumed.returncode == 0,
+          "hpZ save / load runs finish (rc %d %d %d)" % (straight.returncode, first.returncode, resumed.returncode))
+    a, b = checksum(os.path.join(ROOT, "s.jsonl")), checksum(os.path.join(ROOT, "r.jsonl"))
+    check(a is not None and a == b, "hpZ: loaded at step 2 and continued, the uninterrupted run's parameters (%s, %s)" % (a, b))
     straddle = run(8, ["--config", config(3, zero_hpz_partition_size=8), "--ranks-per-node", "4"])
     msg = "each secondary group of 8 consecutive ranks must sit inside one node"
     check(straddle.returncode == 2 and straddle.stdout.count(msg) == 1,
