@@ -7,7 +7,8 @@
 #   bash bench/model/setup.sh                       # python3-torch (Debian 12: 1.13) via apt
 #   /usr/bin/python3 bench/model/bench_cpu_model.py --zerotrain build/runtime/cli/zerotrain
 #
-# Shapes: gpt2-124m's per-layer shapes (12 layers, 12 heads, C = 768, vocab 50257); the context and
+# Shapes: --model gpt2-124m (12 layers, 12 heads, C = 768, vocab 50257) or smollm2-135m (Llama: 30 layers,
+# 9 heads over 3 kv heads, C = 576, SwiGLU 1536, vocab 49152, tied; the peer with --family llama); the context and
 # the batch are reduced (--seq-len, --batch) so that a run takes a minute or two. PyTorch runs with
 # OMP_WAIT_POLICY=PASSIVE (its default spin-wait gives 100-600 ms spikes on 2 shared vCPUs, see
 # shared/PERF-NOTES.md); zerotrain with the environment as it is. Each figure is the median of the
@@ -26,12 +27,18 @@ sys.path.insert(0, os.path.join(ROOT, "scripts"))
 import zt_metrics  # noqa: E402 (found through the path above)
 
 GOAL = 1.2
+# The peer's shape flags for each --model (the presets' shapes, runtime/model/model_config.cpp).
+PEER_SHAPES = {
+    "gpt2-124m": [],
+    "smollm2-135m": ["--family", "llama", "--layers", "30", "--heads", "9", "--kv-heads", "3", "--dim", "576",
+                     "--head-dim", "64", "--intermediate", "1536", "--vocab", "49152", "--rope-theta", "100000"],
+}
 
 
 def run_zerotrain(a, threads):
     with tempfile.TemporaryDirectory(prefix="zt-bench-") as tmp:
         metrics = os.path.join(tmp, "m.jsonl")
-        cmd = [a.zerotrain, "--model", "gpt2-124m", "--seq-len", str(a.seq_len), "--micro-batch", str(a.batch),
+        cmd = [a.zerotrain, "--model", a.model, "--seq-len", str(a.seq_len), "--micro-batch", str(a.batch),
                "--steps", str(a.warmup + a.steps), "--threads", str(threads), "--metrics", metrics,
                "--eval-every", "0", "--eval-batches", "1", "--lr", str(a.lr), "--weight-decay", str(a.weight_decay),
                "--max-grad-norm", str(a.max_grad_norm), "--seed", "1"]
@@ -50,7 +57,7 @@ def run_torch(a, threads):
     cmd = [a.python, os.path.join(ROOT, "scripts/peers/torch_gpt2.py"), "--device", "cpu", "--threads", str(threads),
            "--batch", str(a.batch), "--seq-len", str(a.seq_len), "--steps", str(a.steps), "--warmup", str(a.warmup),
            "--lr", str(a.lr), "--weight-decay", str(a.weight_decay), "--max-grad-norm", str(a.max_grad_norm),
-           "--compile", "auto"]
+           "--compile", "auto"] + PEER_SHAPES[a.model]
     env = dict(os.environ, OMP_WAIT_POLICY="PASSIVE", OMP_NUM_THREADS=str(threads))
     p = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if p.returncode != 0:
@@ -75,6 +82,7 @@ def main():
     ap = argparse.ArgumentParser(description="zerotrain CPU step vs the PyTorch CPU peer, same run")
     ap.add_argument("--zerotrain", default=os.path.join(ROOT, "build/runtime/cli/zerotrain"))
     ap.add_argument("--python", default="/usr/bin/python3", help="the Python that has torch")
+    ap.add_argument("--model", default="gpt2-124m", choices=sorted(PEER_SHAPES))
     ap.add_argument("--batch", type=int, default=1)
     ap.add_argument("--seq-len", type=int, default=256)
     ap.add_argument("--steps", type=int, default=3, help="timed steps per run")
@@ -108,7 +116,7 @@ def main():
     for t in a.threads:
         zt, pt, peer = statistics.median(runs[t]["zt"]), statistics.median(runs[t]["torch"]), last_torch[t]
         ratios = [z / p for z, p in zip(runs[t]["zt"], runs[t]["torch"])]
-        s = {"event": "summary", "threads": t, "B": a.batch, "T": a.seq_len, "model": "gpt2-124m shapes",
+        s = {"event": "summary", "threads": t, "B": a.batch, "T": a.seq_len, "model": a.model + " shapes",
              "zerotrain_tokens_per_s": zt, "torch_tokens_per_s": pt, "ratio": zt / pt,
              "ratio_min": min(ratios), "ratio_max": max(ratios), "goal": GOAL, "meets_goal": zt / pt >= GOAL,
              "zerotrain_mfu": zt * peer["flops_per_token"] / (peer["gemm_tflops"] * 1e12),
@@ -118,7 +126,7 @@ def main():
         rows.append(s)
         print(json.dumps(s), flush=True)
 
-    print(f"\nzerotrain vs PyTorch {rows[0]['torch']} CPU, gpt2-124m shapes, B={a.batch} T={a.seq_len}, "
+    print(f"\nzerotrain vs PyTorch {rows[0]['torch']} CPU, {a.model} shapes, B={a.batch} T={a.seq_len}, "
           f"{a.rounds} interleaved rounds x {a.steps} steps, zerotrain SIMD: {level}")
     print(f"{'threads':>7} | {'zerotrain tok/s':>15} | {'torch tok/s':>11} | {'ratio (min..max)':>18} | "
           f"{'zt MFU':>6} | {'torch MFU':>9} | goal {GOAL}x")
