@@ -43,12 +43,26 @@ std::vector<int> NodeTopology::replica_group(int rank, int s) const {
 }
 
 LinkModel::LinkModel(const NodeTopology& t, const std::vector<int>& ranks) : size_(int(ranks.size())) {
+  add_ring(t, ranks);
+}
+
+LinkModel::LinkModel(const NodeTopology& t, const std::vector<std::vector<int>>& groups) {
+  if (groups.empty()) throw std::invalid_argument("LinkModel: no groups");
+  size_ = int(groups[0].size());
+  for (const auto& g : groups) {
+    if (int(g.size()) != size_) throw std::invalid_argument("LinkModel: the groups must be of one size");
+    add_ring(t, g);
+  }
+}
+
+void LinkModel::add_ring(const NodeTopology& t, const std::vector<int>& ranks) {
   if (ranks.empty()) throw std::invalid_argument("LinkModel: a group needs at least one rank");
+  if (ranks.size() > 1) hops_ += int(ranks.size());
   for (size_t i = 0; i < ranks.size(); ++i) {
     const int a = ranks[i], b = ranks[(i + 1) % ranks.size()];
     if (a < 0 || a >= t.world_size) throw std::invalid_argument("LinkModel: rank " + std::to_string(a) + " is outside the world");
     if (i + 1 < ranks.size() && b <= a) throw std::invalid_argument("LinkModel: the group's ranks must ascend");
-    if (size_ > 1 && t.node_of(a) != t.node_of(b)) ++crossing_;
+    if (ranks.size() > 1 && t.node_of(a) != t.node_of(b)) ++crossing_;
   }
 }
 
@@ -57,7 +71,7 @@ LinkBytes LinkModel::split(CommOp op, uint64_t algorithm_bytes) const {
   const unsigned __int128 per_hop_x_g = (unsigned __int128)algorithm_bytes * unsigned(size_ - 1) * (op == CommOp::AllReduce ? 2u : 1u);
   LinkBytes b;
   b.inter = uint64_t(per_hop_x_g * unsigned(crossing_) / unsigned(size_));
-  b.intra = uint64_t(per_hop_x_g * unsigned(size_ - crossing_) / unsigned(size_));
+  b.intra = uint64_t(per_hop_x_g * unsigned(hops_ - crossing_) / unsigned(size_));
   return b;
 }
 

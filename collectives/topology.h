@@ -57,16 +57,21 @@ class LinkModel {
  public:
   LinkModel() = default;  // a group of one: no links
   LinkModel(const NodeTopology& topology, const std::vector<int>& ranks);
+  // Disjoint groups of one size that issue the same calls at once (hpZ's groups, one per node):
+  // split() sums the rings of all of them, so the totals are still the whole job's.
+  LinkModel(const NodeTopology& topology, const std::vector<std::vector<int>>& groups);
 
   int size() const { return size_; }
-  int crossing_hops() const { return crossing_; }
+  int crossing_hops() const { return crossing_; }  // over every group's ring
+  int hops() const { return hops_; }
   // The job's bytes on each link class for calls of op totalling `algorithm_bytes` on every rank.
   LinkBytes split(CommOp op, uint64_t algorithm_bytes) const;
   // Σ over ops of split(op, bytes[op]).
   LinkBytes split(const uint64_t (&bytes)[kCommOpCount]) const;
 
  private:
-  int size_ = 1, crossing_ = 0;
+  void add_ring(const NodeTopology& t, const std::vector<int>& ranks);
+  int size_ = 1, crossing_ = 0, hops_ = 0;
 };
 
 }  // namespace zt

@@ -134,6 +134,9 @@ def summarize(run, start, steps, end, n, link):
     for c in CATEGORIES:
         row[f"{c}_bytes"] = alloc.get(c, 0)
     fp, fg, fo = paper_formula(plan, psi)
+    hpz = start.get("hpz_partition_size", 1)
+    if stage == 3 and n > 1 and hpz > 1:
+        fp += w * psi / hpz  # hpZ's secondary copy: a 1/hpz slice of every unit (ZeRO++'s Psi/hpz)
     row["formula_params_bytes"], row["formula_grads_bytes"], row["formula_optimizer_bytes"] = fp, fg, fo
     row["model_states_bytes"] = sum(alloc.get(c, 0) for c in ("params", "grads", "master", "optimizer"))
     row["formula_model_states_bytes"] = fp + fg + fo

@@ -133,7 +133,9 @@ Engine::State::State(const ModelConfig& model_config, const EngineOptions& optio
                                   std::to_string(comm.world_size()));
     secondary_comm = comm.split(int(comm.rank() / hpz), comm.rank());
     secondary_comm->set_compute_stream(backend.native_stream());
-    secondary_links = LinkModel(topology, topology.shard_group(comm.rank(), int(hpz)));
+    std::vector<std::vector<int>> groups;  // every rank's group runs the same gathers at once
+    for (int first = 0; first < comm.world_size(); first += int(hpz)) groups.push_back(topology.shard_group(first, int(hpz)));
+    secondary_links = LinkModel(topology, groups);
   }
   comm.set_compute_stream(backend.native_stream());  // NCCL: collectives wait for the kernels before them
   model = make_causal_lm(model_cfg, backend, ModelRunOptions{opt.micro_batch, opt.checkpoint_activations});
@@ -144,10 +146,13 @@ Engine::State::State(const ModelConfig& model_config, const EngineOptions& optio
   // model in 4-byte elements; a padded call runs as one chunk more) and counted where they live:
   // host memory, the backend's own on the CPU backend; NCCL's device buffers as measured at its start.
   comm.reserve_buffers(uint64_t(part->map().total_numel()) * 4);
+  // hpZ's group communicator carries whole units at most (its gathers from the secondary copy).
+  if (secondary_comm) secondary_comm->reserve_buffers(uint64_t(part->map().max_unit_padded()) * 4);
+  const uint64_t group_bytes = secondary_comm ? secondary_comm->buffer_bytes() : 0;
   if (capabilities_of(backend).host_memory) {
-    ledger.record_external(MemCategory::CommBuffers, comm.buffer_bytes() + comm.device_buffer_bytes());
+    ledger.record_external(MemCategory::CommBuffers, comm.buffer_bytes() + comm.device_buffer_bytes() + group_bytes);
   } else {
-    ledger.record_host(MemCategory::CommBuffers, comm.buffer_bytes());
+    ledger.record_host(MemCategory::CommBuffers, comm.buffer_bytes() + group_bytes);
     if (comm.device_buffer_bytes()) ledger.record_external(MemCategory::CommBuffers, comm.device_buffer_bytes());
   }
   if (opt.trace) trace = std::make_unique<Trace>();
@@ -243,20 +248,23 @@ LinkBytes Engine::expected_link_bytes_per_step() const {
   const Partition& p = *s_->part;
   const size_t es = s_->z->element_bytes();
   Partition::CommVolumes v = p.expected_comm_volumes_per_step(es);
-  const int W = p.world_size();
-  // Stage 3's gathers as the gather schedule issues them (the tied head's and persistence's
-  // differences from 2Ψ included), for one micro-step as the partition's volumes are.
+  const int W = p.world_size(), accum = s_->opt.grad_accum;
+  // Stages 2–3 reduce every micro-step (the partition's volumes are one micro-step's).
+  if (p.reduces_each_micro_step())
+    for (CommOp op : {CommOp::ReduceScatter, CommOp::AllReduce}) v.bytes[int(op)] *= uint64_t(accum);
+  // Stage 3's gathers as the gather schedule issues them over every micro-step (the tied head's,
+  // persistence's and reuse's differences from 2Ψ included; with hpZ, what comes from the secondary
+  // copy goes over the groups).
   uint64_t secondary[kCommOpCount] = {};
   if (p.stage() == 3 && W > 1) {
-    EngineOptions one = s_->opt;
-    one.grad_accum = 1;
-    if (!s_->secondary_comm) one.gather.hpz_partition_size = 1;
-    const UnitGatherVolumes g = unit_gather_elements_per_step(unit_buffer_walk(p.map(), s_->model_cfg, one));
+    EngineOptions o = s_->opt;
+    if (!s_->secondary_comm) o.gather.hpz_partition_size = 1;
+    const UnitGatherVolumes g = unit_gather_elements_per_step(unit_buffer_walk(p.map(), s_->model_cfg, o));
     v.bytes[int(CommOp::AllGather)] = uint64_t(g.primary) * es;
-    secondary[int(CommOp::AllGather)] = uint64_t(g.secondary) * es;  // hpZ: over the group
+    secondary[int(CommOp::AllGather)] = uint64_t(g.secondary) * es;
   }
   if (W > 1) {
-    const uint64_t scalar_exchange = 8ull * uint64_t(W);  // one double from every rank
+    const uint64_t scalar_exchange = 8ull * uint64_t(W);  // one double from every rank, once a step
     v.bytes[int(CommOp::AllGather)] += scalar_exchange;   // the step's loss
     if (p.norm_ranks().size() == 1) v.bytes[int(CommOp::AllGather)] += scalar_exchange;  // the norm's partials
   }

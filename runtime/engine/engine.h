@@ -108,8 +108,9 @@ class Engine {
   // expected_comm_bytes_per_step; accumulation repeats the stage 2–3 reductions and stage 3 gathers
   // per micro-step). Element bytes of the working type.
   uint64_t expected_comm_bytes_per_step() const;
-  // What StepStats::comm_links will read for one step of one micro-step: the partition's volumes
-  // plus the engine's own scalar exchanges (the step's loss, and the norm's per-rank partials where
+  // What StepStats::comm_links will read for one step (every micro-step): the partition's volumes
+  // (reductions repeated per micro-step where the stage does so; stage 3's gathers walked with the
+  // gather schedule) plus the engine's own scalar exchanges (the step's loss, and the norm's per-rank partials where
   // ranks hold shards: 8 bytes per rank each, as all-gathers), split by the link model. Lamb's
   // per-tensor trust-ratio exchange is not in it.
   LinkBytes expected_link_bytes_per_step() const;

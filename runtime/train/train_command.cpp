@@ -51,14 +51,38 @@ int resolve_ranks_per_node(int flag, int W) {
     text = env;
     char* end = nullptr;
     const long v = std::strtol(env, &end, 10);
-    n = (*end == '\0' && v > 0 && v <= W) ? int(v) : -1;
+    n = (*end == '\0' && v > 0 && (W < 1 || v <= W)) ? int(v) : -1;
   }
-  if (n < 1 || W % n != 0)
+  // W < 1: the launcher did not say (ranks_per_node_of_job checks it against MPI's world).
+  if (n < 1 || (W >= 1 && W % n != 0))
     throw UserError(where, text, "ranks per node must be a whole number of at least 1 that divides the world size " +
                                      std::to_string(W),
                     "give a divisor of " + std::to_string(W) + ", e.g. " + where + (where[0] == '-' ? " " : "=") +
                         std::to_string(W));
   return n;
+}
+
+// The job's ranks per node, the same on every rank: the flag (checked again against MPI's world,
+// which a launcher may not have told the command line), else rank 0's shared-memory split, which
+// every rank takes (hosts with different rank counts would disagree); one that does not divide the
+// world stands for one node, said once.
+int ranks_per_node_of_job(int flag, const Bootstrap& boot) {
+  const int W = boot.world_size();
+  if (flag > 0) {
+    if (W % flag == 0) return flag;
+    if (boot.rank() == 0)
+      write_all(stderr, "error: --ranks-per-node = " + std::to_string(flag) +
+                            ": ranks per node must be a whole number of at least 1 that divides the world size " +
+                            std::to_string(W) + ". Fix: give a divisor of " + std::to_string(W) + "\n");
+    throw ReportedError(kUserErrorExit);
+  }
+  int n = boot.local_size();
+  boot.broadcast_bytes(&n, sizeof n, 0);
+  if (n >= 1 && W % n == 0) return n;
+  if (boot.rank() == 0)
+    std::printf("zerotrain: rank 0's host holds %d of %d ranks, which does not divide the world: the bytes per link "
+                "class count one node (pass --ranks-per-node)\n", n, W);
+  return W;
 }
 
 // The command line's own checks, before MPI starts: every rank of the job finds the same problem, so
@@ -108,7 +132,7 @@ int run(TrainFlags& f) {
   f.backend = resolve_backend(asked, why);
   if (asked == "auto" && boot.rank() == 0) std::printf("zerotrain: --backend auto: %s (%s)\n", f.backend.c_str(), why.c_str());
   f.run.local_ranks = boot.local_size();
-  f.run.ranks_per_node = f.ranks_per_node > 0 ? f.ranks_per_node : boot.local_size();
+  f.run.ranks_per_node = ranks_per_node_of_job(f.ranks_per_node, boot);
   // With N ranks on a host of C cores each rank uses C/N threads unless told otherwise.
   set_cpu_threads(f.threads > 0 ? f.threads : std::max(1, cpu_threads() / boot.local_size()));
   // --comm mpi on a GPU: MPI through pinned host buffers, so several ranks may share a GPU (local

@@ -219,13 +219,14 @@ void check_start(Started& started, const RunOptions& run, Communicator& comm, Ba
   started.eo = engine_options_from_config(started.cfg, run.seed, run.recompute, &run.model);
   if (const int64_t hpz = started.eo.gather.hpz_partition_size; hpz > 1 && started.eo.zero.stage == 3) {
     // The secondary groups are hpz consecutive ranks: inside one node of run.ranks_per_node.
-    const std::string v = std::to_string(hpz), n = std::to_string(run.ranks_per_node);
-    if (hpz > run.ranks_per_node || run.ranks_per_node % hpz != 0)
+    const int rpn = run.ranks_per_node > 0 ? run.ranks_per_node : W;  // 0: every rank on one node
+    const std::string v = std::to_string(hpz), n = std::to_string(rpn);
+    if (hpz > rpn || rpn % hpz != 0)
       problems.error("zero_optimization.zero_hpz_partition_size", v,
                      "each secondary group of " + v + " consecutive ranks must sit inside one node, and a node here has " +
                          n + " ranks (--ranks-per-node): backward's gathers would cross nodes",
                      "use the ranks per node (" + n + ") or a divisor of it");
-    else if (hpz < run.ranks_per_node)
+    else if (hpz < rpn)
       problems.warning("zero_optimization.zero_hpz_partition_size", v,
                        "smaller than the " + n + " ranks of a node: each secondary slice is 1/" + v + " of a unit where a "
                            "node-wide group would keep 1/" + n,

@@ -100,6 +100,14 @@ TEST(LinkModel, BytesPerLinkClassOnWorkedCases) {
   const LinkBytes cross = LinkModel(t, t.cross_group(5)).split(CommOp::AllGather, 800);
   EXPECT_EQ(cross.intra, 0u);
   EXPECT_EQ(cross.inter, 2u * 400u);
+  // Every node's group at once (hpZ): both rings counted, the job's total.
+  const LinkModel both(t, std::vector<std::vector<int>>{t.node_group(0), t.node_group(4)});
+  EXPECT_EQ(both.hops(), 8);
+  EXPECT_EQ(both.split(CommOp::AllGather, 800).intra, 8u * 600u);
+  EXPECT_EQ(both.split(CommOp::AllGather, 800).inter, 0u);
+  const LinkModel crosses(t, std::vector<std::vector<int>>{t.cross_group(0), t.cross_group(1), t.cross_group(2), t.cross_group(3)});
+  EXPECT_EQ(crosses.split(CommOp::AllGather, 800).inter, 8u * 400u);
+  EXPECT_THROW(LinkModel(t, std::vector<std::vector<int>>{{0, 1}, {2, 3, 4}}), std::invalid_argument);
   // One rank, or one node: nothing crosses.
   EXPECT_EQ(LinkModel().split(CommOp::AllReduce, 800).total(), 0u);
   const NodeTopology one = NodeTopology::make(4, 4);

@@ -73,7 +73,8 @@ TEST_P(Accounting, StepBytesAreTheZeroVolumesAndResidentBytesMatchThePlan) {
   }
 }
 
-// Bytes per link class: for every way of cutting the world into nodes, each step's measured split
+// Bytes per link class: for every way of cutting the world into nodes, with and without
+// accumulation, each step's measured split
 // equals the predictor's, and both equal the ring model worked by hand: of the W hops of a flat
 // collective, one per node crosses (none on one node), each carrying (W-1)/W of the algorithm bytes
 // (twice that for stage 0's all-reduce).
@@ -81,9 +82,11 @@ TEST_P(Accounting, BytesPerLinkClassEqualThePredictorForEveryNodeSize) {
   const int stage = GetParam();
   const int W = world().comm->world_size();
   const ModelConfig model = tiny_model(/*tied=*/true);
-  for (int n = 1; n <= W; ++n) {
+  for (int n = 1; n <= W; ++n)
+    for (int accum : {1, 3}) {
     if (W % n) continue;
-    EngineOptions o = base_options(stage, 1, DType::F32, true);
+    SCOPED_TRACE("accumulation " + std::to_string(accum));
+    EngineOptions o = base_options(stage, accum, DType::F32, true);
     o.gather.persistence_threshold = 0;
     o.gather.max_reuse_distance = 0;
     o.ranks_per_node = n;
@@ -102,7 +105,7 @@ TEST_P(Accounting, BytesPerLinkClassEqualThePredictorForEveryNodeSize) {
     EXPECT_EQ(want.inter, algorithm * (W - 1) * crossing / W) << "n = " << n;
     EXPECT_EQ(want.intra, algorithm * (W - 1) * (W - crossing) / W) << "n = " << n;
     if (nodes > 1) EXPECT_GT(want.inter, 0u);
-  }
+    }
 }
 
 // Beyond fp32: emulated bf16 keeps an fp32 master beside the working params (K = 12, master 4), in

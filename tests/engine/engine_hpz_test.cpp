@@ -54,10 +54,18 @@ TEST(Hpz, BitwiseStage3WithBackwardGathersInsideTheNode) {
       const StepStats& f = flat.stats[s];
       EXPECT_EQ(h.comm_bytes[int(CommOp::AllGather)], f.comm_bytes[int(CommOp::AllGather)]) << "the same gathers";
       EXPECT_EQ(h.comm_bytes[int(CommOp::ReduceScatter)], f.comm_bytes[int(CommOp::ReduceScatter)]);
-      if (c.accum == 1) {
-        EXPECT_EQ(h.comm_links.intra, want.intra);
-        EXPECT_EQ(h.comm_links.inter, want.inter);
+      EXPECT_EQ(h.comm_links.intra, want.intra);
+      EXPECT_EQ(h.comm_links.inter, want.inter);
+      // The job's links carry (W-1)/W of each world call on W hops, and (G-1)/G of each group call
+      // on every group's G hops (W/G groups).
+      const int G = node_size();
+      uint64_t world = 0, group = 0;
+      for (int i = 0; i < kCommOpCount; ++i) {
+        const uint64_t k = CommOp(i) == CommOp::AllReduce ? 2 : 1;
+        world += k * (h.comm_bytes[i] - h.secondary_bytes[i]);
+        group += k * h.secondary_bytes[i];
       }
+      EXPECT_EQ(h.comm_links.total(), world * uint64_t(W - 1) + group * uint64_t(G - 1) * uint64_t(W) / uint64_t(G));
       if (c.paper && W >= 4) EXPECT_LT(h.comm_links.inter, f.comm_links.inter) << "backward gathers stay in the node";
     }
     // The secondary copy: one 1/hpz slice of every padded unit, as parameters.
