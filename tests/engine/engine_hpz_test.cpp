@@ -66,7 +66,9 @@ TEST(Hpz, BitwiseStage3WithBackwardGathersInsideTheNode) {
         group += k * h.secondary_bytes[i];
       }
       EXPECT_EQ(h.comm_links.total(), world * uint64_t(W - 1) + group * uint64_t(G - 1) * uint64_t(W) / uint64_t(G));
-      if (c.paper && W >= 4) EXPECT_LT(h.comm_links.inter, f.comm_links.inter) << "backward gathers stay in the node";
+      if (c.paper && W >= 4) {
+        EXPECT_LT(h.comm_links.inter, f.comm_links.inter) << "backward gathers stay in the node";
+      }
     }
     // The secondary copy: one 1/hpz slice of every padded unit, as parameters.
     uint64_t slices = 0;
