@@ -56,4 +56,13 @@ void check_unit_call(const char* who, int u, int num_units, const void* params, 
   if (B == 0) throw std::logic_error(std::string(who) + ": set_batch() must come before forward/backward");
 }
 
+double sum_of_losses(Backend& backend, const float* losses, size_t n) {
+  std::vector<float> host(n);
+  backend.synchronize();
+  backend.copy_to_host(host.data(), losses, n * sizeof(float));
+  double sum = 0.0;
+  for (float x : host) sum += x;
+  return sum;
+}
+
 }  // namespace zt

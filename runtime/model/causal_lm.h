@@ -67,6 +67,9 @@ int64_t check_batch(const char* who, const ModelConfig& config, int max_batch, c
                     const int32_t* targets, int B, int T);
 // u a unit, params not null, and a batch set (B > 0); std::out_of_range / invalid_argument / logic_error.
 void check_unit_call(const char* who, int u, int num_units, const void* params, int B);
+// The sum, in position order, of n per-position losses in backend memory (synchronises the backend):
+// every model's loss_sum().
+double sum_of_losses(Backend& backend, const float* losses, size_t n);
 
 // The model class of config.family (GPT2 or Llama) on `backend`.
 std::unique_ptr<CausalLM> make_causal_lm(const ModelConfig& config, Backend& backend, ModelRunOptions options = {});

@@ -233,15 +233,7 @@ void Llama::backward_unit(int u, const void* params, void* grads, const void* em
   }
 }
 
-double Llama::loss_sum() {
-  const size_t n = size_t(B_) * size_t(T_);
-  std::vector<float> host(n);
-  backend_.synchronize();
-  backend_.copy_to_host(host.data(), losses_, n * sizeof(float));
-  double sum = 0.0;
-  for (float x : host) sum += x;
-  return sum;
-}
+double Llama::loss_sum() { return sum_of_losses(backend_, losses_, size_t(B_) * size_t(T_)); }
 
 float Llama::loss() { return valid_targets_ > 0 ? float(loss_sum() / double(valid_targets_)) : 0.f; }
 
