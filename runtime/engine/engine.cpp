@@ -71,8 +71,10 @@ std::vector<UnitSpec> unit_specs(const std::vector<UnitLayout>& layouts) {
 PartitionConfig partition_config(const EngineOptions& o, Backend& b, const Communicator& c) {
   PartitionConfig pc;
   static_cast<ZeroOptions&>(pc) = o.zero;
-  pc.world_size = c.world_size();
-  pc.rank = c.rank();
+  // MiCS: the partition spans one shard group of mics_shard_size consecutive ranks.
+  const int s = o.zero.stage == 3 && o.zero.mics_shard_size > 0 && c.world_size() > 1 ? o.zero.mics_shard_size : 0;
+  pc.world_size = s > 0 ? s : c.world_size();
+  pc.rank = s > 0 ? c.rank() % s : c.rank();
   pc.alignment = o.shard_alignment;
   pc.optimizer = o.optimizer.type;
   pc.sgd_momentum = o.optimizer.momentum != 0.0;
@@ -123,21 +125,14 @@ Engine::State::State(const ModelConfig& model_config, const EngineOptions& optio
       pinned(pinned_options(options, setup_warnings)) {
   check_options(opt);
   topology = NodeTopology::make(comm.world_size(), opt.ranks_per_node > 0 ? opt.ranks_per_node : comm.world_size());
-  std::vector<int> everyone(static_cast<size_t>(comm.world_size()), 0);
-  for (int r = 0; r < comm.world_size(); ++r) everyone[size_t(r)] = r;
-  world_links = LinkModel(topology, everyone);
-  const int64_t hpz = opt.gather.hpz_partition_size;
-  if (opt.zero.stage == 3 && hpz > 1 && comm.world_size() > 1) {
-    if (comm.world_size() % hpz != 0)
-      throw std::invalid_argument("zero_hpz_partition_size " + std::to_string(hpz) + " must divide the world size " +
-                                  std::to_string(comm.world_size()));
-    secondary_comm = comm.split(int(comm.rank() / hpz), comm.rank());
-    secondary_comm->set_compute_stream(backend.native_stream());
-    std::vector<std::vector<int>> groups;  // every rank's group runs the same gathers at once
-    for (int first = 0; first < comm.world_size(); first += int(hpz)) groups.push_back(topology.shard_group(first, int(hpz)));
-    secondary_links = LinkModel(topology, groups);
+  CommGroupShape shape;
+  if (opt.zero.stage == 3) {
+    shape.mics_shard_size = opt.zero.mics_shard_size;
+    shape.mics_hierarchical = opt.gather.mics_hierarchical;
+    shape.hpz_partition_size = int(opt.gather.hpz_partition_size);
   }
-  comm.set_compute_stream(backend.native_stream());  // NCCL: collectives wait for the kernels before them
+  // NCCL: collectives wait for the kernels before them on the backend's stream.
+  groups = std::make_unique<CommGroups>(comm, topology, shape, backend.native_stream());
   model = make_causal_lm(model_cfg, backend, ModelRunOptions{opt.micro_batch, opt.checkpoint_activations});
   ledger.record_external(MemCategory::Activations, model->activation_bytes());
   part = std::make_unique<Partition>(unit_specs(model->layouts()), partition_config(opt, backend, comm));
@@ -145,10 +140,11 @@ Engine::State::State(const ModelConfig& model_config, const EngineOptions& optio
   // The communicator's own working buffers, sized now for the largest call this engine makes (the
   // model in 4-byte elements; a padded call runs as one chunk more) and counted where they live:
   // host memory, the backend's own on the CPU backend; NCCL's device buffers as measured at its start.
-  comm.reserve_buffers(uint64_t(part->map().total_numel()) * 4);
-  // hpZ's group communicator carries whole units at most (its gathers from the secondary copy).
-  if (secondary_comm) secondary_comm->reserve_buffers(uint64_t(part->map().max_unit_padded()) * 4);
-  const uint64_t group_bytes = secondary_comm ? secondary_comm->buffer_bytes() : 0;
+  // Groups (hpZ's, MiCS's replicas and levels) carry a unit, or MiCS's replica all-reduce of every
+  // gradient shard, at most.
+  groups->reserve_buffers(uint64_t(part->map().total_numel()) * 4,
+                          uint64_t(std::max(part->map().max_unit_padded(), part->map().shard_numel())) * 4);
+  const uint64_t group_bytes = groups->group_buffer_bytes();
   if (capabilities_of(backend).host_memory) {
     ledger.record_external(MemCategory::CommBuffers, comm.buffer_bytes() + comm.device_buffer_bytes() + group_bytes);
   } else {
@@ -157,10 +153,10 @@ Engine::State::State(const ModelConfig& model_config, const EngineOptions& optio
   }
   if (opt.trace) trace = std::make_unique<Trace>();
   const ZeroOptions& zo = opt.zero;
-  z = std::make_unique<ZeroContext>(ZeroContext{backend, comm, ledger, *part, zo.precision,
+  z = std::make_unique<ZeroContext>(ZeroContext{backend, groups->shard(), ledger, *part, zo.precision,
                                                 zo.comm_precision.value_or(zo.precision),
                                                 zo.grad_accum_precision.value_or(zo.precision), trace.get(), {},
-                                                secondary_comm.get()});
+                                                groups.get()});
   pool = std::make_unique<UnitBufferPool>(ledger, backend, z->element_bytes());
   if (part->any_staged()) {
     int64_t largest = 1;
@@ -205,7 +201,7 @@ void Engine::State::gather_unit(int u, const float* shard, const std::function<v
   void* mine = static_cast<char*>(buf) + size_t(sh.rank_begin) * 4;
   try {
     backend.copy_to_device(mine, shard, size_t(sh.shard) * 4);
-    comm.all_gather(mine, buf, size_t(sh.padded), DType::F32);
+    z->comm.all_gather(mine, buf, size_t(sh.padded), DType::F32);  // over the ranks the partition spans
     if (capabilities_of(backend).host_memory) {
       use(static_cast<const float*>(buf));
     } else {
@@ -226,7 +222,6 @@ Engine::State::~State() {
   optimizer.reset();
   gatherer.reset();
   reducer.reset();
-  comm.set_compute_stream(nullptr);
 }
 
 Engine::Engine(const ModelConfig& model, const EngineOptions& options, Backend& backend, Communicator& comm)
@@ -246,30 +241,43 @@ uint64_t Engine::expected_comm_bytes_per_step() const { return s_->part->expecte
 
 LinkBytes Engine::expected_link_bytes_per_step() const {
   const Partition& p = *s_->part;
+  const CommGroups& groups = *s_->groups;
   const size_t es = s_->z->element_bytes();
+  // The partition's volumes run over the shard group (the world unless MiCS).
   Partition::CommVolumes v = p.expected_comm_volumes_per_step(es);
-  const int W = p.world_size(), accum = s_->opt.grad_accum;
+  const int S = p.world_size(), N = s_->comm.world_size(), accum = s_->opt.grad_accum;
   // Stages 2–3 reduce every micro-step (the partition's volumes are one micro-step's).
   if (p.reduces_each_micro_step())
     for (CommOp op : {CommOp::ReduceScatter, CommOp::AllReduce}) v.bytes[int(op)] *= uint64_t(accum);
   // Stage 3's gathers as the gather schedule issues them over every micro-step (the tied head's,
   // persistence's and reuse's differences from 2Ψ included; with hpZ, what comes from the secondary
-  // copy goes over the groups).
-  uint64_t secondary[kCommOpCount] = {};
-  if (p.stage() == 3 && W > 1) {
+  // copy goes over the groups; with MiCS's hierarchical gather, a 1/n part of each across nodes,
+  // then the whole unit inside each node).
+  uint64_t on[kCommRoleCount][kCommOpCount] = {};
+  if (p.stage() == 3 && S > 1) {
     EngineOptions o = s_->opt;
-    if (!s_->secondary_comm) o.gather.hpz_partition_size = 1;
+    if (!groups.secondary()) o.gather.hpz_partition_size = 1;
     const UnitGatherVolumes g = unit_gather_elements_per_step(unit_buffer_walk(p.map(), s_->model_cfg, o));
-    v.bytes[int(CommOp::AllGather)] = uint64_t(g.primary) * es;
-    secondary[int(CommOp::AllGather)] = uint64_t(g.secondary) * es;
+    const uint64_t primary = uint64_t(g.primary) * es;
+    if (groups.cross()) {
+      v.bytes[int(CommOp::AllGather)] = 0;
+      on[int(CommRole::Cross)][int(CommOp::AllGather)] = primary / uint64_t(groups.node()->world_size());
+      on[int(CommRole::Node)][int(CommOp::AllGather)] = primary;
+    } else {
+      v.bytes[int(CommOp::AllGather)] = primary;
+    }
+    on[int(CommRole::Secondary)][int(CommOp::AllGather)] = uint64_t(g.secondary) * es;
   }
-  if (W > 1) {
-    const uint64_t scalar_exchange = 8ull * uint64_t(W);  // one double from every rank, once a step
-    v.bytes[int(CommOp::AllGather)] += scalar_exchange;   // the step's loss
-    if (p.norm_ranks().size() == 1) v.bytes[int(CommOp::AllGather)] += scalar_exchange;  // the norm's partials
+  if (groups.replica()) {  // MiCS: every gradient shard across the replicas, once a step
+    uint64_t shard_elems = 0;
+    for (int u = 0; u < p.units(); ++u) shard_elems += uint64_t(p.unit(u).grad_len);
+    on[int(CommRole::Replica)][int(CommOp::AllReduce)] = shard_elems * es;
   }
-  LinkBytes b = s_->world_links.split(v.bytes);
-  b += s_->secondary_links.split(secondary);
+  if (S > 1 && p.norm_ranks().size() == 1) v.bytes[int(CommOp::AllGather)] += 8ull * uint64_t(S);  // the norm's partials
+  if (N > 1) on[int(CommRole::World)][int(CommOp::AllGather)] += 8ull * uint64_t(N);  // the step's loss, one double a rank
+  LinkBytes b = groups.split(CommRole::Shard, v.bytes);
+  for (int r = 0; r < kCommRoleCount; ++r)
+    if (r != int(CommRole::Shard)) b += groups.split(CommRole(r), on[r]);
   return b;
 }
 

@@ -45,9 +45,9 @@ struct StepStats {
   // The job's bytes on intra-node and inter-node links this step (LinkModel over comm_bytes: every
   // rank reports the same totals).
   LinkBytes comm_links;
-  // Of comm_bytes / comm_calls, what hpZ's group carried (its gathers from the secondary copy).
-  uint64_t secondary_bytes[kCommOpCount] = {};
-  uint64_t secondary_calls[kCommOpCount] = {};
+  // Of comm_bytes / comm_calls, what each of the engine's groups carried (runtime/zero/comm_groups.h:
+  // by_role[Secondary] is hpZ's gathers from the secondary copy, by_role[Replica] MiCS's all-reduce).
+  StepTraffic groups;
   double seconds = 0;
   // wall_clock_breakdown: compute and the time spent waiting for communication.
   double forward_s = 0, backward_s = 0, reduce_wait_s = 0, gather_wait_s = 0, optimizer_s = 0;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "collectives/topology.h"
+#include "runtime/zero/comm_groups.h"
 #include "offload/pinned_memory.h"
 #include "runtime/engine/engine.h"
 #include "runtime/model/causal_lm.h"
@@ -30,11 +31,9 @@ struct Engine::State {
   Backend& backend;
   Communicator& comm;
   NodeTopology topology;  // opt.ranks_per_node over the world
-  LinkModel world_links;  // flat collectives on `comm`, all ranks in one ring
-  // hpZ: the group of zero_hpz_partition_size consecutive ranks stage 3's secondary gathers run on
-  // (before every object that issues on it, so it outlives them), and its links.
-  std::unique_ptr<Communicator> secondary_comm;
-  LinkModel secondary_links;
+  // The world and the groups split from it (MiCS's shard and replica groups, hpZ's, the
+  // hierarchical gather's), with their links; before every object that issues on them.
+  std::unique_ptr<CommGroups> groups;
   MemoryLedger ledger;  // declared before every object that allocates through it
   std::vector<std::string> setup_warnings;  // what setup found (pinning refused), for the run to print once
   std::unique_ptr<CausalLM> model;

@@ -51,13 +51,12 @@ void Engine::State::backward_walk(bool last_micro_step) {
 
 StepStats Engine::train_step(const BatchFn& fill) {
   State& s = *s_;
-  const int W = s.part->world_size();
+  const int W = s.comm.world_size();  // every rank's data (under MiCS more than the partition spans)
   StepStats st;
   st.step = ++s.steps;
   s.z->times = StepTimes{};
   const auto t0 = Clock::now();
-  const CommStats before = s.comm.stats();
-  const CommStats secondary_before = s.secondary_comm ? s.secondary_comm->stats() : CommStats{};
+  const std::vector<CommStats> before = s.groups->snapshot();
   const uint64_t out_before = s.optimizer->grad_bytes_to_host();
 
   // Micro-steps: forward, backward and the gradient buckets.
@@ -73,7 +72,7 @@ StepStats Engine::train_step(const BatchFn& fill) {
   }
   s.reducer->finish();
   double loss_total = 0;
-  for (double l : allgather_doubles(*s.z, {loss_sum})) loss_total += l;
+  for (double l : allgather_doubles(*s.z, s.comm, {loss_sum})) loss_total += l;
   st.loss = loss_total / (double(s.opt.grad_accum) * W);
 
   // The update: norm → skip or clip → this rank's shard, stages 1–2 gathering each bucket of
@@ -92,24 +91,13 @@ StepStats Engine::train_step(const BatchFn& fill) {
   st.lr = update.lr;
   st.skipped = update.skipped;
 
-  const CommStats after = s.comm.stats();
+  const StepTraffic traffic = s.groups->since(before);
   for (int i = 0; i < kCommOpCount; ++i) {
-    st.comm_bytes[i] = after.op[i].bytes - before.op[i].bytes;
-    st.comm_calls[i] = after.op[i].calls - before.op[i].calls;
+    st.comm_bytes[i] = traffic.total.bytes[i];
+    st.comm_calls[i] = traffic.total.calls[i];
   }
-  st.comm_links = s.world_links.split(st.comm_bytes);
-  if (s.secondary_comm) {  // hpZ's group: its bytes count with the world's, on its own links
-    const CommStats secondary_after = s.secondary_comm->stats();
-    uint64_t group[kCommOpCount] = {};
-    for (int i = 0; i < kCommOpCount; ++i) {
-      group[i] = secondary_after.op[i].bytes - secondary_before.op[i].bytes;
-      st.secondary_bytes[i] = group[i];
-      st.secondary_calls[i] = secondary_after.op[i].calls - secondary_before.op[i].calls;
-      st.comm_bytes[i] += group[i];
-      st.comm_calls[i] += st.secondary_calls[i];
-    }
-    st.comm_links += s.secondary_links.split(group);
-  }
+  st.comm_links = traffic.links;
+  st.groups = traffic;
   const StepTimes& times = s.z->times;
   st.forward_s = times.forward_s;
   st.backward_s = times.backward_s;

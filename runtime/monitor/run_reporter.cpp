@@ -46,6 +46,19 @@ nlohmann::json comm_json(const uint64_t (&per_op)[kCommOpCount]) {
           {"all_gather", per_op[int(CommOp::AllGather)]}};
 }
 
+// The split groups that carried anything this step (MiCS's shard, replica, cross, node; hpZ's
+// secondary): each one's bytes and calls, which comm_bytes / comm_calls include.
+nlohmann::json groups_json(const StepTraffic& t) {
+  nlohmann::json out = nlohmann::json::object();
+  for (int r = 1; r < kCommRoleCount; ++r) {
+    const GroupTraffic& g = t.by_role[r];
+    uint64_t calls = 0;
+    for (uint64_t c : g.calls) calls += c;
+    if (calls > 0) out[comm_role_name(CommRole(r))] = {{"bytes", comm_json(g.bytes)}, {"calls", comm_json(g.calls)}};
+  }
+  return out;
+}
+
 double busy_seconds(const CommStats& s) {
   double t = 0;
   for (const auto& o : s.op) t += o.busy_seconds;
@@ -174,6 +187,8 @@ void RunReporter::start() {
           {"ranks_per_node", engine_.topology().ranks_per_node},
           {"nodes", engine_.topology().nodes()},
           {"hpz_partition_size", engine_.options().gather.hpz_partition_size},
+          {"mics_shard_size", engine_.options().zero.stage == 3 ? engine_.options().zero.mics_shard_size : 0},
+          {"mics_hierarchical_params_gather", engine_.options().gather.mics_hierarchical},
           {"expected_comm_bytes_intra_per_step", engine_.expected_link_bytes_per_step().intra},
           {"expected_comm_bytes_inter_per_step", engine_.expected_link_bytes_per_step().inter},
           {"units", units_json()},
@@ -270,8 +285,9 @@ double RunReporter::after_step(const StepStats& st) {
           {"comm_calls", comm_json(st.comm_calls)},
           {"comm_bytes_intra", st.comm_links.intra},
           {"comm_bytes_inter", st.comm_links.inter},
-          {"comm_bytes_secondary", comm_json(st.secondary_bytes)},
-          {"comm_calls_secondary", comm_json(st.secondary_calls)},
+          {"comm_bytes_secondary", comm_json(st.groups.by_role[int(CommRole::Secondary)].bytes)},
+          {"comm_calls_secondary", comm_json(st.groups.by_role[int(CommRole::Secondary)].calls)},
+          {"comm_groups", groups_json(st.groups)},
           {"comm_busy_s", busy},
           {"mem_peak", st.mem_peak}};
   if (!process.is_null()) step_record["process"] = process;

@@ -22,6 +22,10 @@ struct GatherOptions {
   // Stage 3's hpZ (zero_hpz_partition_size): > 1 keeps a secondary 1/hpz slice of every unit once
   // it is released, which later gathers of the step fetch from the group of hpz consecutive ranks.
   int64_t hpz_partition_size = 1;
+  // MiCS's mics_hierarchical_params_gather: stage 3's gathers over a shard group that spans nodes
+  // go in two levels, first across its nodes among the ranks of one local index, then inside each
+  // node (runtime/zero/hierarchical_gather.h); the values are the flat gather's.
+  bool mics_hierarchical = false;
 };
 
 class GatherSchedule {

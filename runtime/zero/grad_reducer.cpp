@@ -153,6 +153,26 @@ void GradReducer::finish() {
     throw std::logic_error("GradReducer::finish: " + std::to_string(stream_.unissued()) +
                            " bucket(s) were never issued (a unit's backward did not report done)");
   drain(0);
+  if (reducing_now_) all_reduce_replicas();
+}
+
+void GradReducer::all_reduce_replicas() {
+  Communicator* replicas = z_.replica_comm();
+  if (!replicas) return;
+  // MiCS: the shard group's sums of every micro-step, added over the groups once at the boundary,
+  // in the communication type as every reduction is sent.
+  const Partition& p = z_.part;
+  std::vector<Segment> segs;
+  for (int u = 0; u < p.units(); ++u) {
+    const int64_t n = p.unit(u).grad_len;
+    z_.emulate(grads_[size_t(u)], n, z_.comm_precision);
+    segs.push_back({grads_[size_t(u)], size_t(n), 0});
+  }
+  const auto t0 = Clock::now();
+  replicas->all_reduce_segments_async(segs, z_.working_type(), ReduceOp::Sum)->wait();
+  z_.times.reduce_wait_s += seconds_since(t0);
+  z_.traced("all_reduce across replicas", TraceTrack::Comm, t0);
+  for (int u = 0; u < p.units(); ++u) z_.emulate(grads_[size_t(u)], p.unit(u).grad_len, z_.comm_precision);
 }
 
 }  // namespace zt

@@ -4,7 +4,9 @@
 //   stage 0: all-reduced at the accumulation boundary (micro-steps are added first);
 //   stage 1: reduce-scattered at the accumulation boundary into this rank's part of the full grads;
 //   stages 2–3: reduce-scattered every micro-step, this rank's part added into its gradient shard,
-//     and the full buffer released once every bucket holding a piece of it is done.
+//     and the full buffer released once every bucket holding a piece of it is done;
+//   MiCS (stage 3 over shard groups): the reduce-scatters run inside the shard group, and at the
+//     boundary every gradient shard is all-reduced across the replica group in one call.
 // With overlap_comm the collectives run while backward continues (stages 2–3 keep one bucket in
 // flight, stages 0–1 all of them until the boundary); without it each is waited where it is issued.
 // Reductions are element-wise sums in rank order, so no bucket size ever changes a result.
@@ -46,7 +48,8 @@ class GradReducer {
   void start_micro_step(bool last);       // `last`: the accumulation boundary (stages 0–1 reduce then)
   void* grad_buffer(int u);               // the zeroed full buffer backward adds unit u's gradient into
   void unit_done(int u);                  // every write into unit u's buffer this micro-step is done
-  void finish();                          // every bucket reduced and waited: the gradients are final
+  void finish();                          // every bucket reduced and waited (MiCS: and the replicas
+                                          // added): the gradients are final
 
   // --- results (after finish) -----------------------------------------------------------------------
   void* grads(int u) const { return grads_[size_t(u)]; }  // grad_len elements (full or this rank's shard)
@@ -65,6 +68,7 @@ class GradReducer {
   void complete_front();
   void drain(size_t keep);
   std::string bucket_name(size_t k) const;
+  void all_reduce_replicas();
 
   ZeroContext& z_;
   UnitBufferPool& pool_;

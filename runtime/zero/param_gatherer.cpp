@@ -15,12 +15,14 @@ ParamGatherer::ParamGatherer(ZeroContext& z, UnitBufferPool& pool, ParamStore& s
     numel.push_back(z.part.shard(u).numel);
   }
   schedule_ = GatherSchedule(padded, numel, o, tied_head);
-  if (z.part.gathers_params_for_compute() && o.hpz_partition_size > 1 && z.secondary_comm) {
+  if (z.part.gathers_params_for_compute() && o.hpz_partition_size > 1 && z.secondary_comm()) {
     hpz_ = o.hpz_partition_size;
     for (int u = 0; u < U_; ++u)
       secondary_.push_back(z.ledger.alloc(MemCategory::Params, size_t(padded[size_t(u)] / hpz_) * z.element_bytes()));
     secondary_valid_.assign(size_t(U_), false);
   }
+  if (z.part.gathers_params_for_compute() && o.mics_hierarchical && z.groups && z.groups->cross())
+    hierarchical_ = HierarchicalGather(z.groups->cross(), z.groups->node());
   if (z.part.gathers_params_after_update()) {
     std::vector<int> order;
     std::vector<int64_t> len;
@@ -51,10 +53,15 @@ void ParamGatherer::gather(int u, bool wait) {
     live_elements_ += P;
     g.from_secondary = hpz_ > 1 && secondary_valid_[size_t(u)];
     if (g.from_secondary) {
-      g.pending = z_.secondary_comm->all_gather_async(secondary_[size_t(u)], g.full, size_t(P), z_.working_type());
+      g.pending = z_.secondary_comm()->all_gather_async(secondary_[size_t(u)], g.full, size_t(P), z_.working_type());
     } else {
       const void* shard = store_.gather_source(u);
-      g.pending = z_.comm.all_gather_async(shard, g.full, size_t(P), z_.working_type());
+      if (hierarchical_.on()) {  // MiCS's two levels: the shard goes to its place, then in place
+        z_.backend.copy(z_.element_at(g.full, z_.part.shard(u).rank_begin), shard, size_t(z_.part.shard(u).shard) * z_.element_bytes());
+        g.pending = hierarchical_.gather_async(g.full, size_t(P), z_.working_type(), z_.element_bytes());
+      } else {
+        g.pending = z_.comm.all_gather_async(shard, g.full, size_t(P), z_.working_type());
+      }
     }
     g.issued = Clock::now();
   }
@@ -93,7 +100,7 @@ void ParamGatherer::release(int u, bool keep_secondary) {
   const int64_t P = z_.part.shard(u).padded;
   if (hpz_ > 1 && keep_secondary && !secondary_valid_[size_t(u)]) {
     const int64_t slice = P / hpz_;  // this rank's place in its group: the group communicator's rank
-    z_.backend.copy(secondary_[size_t(u)], z_.element_at(g.full, slice * z_.secondary_comm->rank()),
+    z_.backend.copy(secondary_[size_t(u)], z_.element_at(g.full, slice * z_.secondary_comm()->rank()),
                     size_t(slice) * z_.element_bytes());
     secondary_valid_[size_t(u)] = true;
   }

@@ -9,6 +9,9 @@
 //   for the whole step; later gathers of that unit in the step — backward, later micro-steps'
 //   forwards — all-gather the slices over the group alone. release_all() (after the update, a
 //   load, any rewrite of the parameters) drops the secondary copy with the gathered ones.
+//   MiCS (mics_shard_size): the gathers run over the shard group (ZeroContext::comm); with
+//   mics_hierarchical_params_gather in two levels, across the group's nodes then inside each
+//   (HierarchicalGather), the same values.
 //   Stages 1–2, after the update: the updated shards are all-gathered into every rank's full
 //   parameters in buckets of allgather_bucket_size elements (runtime/zero/buckets.h), each bucket
 //   issued as soon as every unit it touches is updated, overlapping the remaining updates.
@@ -19,6 +22,7 @@
 
 #include "runtime/zero/buckets.h"
 #include "runtime/zero/gather_schedule.h"
+#include "runtime/zero/hierarchical_gather.h"
 #include "runtime/zero/param_store.h"
 #include "runtime/zero/unit_buffers.h"
 #include "runtime/zero/zero_context.h"
@@ -73,6 +77,7 @@ class ParamGatherer {
   int64_t hpz_ = 1;
   std::vector<void*> secondary_;
   std::vector<bool> secondary_valid_;
+  HierarchicalGather hierarchical_;  // MiCS's two-level gather, when on
   // stages 1–2
   BucketStream sync_;  // the update-order buckets and the next to issue
   std::vector<CommHandlePtr> syncing_;

@@ -9,13 +9,17 @@
 namespace zt {
 
 std::vector<double> allgather_doubles(ZeroContext& z, const std::vector<double>& local) {
-  const int W = z.comm.world_size(), rank = z.comm.rank();
+  return allgather_doubles(z, z.comm, local);
+}
+
+std::vector<double> allgather_doubles(ZeroContext& z, Communicator& over, const std::vector<double>& local) {
+  const int W = over.world_size(), rank = over.rank();
   if (W == 1) return local;
   const size_t n = local.size();
   std::vector<double> all(n * size_t(W));
   void* buf = z.ledger.alloc(MemCategory::CommBuffers, all.size() * 8);
   z.backend.copy_to_device(static_cast<char*>(buf) + size_t(rank) * n * 8, local.data(), n * 8);
-  z.comm.all_gather(static_cast<char*>(buf) + size_t(rank) * n * 8, buf, all.size(), DType::I64);
+  over.all_gather(static_cast<char*>(buf) + size_t(rank) * n * 8, buf, all.size(), DType::I64);
   z.backend.copy_to_host(all.data(), buf, all.size() * 8);
   z.ledger.free(buf);
   return all;

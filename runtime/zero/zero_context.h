@@ -1,5 +1,5 @@
-// ZeroContext: what every ZeRO object of one engine shares — the backend, the communicator, the
-// ledger, the partition, the precisions and the timeline — with the small helpers they all use.
+// ZeroContext: what every ZeRO object of one engine shares — the backend, the communicator the
+// partition spans (the world, or MiCS's shard group) and the other groups, the ledger, the partition, the precisions and the timeline — with the small helpers they all use.
 #pragma once
 
 #include <chrono>
@@ -10,6 +10,7 @@
 
 #include "base/clock.h"
 #include "collectives/communicator.h"
+#include "runtime/zero/comm_groups.h"
 #include "kernels/backend.h"
 #include "runtime/zero/buckets.h"
 #include "runtime/zero/memory_ledger.h"
@@ -27,7 +28,7 @@ struct StepTimes {
 
 struct ZeroContext {
   Backend& backend;
-  Communicator& comm;
+  Communicator& comm;      // the ranks the partition spans: groups->shard()
   MemoryLedger& ledger;
   const Partition& part;
   DType train_precision;   // what the model trains in (fp32, bf16, fp16)
@@ -35,9 +36,12 @@ struct ZeroContext {
   DType accum_precision;   // data_types.grad_accum_dtype (default: the training precision)
   Trace* trace = nullptr;  // rank 0's timeline when --trace is on
   StepTimes times;         // of the step in progress
-  // hpZ's group of zero_hpz_partition_size consecutive ranks (Communicator::split), which stage 3's
-  // gathers from the secondary copy run on; null without hpZ.
-  Communicator* secondary_comm = nullptr;
+  // Every group the engine split (runtime/zero/comm_groups.h): hpZ's secondary group, MiCS's
+  // replica group and the hierarchical gather's levels, each null when the run has none.
+  const CommGroups* groups = nullptr;
+
+  Communicator* secondary_comm() const { return groups ? groups->secondary() : nullptr; }
+  Communicator* replica_comm() const { return groups ? groups->replica() : nullptr; }
 
   DType working_type() const { return backend.act_dtype(); }  // what the backend's buffers hold
   size_t element_bytes() const { return dtype_size(backend.act_dtype()); }
@@ -68,9 +72,11 @@ std::vector<Segment> bucket_segments(const ZeroContext& z, const Bucket& b, bool
 // same collective, so the process ends (the launcher ends the job) after naming `what`.
 void wait_or_abort(const ZeroContext& z, const char* what, const std::function<void()>& wait_all);
 
-// Every rank's `local` doubles, in rank order. Doubles travel as their bit patterns (int64), so sums
+// Every rank of z.comm's `local` doubles, in rank order. Doubles travel as their bit patterns (int64), so sums
 // made from them are exact and identical on every rank; through backend memory (NCCL needs device
 // buffers). Collective.
 std::vector<double> allgather_doubles(ZeroContext& z, const std::vector<double>& local);
+// The same over another of the engine's communicators (the world, for the step's loss under MiCS).
+std::vector<double> allgather_doubles(ZeroContext& z, Communicator& over, const std::vector<double>& local);
 
 }  // namespace zt

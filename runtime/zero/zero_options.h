@@ -24,6 +24,11 @@ struct ZeroOptions {
   // Stage 3: offload_param.device — each unit's parameter shard in pinned host memory (cpu) or an
   // NVMe record (nvme), copied into backend memory just before the unit's all-gather.
   OffloadDevice offload_param = OffloadDevice::None;
+  // Stage 3's MiCS (mics_shard_size): the model states are sharded over groups of this many
+  // consecutive ranks and replicated across the world / size groups; 0 = off (over the world).
+  // The partition sees the group (its world size and this rank's place in it); the gradient shards
+  // are all-reduced across the replicas at the accumulation boundary.
+  int mics_shard_size = 0;
 };
 
 }  // namespace zt

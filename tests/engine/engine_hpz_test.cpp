@@ -62,8 +62,8 @@ TEST(Hpz, BitwiseStage3WithBackwardGathersInsideTheNode) {
       uint64_t world = 0, group = 0;
       for (int i = 0; i < kCommOpCount; ++i) {
         const uint64_t k = CommOp(i) == CommOp::AllReduce ? 2 : 1;
-        world += k * (h.comm_bytes[i] - h.secondary_bytes[i]);
-        group += k * h.secondary_bytes[i];
+        world += k * (h.comm_bytes[i] - h.groups.by_role[int(CommRole::Secondary)].bytes[i]);
+        group += k * h.groups.by_role[int(CommRole::Secondary)].bytes[i];
       }
       EXPECT_EQ(h.comm_links.total(), world * uint64_t(W - 1) + group * uint64_t(G - 1) * uint64_t(W) / uint64_t(G));
       if (c.paper && W >= 4) {
