@@ -140,6 +140,11 @@ struct ZeroConfig {
   // ZeRO++ hpZ: a secondary copy of each gathered unit partitioned over groups of this many
   // consecutive ranks (one node), which backward and later micro-steps gather from. 1: off.
   Field<int64_t> hpz_partition_size = 1;
+  // MiCS: the model states sharded over groups of this many consecutive ranks and replicated across
+  // the world / size groups (stage 3); -1 (or any value <= 0): off. mics_hierarchical_params_gather:
+  // each unit gathered across nodes among same-local-index ranks first, then inside each node.
+  Field<int64_t> mics_shard_size = -1;
+  Field<bool> mics_hierarchical_params_gather = false;
   OffloadConfig offload_optimizer;
   OffloadConfig offload_param;
   // Deprecated spellings, read only to be mapped onto offload_optimizer / offload_param.

@@ -30,6 +30,7 @@ PlanInput plan_input(const Config& c, int64_t params, const ModelConfig* model, 
   in.offload_optimizer_ratio = z.offload_optimizer.ratio.value;
   in.offload_param = dev(z.offload_param.device.value);
   in.hpz_partition_size = int(std::max<int64_t>(1, z.hpz_partition_size.value));
+  in.mics_shard_size = int(std::clamp<int64_t>(z.mics_shard_size.value, 0, INT32_MAX));
   in.ranks_per_node = ranks_per_node < 1 ? 1 : ranks_per_node;
   const ZeroSizes sizes = zero_sizes(z, c.world_size.value, model);
   in.reduce_bucket_size = sizes.reduce_bucket;

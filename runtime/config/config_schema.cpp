@@ -277,6 +277,8 @@ bool block_schema(Config& c, const std::string& path, BlockSchema& s) {
         s3(key("stage3_max_reuse_distance", Kind::Count, &z.max_reuse_distance)),
         s3(alias(key("max_reuse_distance", Kind::Count, &z.max_reuse_distance), "stage3_max_reuse_distance", false)),
         key("zero_hpz_partition_size", Kind::Count, &z.hpz_partition_size),
+        key("mics_shard_size", Kind::Int, &z.mics_shard_size),
+        key("mics_hierarchical_params_gather", Kind::Bool, &z.mics_hierarchical_params_gather),
         s3(key("stage3_gather_16bit_weights_on_model_save", Kind::Bool, &z.gather_16bit_weights_on_model_save)),
         s3(alias(key("gather_16bit_weights_on_model_save", Kind::Bool, &z.gather_16bit_weights_on_model_save),
                  "stage3_gather_16bit_weights_on_model_save", false)),

@@ -215,6 +215,36 @@ void validate_config(Config& c, const LoadOptions& opts, Diagnostics& d) {
               "remove zero_hpz_partition_size, or offload_param to \"cpu\" or \"none\"");
   }
 
+  // MiCS: stage 3, a shard group that divides the world, not with hpZ (two different secondary
+  // partitions of the same parameters). DeepSpeed ignores mics_shard_size below stage 3 without a
+  // word; here that is an error, as for hpZ. Offloading the optimizer is a ZeRO rule (with the others).
+  const int64_t mics = z.mics_shard_size.value;
+  const bool mics_on = !z.mics_shard_size.invalid && mics > 0;
+  if (mics_on) {
+    const std::string v = std::to_string(mics);
+    if (stage_ok && stage < 3)
+      d.error("zero_optimization.mics_shard_size", v,
+              "MiCS shards stage 3's model states over groups of ranks, and this is stage " + std::to_string(stage) +
+                  " (DeepSpeed ignores the key below stage 3 without a word)",
+              "set zero_optimization.stage to 3, or remove mics_shard_size (or set it to -1)");
+    if (opts.world_source != WorldSizeSource::Default && opts.world_size % mics != 0)
+      d.error("zero_optimization.mics_shard_size", v,
+              "the shard groups are " + v + " consecutive ranks each and must tile the world of " +
+                  std::to_string(opts.world_size) + " ranks",
+              "use a divisor of the world size (the ranks per node, e.g. 8, shards inside each node)");
+    if (!z.hpz_partition_size.invalid && hpz > 1)
+      d.error("zero_optimization.mics_shard_size", v,
+              "MiCS and hpZ (zero_hpz_partition_size " + std::to_string(hpz) +
+                  ") each keep their own partition of the parameters over a group; zerotrain runs one or the other",
+              "remove zero_hpz_partition_size (MiCS with mics_shard_size = the ranks per node already keeps "
+              "backward's gathers inside a node), or remove mics_shard_size");
+  }
+  if (!mics_on && z.mics_hierarchical_params_gather.present && z.mics_hierarchical_params_gather.value)
+    d.warning("zero_optimization.mics_hierarchical_params_gather", "true",
+              "it shapes MiCS's parameter gather, and MiCS is off (mics_shard_size is " + std::to_string(mics) +
+                  "): it has no effect",
+              "set mics_shard_size to a multiple of the ranks per node, or remove the key");
+
   // Stage-3-only keys with stage < 3: warnings (they have no effect).
   if (stage_ok && stage < 3) {
     struct S3 {

@@ -83,6 +83,13 @@ void report(ZeroRule rule, const Config& c, const ZeroOptionSet& zs, Diagnostics
               "Lamb needs every tensor's state at once for its trust ratio, so its state cannot be paged to NVMe",
               "use offload_optimizer.device \"cpu\", or Adam/AdamW");
       return;
+    case ZeroRule::MicsWithOptimizerOffload:
+      d.error("zero_optimization.mics_shard_size", std::to_string(z.mics_shard_size.value),
+              "MiCS is not built with an offloaded optimizer (offload_optimizer.device " + quoted_text(oo.device.value) +
+                  "): its replica all-reduce runs on the gradient shards in backend memory, which an offloaded "
+                  "optimizer moves to the host first; DeepSpeed's MiCS raises for the pair too",
+              "remove offload_optimizer, or remove mics_shard_size (plain stage 3 offloads)");
+      return;
     case ZeroRule::ParamBufferTooSmall:
       return;  // reported below with the model's name and the world size
   }
@@ -120,6 +127,9 @@ ZeroOptionSet zero_option_set(const Config& c) {
   }
   o.offload_param = offload_device_named(z.offload_param.device.value);
   o.param_buffer_size = z.offload_param.buffer_size.value;
+  // MiCS only at stage 3 (below it the key is an error of its own); <= 0 is DeepSpeed's off.
+  if (o.stage == 3 && !z.mics_shard_size.invalid && z.mics_shard_size.value > 0)
+    o.mics_shard_size = int(std::min<int64_t>(z.mics_shard_size.value, INT32_MAX));
   return o;
 }
 

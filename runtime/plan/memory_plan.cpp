@@ -55,9 +55,11 @@ MemoryPlan make_memory_plan(const PlanInput& in) {
   p.ranks_on_node = std::min(std::max(1, in.ranks_per_node), n);
 
   const StageTraits traits = stage_traits(in.stage);
-  const double opt_div = traits.optimizer_divisor(n);  // optimizer partition (stage 1+)
-  const double grad_div = traits.grad_divisor(n);
-  const double param_div = traits.param_divisor(n);
+  // The ranks the model states are sharded over: the world, or MiCS's shard group.
+  const int shards = in.stage == 3 && in.mics_shard_size > 0 ? std::min(in.mics_shard_size, n) : n;
+  const double opt_div = traits.optimizer_divisor(shards);  // optimizer partition (stage 1+)
+  const double grad_div = traits.grad_divisor(shards);
+  const double param_div = traits.param_divisor(shards);
 
   p.device_params = w * psi / param_div;
   p.device_grads = w * psi / grad_div;
@@ -81,7 +83,7 @@ MemoryPlan make_memory_plan(const PlanInput& in) {
   }
   // Parameter offload: stage 3 only (DeepSpeed ignores it below stage 3; the config rejects it).
   if (in.offload_param != OffloadDevice::None && in.stage == 3) {
-    const double shard = w * psi / n;
+    const double shard = w * psi / shards;
     p.device_params = 0;
     if (in.offload_param == OffloadDevice::CPU) {
       p.host_bytes_per_rank += shard;

@@ -99,6 +99,9 @@ struct PlanInput {
   // Stage 3's hpZ (zero_hpz_partition_size): each rank also keeps a 1/hpz slice of every unit in
   // device memory, counted with the parameters. 1: off.
   int hpz_partition_size = 1;
+  // Stage 3's MiCS (mics_shard_size): the model states are sharded over groups of this many ranks,
+  // not the world, and replicated across the groups; 0: off.
+  int mics_shard_size = 0;
   // GPT-2 shapes and micro batch (the DeepSpeed estimators' largest layer, the JSON input).
   int64_t micro_batch = 0, seq_len = 0, hidden = 0, layers = 0, heads = 0, vocab = 0;
   bool activation_checkpointing = false;

@@ -207,6 +207,31 @@ void check_start(Started& started, const RunOptions& run, Communicator& comm, Ba
     // and checked, before anything is allocated.
     const EngineOptions eo = engine_options_from_config(started.cfg, run.seed, run.recompute, &run.model);
     const bool loads = !run.checkpoint.load_dir.empty() || !run.checkpoint.init_from.empty();
+    if (const int s = eo.zero.mics_shard_size; s > 0 && s < W && (!run.checkpoint.save_dir.empty() || loads))
+      // The manifest and the rank files are the shard group's; replicas would write the same files.
+      problems.error("zero_optimization.mics_shard_size", std::to_string(s),
+                     "MiCS checkpoints are not built yet: the " + std::to_string(W / s) +
+                         " replica groups would each write and read the same " + std::to_string(s) + " rank files",
+                     "remove --save / --load / --init-from for this run, or train with plain stage 3 (remove "
+                     "mics_shard_size) to checkpoint");
+    if (const int s = eo.zero.mics_shard_size; s > 0 && eo.gather.mics_hierarchical) {
+      // The two-level gather crosses nodes among same-local-index ranks, then runs inside each node:
+      // a shard group of whole nodes, more than one.
+      const int rpn = run.ranks_per_node > 0 ? run.ranks_per_node : W;
+      const std::string v = std::to_string(s), n = std::to_string(rpn);
+      if (s <= rpn)
+        problems.error("zero_optimization.mics_hierarchical_params_gather", "true",
+                       "each shard group of " + v + " ranks sits inside one node of " + n +
+                           " ranks (--ranks-per-node): there is no inter-node level to gather over first",
+                       "remove mics_hierarchical_params_gather (the flat gather already stays inside the node), or "
+                       "set mics_shard_size to a multiple of " + n + " larger than it");
+      else if (s % rpn != 0)
+        problems.error("zero_optimization.mics_hierarchical_params_gather", "true",
+                       "the shard groups of " + v + " ranks are not whole nodes of " + n +
+                           " ranks (--ranks-per-node), so a node's part of a group has no same-local-index peers",
+                       "set mics_shard_size to a multiple of " + n + ", or remove mics_hierarchical_params_gather");
+    }
+    if (problems.has_errors()) throw UserError(problems);
     ckpt::check_before_start(checkpoint_settings(run, started.cfg, eo),
                              run_facts(run, started.cfg, eo, W, started.data.description), dtype_name(eo.zero.precision),
                              eo.optimizer.type, eo.optimizer.momentum != 0.0, started.cfg.run_steps.value,

@@ -47,6 +47,7 @@ enum class ZeroRule {
   PartialOffloadNeedsAdam,         // ratio < 1 keeps state in device memory, where only Adam/AdamW run
   LambOnNvme,                      // Lamb needs every tensor's state at once
   ParamBufferTooSmall,             // an NVMe parameter record larger than offload_param.buffer_size
+  MicsWithOptimizerOffload,        // MiCS's replica all-reduce with the optimizer offloaded (DeepSpeed refuses it)
 };
 
 // The host optimizer steps every shard: a host backend, or offload "cpu" / "nvme" with ratio 1, or
@@ -73,6 +74,8 @@ inline std::vector<ZeroRule> check_zero_options(const ZeroOptionSet& o, const Ba
   if (o.stage == 3 && o.offload_param == OffloadDevice::NVMe && o.largest_param_shard > 0 &&
       o.param_buffer_size < o.largest_param_shard)
     broken.push_back(ZeroRule::ParamBufferTooSmall);
+  if (o.stage == 3 && o.mics_shard_size > 0 && o.offload_optimizer != OffloadDevice::None)
+    broken.push_back(ZeroRule::MicsWithOptimizerOffload);
   return broken;
 }
 
@@ -103,6 +106,9 @@ inline std::string describe(ZeroRule r, const ZeroOptionSet& o) {
              " elements cannot hold the largest parameter shard of " + std::to_string(o.largest_param_shard) +
              " elements: raise zero_optimization.offload_param.buffer_size to at least " +
              std::to_string(o.largest_param_shard);
+    case ZeroRule::MicsWithOptimizerOffload:
+      return "mics_shard_size " + std::to_string(o.mics_shard_size) + " with offload_optimizer.device " +
+             offload_name(o.offload_optimizer) + ": MiCS is not built with an offloaded optimizer";
   }
   return "?";
 }

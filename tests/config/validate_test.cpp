@@ -94,6 +94,14 @@ const ComboCase kCombos[] = {
      "zero_optimization.zero_hpz_partition_size", "4", "DeepSpeed ignores the key below stage 3", false},
     {"hpz_with_nvme_params", R"("zero_optimization": {"stage": 3, "zero_hpz_partition_size": 2, "offload_param": {"device": "nvme", "nvme_path": "/tmp"}})",
      "zero_optimization.zero_hpz_partition_size", "2", "beside parameters swapped to NVMe", false},
+    {"mics_below_stage3", R"("zero_optimization": {"stage": 2, "mics_shard_size": 4})",
+     "zero_optimization.mics_shard_size", "4", "MiCS shards stage 3's model states", false},
+    {"mics_with_hpz", R"("zero_optimization": {"stage": 3, "mics_shard_size": 4, "zero_hpz_partition_size": 2})",
+     "zero_optimization.mics_shard_size", "4", "zerotrain runs one or the other", false},
+    {"mics_with_offload_optimizer", R"("zero_optimization": {"stage": 3, "mics_shard_size": 2, "offload_optimizer": {"device": "cpu"}})",
+     "zero_optimization.mics_shard_size", "2", "MiCS is not built with an offloaded optimizer", false},
+    {"mics_hierarchical_without_mics", R"("zero_optimization": {"stage": 3, "mics_hierarchical_params_gather": true})",
+     "zero_optimization.mics_hierarchical_params_gather", "true", "MiCS is off", true},
     {"clipping_negative", R"("gradient_clipping": -1)", "gradient_clipping", "-1", "turns clipping off", true},
     // Warnings.
     {"stage3_key_at_stage2", R"("zero_optimization": {"stage": 2, "stage3_max_live_parameters": 1e9})",
@@ -136,6 +144,29 @@ TEST(Validate, HpzGroupsMustTileTheWorld) {
   EXPECT_EQ(good.config.zero_optimization.hpz_partition_size.value, 4);
   const auto off = load(R"({"train_micro_batch_size_per_gpu": 1, "zero_optimization": {"stage": 1, "zero_hpz_partition_size": 1}})", o);
   EXPECT_TRUE(off.valid()) << test::dump(off);
+}
+
+// MiCS's shard groups must tile the world a launch or --world-size gives; -1 (DeepSpeed's default)
+// and 0 are off at every stage, and the engine options follow the keys.
+TEST(Validate, MicsGroupsMustTileTheWorld) {
+  LoadOptions o;
+  o.world_size = 8;
+  o.world_source = WorldSizeSource::Flag;
+  const auto bad = load(R"({"train_micro_batch_size_per_gpu": 1, "zero_optimization": {"stage": 3, "mics_shard_size": 3}})", o);
+  const Diagnostic* d = find(bad, "zero_optimization.mics_shard_size", "must tile the world of 8 ranks", Severity::Error);
+  ASSERT_NE(d, nullptr) << test::dump(bad);
+  EXPECT_EQ(d->value, "3");
+  const auto good = load(
+      R"({"train_micro_batch_size_per_gpu": 1, "zero_optimization": {"stage": 3, "mics_shard_size": 4, "mics_hierarchical_params_gather": true}})", o);
+  ASSERT_TRUE(good.valid()) << test::dump(good);
+  EXPECT_EQ(good.config.zero_optimization.mics_shard_size.value, 4);
+  EXPECT_EQ(zero_option_set(good.config).mics_shard_size, 4);
+  for (const char* off : {R"({"train_micro_batch_size_per_gpu": 1, "zero_optimization": {"stage": 1, "mics_shard_size": -1}})",
+                          R"({"train_micro_batch_size_per_gpu": 1, "zero_optimization": {"stage": 3, "mics_shard_size": 0}})"}) {
+    const auto r = load(off, o);
+    EXPECT_TRUE(r.valid()) << test::dump(r);
+    EXPECT_EQ(zero_option_set(r.config).mics_shard_size, 0);
+  }
 }
 
 TEST(Validate, MessagesAreDistinct) {
