@@ -206,7 +206,7 @@ void validate_config(Config& c, const LoadOptions& opts, Diagnostics& d) {
     if (opts.world_source != WorldSizeSource::Default && opts.world_size % hpz != 0)
       d.error("zero_optimization.zero_hpz_partition_size", v,
               "the secondary groups are " + v + " consecutive ranks each and must tile the world of " +
-                  std::to_string(opts.world_size) + " ranks",
+                  std::to_string(opts.world_size) + (opts.world_size == 1 ? " rank" : " ranks"),
               "use a divisor of the world size: the ranks per node (e.g. 8), or 1 for off");
     if (op.device.value == "nvme")
       d.error("zero_optimization.zero_hpz_partition_size", v,
@@ -230,7 +230,7 @@ void validate_config(Config& c, const LoadOptions& opts, Diagnostics& d) {
     if (opts.world_source != WorldSizeSource::Default && opts.world_size % mics != 0)
       d.error("zero_optimization.mics_shard_size", v,
               "the shard groups are " + v + " consecutive ranks each and must tile the world of " +
-                  std::to_string(opts.world_size) + " ranks",
+                  std::to_string(opts.world_size) + (opts.world_size == 1 ? " rank" : " ranks"),
               "use a divisor of the world size (the ranks per node, e.g. 8, shards inside each node)");
     if (!z.hpz_partition_size.invalid && hpz > 1)
       d.error("zero_optimization.mics_shard_size", v,
