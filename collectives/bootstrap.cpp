@@ -2,10 +2,12 @@
 // node count, and the world-size-1 fallback when MPI is not built in or not launched.
 #include "collectives/bootstrap.h"
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <initializer_list>
 #include <string>
+#include <thread>
 
 #if ZT_HAVE_MPI
 #include <mpi.h>
@@ -47,6 +49,17 @@ int Bootstrap::launcher_rank() { return env_int({"OMPI_COMM_WORLD_RANK", "PMIX_R
 
 int Bootstrap::launcher_world_size() {
   return env_int({"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"}, launched_by_mpi() ? 0 : 1);
+}
+
+int Bootstrap::stop_before_start(int code, double linger_s) {
+  if (code == 0 || launcher_world_size() <= 1 || launcher_rank() == 0) return code;
+#if ZT_HAVE_MPI
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (initialized) return code;  // MPI's own shutdown orders the exits
+#endif
+  std::this_thread::sleep_for(std::chrono::duration<double>(linger_s));
+  return code;
 }
 
 Bootstrap::Bootstrap(int* argc, char*** argv) {

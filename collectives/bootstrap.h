@@ -40,6 +40,12 @@ class Bootstrap {
   static int launcher_rank();
   static int launcher_world_size();
 
+  // The exit code for a process that stops, before MPI ever started in it, on a mistake launcher
+  // rank 0 reports: rank 0 (and a world of 1) return `code` at once; another rank first waits for
+  // the launcher to end the job (up to `linger_s`), because a launcher ends a job when its first
+  // process fails, and a rank that failed first would end it before rank 0's report was out.
+  static int stop_before_start(int code, double linger_s = 10.0);
+
   // Library names for `zerotrain env`: "Open MPI v4.1.4, ..." or "not built with MPI".
   static std::string mpi_library_version();
 

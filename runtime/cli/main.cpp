@@ -41,9 +41,9 @@ int main(int argc, char** argv) {
     // Every rank parses the same command line: launcher rank 0 alone prints the mistake (or --help).
     const int rc = zt::Bootstrap::launcher_rank() == 0 ? app.exit(e) : e.get_exit_code();
     // CLI11 returns 0 for --help/--version; command-line mistakes are user errors (exit 2).
-    return rc == 0 ? 0 : zt::kUserErrorExit;
+    return zt::Bootstrap::stop_before_start(rc == 0 ? 0 : zt::kUserErrorExit);
   } catch (const zt::ReportedError& e) {
-    return e.exit_code();  // the job printed it once already
+    return zt::Bootstrap::stop_before_start(e.exit_code());  // the job printed it once already
   } catch (const zt::UserError& e) {
     const std::string who = rank_prefix();
     zt::write_all(stderr, zt::format_report(e.diagnostics(), who));

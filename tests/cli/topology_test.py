@@ -120,8 +120,9 @@ try:
     check(bad.returncode == 2 and bad.stdout.count(msg) == 1,
           "--ranks-per-node 3 at 8 ranks: exit 2 and the message once (rc %d, %d copies)" % (bad.returncode, bad.stdout.count(msg)))
     bad = run(4, [], env=dict(ENV, ZT_RANKS_PER_NODE="0"))
-    check(bad.returncode == 2 and bad.stdout.count("ZT_RANKS_PER_NODE = 0: ranks per node") == 1,
-          "ZT_RANKS_PER_NODE=0: exit 2 and the message once")
+    msg = "ZT_RANKS_PER_NODE = 0: ranks per node"
+    check(bad.returncode == 2 and bad.stdout.count(msg) == 1,
+          "ZT_RANKS_PER_NODE=0: exit 2 and the message once (rc %d, %d copies)" % (bad.returncode, bad.stdout.count(msg)))
 finally:
     shutil.rmtree(ROOT, ignore_errors=True)
 
