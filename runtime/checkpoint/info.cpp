@@ -59,8 +59,17 @@ InfoReport checkpoint_info(const std::string& path, const std::string& tag, bool
   if (std::tm tmv{}; gmtime_r(&ct, &tmv)) std::strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S UTC", &tmv);
   line("  written by zerotrain " + m.zerotrain_version + " (" + m.zerotrain_commit + ") at " + when +
        ", checkpoint format version " + std::to_string(m.format_version));
-  line("  run: world size " + std::to_string(m.world_size) + ", ZeRO stage " + std::to_string(m.stage) + ", precision " +
-       m.precision + ", optimizer " + m.optimizer);
+  // MiCS (from the run's resolved ds_config): the first shard group's files hold the state.
+  std::string mics;
+  if (const auto& z = m.run.config.value("zero_optimization", nlohmann::json::object());
+      m.stage == 3 && z.is_object() && z.value("mics_shard_size", int64_t(-1)) > 0 &&
+      z.value("mics_shard_size", int64_t(-1)) < m.world_size) {
+    const int64_t s = z.value("mics_shard_size", int64_t(-1));
+    mics = " (MiCS: shard groups of " + std::to_string(s) + ", the first group's ranks own the state, its " +
+           std::to_string(m.world_size / s - 1) + " replica group(s) nothing)";
+  }
+  line("  run: world size " + std::to_string(m.world_size) + ", ZeRO stage " + std::to_string(m.stage) + mics +
+       ", precision " + m.precision + ", optimizer " + m.optimizer);
   std::string steps = "  step " + counter(m.counters, "step") + " (" + counter(m.counters, "applied_steps") + " applied, " +
                       counter(m.counters, "skipped_steps") + " skipped)";
   if (m.counters.contains("lr")) steps += ", next lr " + m.counters["lr"].dump();

@@ -231,6 +231,8 @@ Engine::~Engine() = default;
 
 const ShardMap& Engine::shard_map() const { return s_->part->map(); }
 const Partition& Engine::partition() const { return *s_->part; }
+int Engine::world_rank() const { return s_->comm.rank(); }
+int Engine::world_size() const { return s_->comm.world_size(); }
 const Trace* Engine::trace() const { return s_->trace.get(); }
 const MemoryLedger& Engine::ledger() const { return s_->ledger; }
 const std::vector<std::string>& Engine::setup_warnings() const { return s_->setup_warnings; }

@@ -93,6 +93,10 @@ class Engine {
   const Trace* trace() const;
   const ShardMap& shard_map() const;
   const Partition& partition() const;
+  // This rank and the job's size in the world; the partition's rank() and world_size() are its
+  // shard group's under MiCS.
+  int world_rank() const;
+  int world_size() const;
   // Buckets of one gradient reduction (reduce_bucket_size) and of the stage 1–2 post-update gather
   // (allgather_bucket_size; 0 in stages 0 and 3): one collective call each.
   int64_t grad_buckets() const;

@@ -30,7 +30,8 @@ int64_t integer(const nlohmann::json& c, const char* key, int64_t fallback) {
 EngineCheckpoint::EngineCheckpoint(Engine& engine, const ModelConfig& model)
     : engine_(engine), part_(engine.partition()), units_(build_unit_layouts(model)),
       arrays_(state_arrays_for(engine.options().optimizer.type, engine.options().optimizer.momentum != 0.0)),
-      owned_(non_empty(part_.owned_ranges())), needed_(non_empty(part_.needed_ranges())) {
+      owned_(engine.world_rank() < part_.world_size() ? non_empty(part_.owned_ranges()) : std::vector<ElementRange>{}),
+      needed_(non_empty(part_.needed_ranges())) {
   if (int(units_.size()) != part_.units())
     throw std::logic_error("EngineCheckpoint: the model has " + std::to_string(units_.size()) +
                            " units, the engine's partition " + std::to_string(part_.units()));

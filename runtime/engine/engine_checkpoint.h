@@ -23,8 +23,10 @@ class EngineCheckpoint final : public ShardedState {
   EngineCheckpoint(Engine& engine, const ModelConfig& model);
 
   const std::vector<UnitLayout>& units() const override { return units_; }
-  int world_size() const override { return part_.world_size(); }
-  int rank() const override { return part_.rank(); }
+  // The world's: under MiCS every replica of a shard group holds the same state, so the first
+  // group's ranks own it all (the others write an empty rank file) and every rank loads its shard.
+  int world_size() const override { return engine_.world_size(); }
+  int rank() const override { return engine_.world_rank(); }
   int stage() const override { return part_.stage(); }
   DType precision() const override { return engine_.options().zero.precision; }
   OptimizerType optimizer() const override { return engine_.options().optimizer.type; }

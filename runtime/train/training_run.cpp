@@ -207,13 +207,6 @@ void check_start(Started& started, const RunOptions& run, Communicator& comm, Ba
     // and checked, before anything is allocated.
     const EngineOptions eo = engine_options_from_config(started.cfg, run.seed, run.recompute, &run.model);
     const bool loads = !run.checkpoint.load_dir.empty() || !run.checkpoint.init_from.empty();
-    if (const int s = eo.zero.mics_shard_size; s > 0 && s < W && (!run.checkpoint.save_dir.empty() || loads))
-      // The manifest and the rank files are the shard group's; replicas would write the same files.
-      problems.error("zero_optimization.mics_shard_size", std::to_string(s),
-                     "MiCS checkpoints are not built yet: the " + std::to_string(W / s) +
-                         " replica groups would each write and read the same " + std::to_string(s) + " rank files",
-                     "remove --save / --load / --init-from for this run, or train with plain stage 3 (remove "
-                     "mics_shard_size) to checkpoint");
     if (const int s = eo.zero.mics_shard_size; s > 0 && eo.gather.mics_hierarchical) {
       // The two-level gather crosses nodes among same-local-index ranks, then runs inside each node:
       // a shard group of whole nodes, more than one.
