@@ -214,6 +214,44 @@ TEST(BulkIo, PlainSystemCallsWithoutTheRing) {
   for (const auto& res : c.results) EXPECT_EQ(res.io.direct_bytes, 0);
 }
 
+// Every setting of the aio block (small pieces, queue depth 1, requests split into ranges, one
+// submit per piece, one request at a time) saves and loads, O_DIRECT and through the page cache,
+// giving the saved values: the block shapes how the bytes move, never which bytes.
+TEST(BulkIo, EveryAioSettingSavesAndLoadsTheSameValues) {
+  struct Setting {
+    const char* name;
+    offload::AioConfig aio;
+  };
+  std::vector<Setting> settings(4);
+  settings[0].name = "8 KiB pieces, queue depth 1";
+  settings[0].aio.block_size = 8192;
+  settings[0].aio.queue_depth = 1;
+  settings[1].name = "intra_op_parallelism 3";
+  settings[1].aio.intra_op_parallelism = 3;
+  settings[2].name = "single_submit";
+  settings[2].aio.single_submit = true;
+  settings[3].name = "overlap_events off";
+  settings[3].aio.overlap_events = false;
+  const auto m = test::small_model();
+  for (const auto& st : settings) {
+    SCOPED_TRACE(st.name);
+    test::TempDir dir;
+    SaveOptions so;
+    so.block_bytes = 4096;
+    so.warn = [](const std::string&) {};
+    so.io.aio = st.aio;
+    const SaveResult r = test::save_fake(dir.path(), m, 2, 1, 3, so);
+    ASSERT_TRUE(r.ok) << r.message;
+    for (bool direct : {false, true}) {
+      LoadOptions o = at(dir.path(), direct);
+      o.io.aio = st.aio;
+      const auto c = test::load_fake(o, m, 3, 2, 3);
+      EXPECT_EQ(c.mismatches, 0) << (direct ? "O_DIRECT" : "page cache");
+      EXPECT_EQ(c.commits, 3);
+    }
+  }
+}
+
 // Where a FlatState's arrays sit: each at the place in a page its bytes have in the rank file
 // (whose data area starts on a page), so that an O_DIRECT load can read into them in place, or 16
 // bytes past that (as a large malloc puts an array), so that it cannot.
