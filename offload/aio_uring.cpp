@@ -137,7 +137,7 @@ void AioEngine::io_loop() {
   io_uring* ring = &ring_->ring;
   std::vector<AioHandle> active;  // requests being issued or with pieces in flight
   int in_flight = 0;
-  int write_pieces_done = 0;
+  int write_pieces_done = 0, read_pieces_done = 0;
   // Marks requests with nothing left to issue and nothing in flight as done and wakes waiters.
   auto finish_ready = [&] {
     {
@@ -217,6 +217,7 @@ void AioEngine::io_loop() {
       --in_flight;
       AioRequest& r = *piece->req;
       if (r.op == IoOp::Write && ++write_pieces_done == config_.fault_on_write_piece) res = -config_.fault_errno;
+      if (r.op == IoOp::Read && ++read_pieces_done == config_.fault_on_read_piece) res = -config_.fault_errno;
       if (res < 0 && r.error.empty()) {
         r.err = -res;
         r.error = describe(r, piece->rel, piece->len) + " failed: " + std::strerror(-res) + " (errno " +

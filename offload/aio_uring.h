@@ -22,8 +22,9 @@ struct AioConfig {
   int intra_op_parallelism = 1;  // a request is split into this many ranges issued side by side
   bool single_submit = false;    // true: one io_uring_submit per piece; false: batch
   bool overlap_events = true;    // false: one request at a time (reads and writes never overlap)
-  // Test hook: the nth write piece (1-based; 0 = never) completes with -fault_errno.
+  // Test hooks: the nth write (read) piece (1-based; 0 = never) completes with -fault_errno.
   int fault_on_write_piece = 0;
+  int fault_on_read_piece = 0;
   int fault_errno = 5;  // EIO
 };
 

@@ -34,15 +34,19 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
+// Median, least and greatest of a figure's rounds (0 for none, which the printing skips).
 double median(std::vector<double> v) {
+  if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
   return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
 }
 
-// One rank holding every element of a model of `params` fp32 parameters, Adam's three arrays.
+// One rank holding every element of a model of `params` fp32 parameters, Adam's three arrays, each
+// starting `misalign` bytes past a page boundary (0: page-aligned, as pinned host memory is; 16:
+// where a large malloc puts it), which decides whether an O_DIRECT load can read into it in place.
 class HostState final : public zt::ShardedState {
  public:
-  explicit HostState(int64_t params) {
+  HostState(int64_t params, size_t misalign) : params_(params) {
     zt::UnitLayout u;
     u.name = "flat";
     zt::TensorView t;
@@ -52,9 +56,12 @@ class HostState final : public zt::ShardedState {
     u.tensors = {t};
     u.numel = params;
     units_ = {u};
-    for (auto& a : data_) {
-      a.resize(size_t(params));
-      for (size_t i = 0; i < a.size(); ++i) a[i] = float(i % 1000) * 1e-3f;
+    const size_t bytes = (size_t(params) * 4 + misalign + 4095) / 4096 * 4096;
+    for (size_t k = 0; k < 3; ++k) {
+      mem_[k].reset(static_cast<char*>(std::aligned_alloc(4096, bytes)));
+      if (!mem_[k]) throw std::bad_alloc();
+      data_[k] = reinterpret_cast<float*>(mem_[k].get() + misalign);
+      for (int64_t i = 0; i < params; ++i) data_[k][i] = float(i % 1000) * 1e-3f;
     }
   }
   const std::vector<zt::UnitLayout>& units() const override { return units_; }
@@ -67,20 +74,32 @@ class HostState final : public zt::ShardedState {
   std::vector<zt::ElementRange> owned() const override { return {{0, 0, units_[0].numel}}; }
   std::vector<zt::ElementRange> needed() const override { return owned(); }
   void read(const std::string& a, const zt::ElementRange& r, float* out) override {
-    std::memcpy(out, data_[idx(a)].data() + r.begin, size_t(r.n) * 4);
+    std::memcpy(out, data_[idx(a)] + r.begin, size_t(r.n) * 4);
   }
   void write(const std::string& a, const zt::ElementRange& r, const float* in) override {
-    std::memcpy(data_[idx(a)].data() + r.begin, in, size_t(r.n) * 4);
+    std::memcpy(data_[idx(a)] + r.begin, in, size_t(r.n) * 4);
   }
-  float* write_target(const std::string& a, const zt::ElementRange& r) override { return data_[idx(a)].data() + r.begin; }
+  float* write_target(const std::string& a, const zt::ElementRange& r) override { return data_[idx(a)] + r.begin; }
   void commit() override {}
   nlohmann::json counters() const override { return {{"step", 1}, {"applied_steps", 1}, {"skipped_steps", 0}}; }
   void set_counters(const nlohmann::json&) override {}
+  void clear() {
+    for (auto* d : data_) std::memset(d, 0, size_t(params_) * 4);
+  }
+  // True when every array holds what the constructor put there (a load's result, checked).
+  bool holds_initial_values() const {
+    for (size_t k = 0; k < 3; ++k)
+      for (int64_t i = 0; i < params_; ++i)
+        if (data_[k][i] != float(i % 1000) * 1e-3f) return false;
+    return true;
+  }
 
  private:
   static size_t idx(const std::string& a) { return a == "master" ? 0 : a == "exp_avg" ? 1 : 2; }
+  int64_t params_;
   std::vector<zt::UnitLayout> units_;
-  std::vector<float> data_[3];
+  std::unique_ptr<char, decltype(&std::free)> mem_[3] = {{nullptr, &std::free}, {nullptr, &std::free}, {nullptr, &std::free}};
+  float* data_[3] = {};
 };
 
 // The peer: the same bytes, from a buffer as large (not cache-resident), written sequentially in
@@ -130,10 +149,14 @@ struct Stat {
   std::vector<double> v = {};
 };
 
+double lowest(const std::vector<double>& v) { return v.empty() ? 0 : *std::min_element(v.begin(), v.end()); }
+double highest(const std::vector<double>& v) { return v.empty() ? 0 : *std::max_element(v.begin(), v.end()); }
+
 void print_json(const char* what, const Stat& s, const char* unit, const std::string& path, double mib) {
+  if (s.v.empty()) return;
   std::printf("{\"bench\":\"checkpoint\",\"metric\":\"%s\",\"median\":%.4f,\"min\":%.4f,\"max\":%.4f,\"unit\":\"%s\","
               "\"rounds\":%zu,\"path\":\"%s\",\"mib\":%.0f}\n",
-              what, median(s.v), *std::min_element(s.v.begin(), s.v.end()), *std::max_element(s.v.begin(), s.v.end()), unit,
+              what, median(s.v), lowest(s.v), highest(s.v), unit,
               s.v.size(), path.c_str(), mib);
 }
 
@@ -151,9 +174,11 @@ int main(int argc, char** argv) {
   int64_t block_kib = 1024;
   app.add_option("--path", path, "Folder to write into (the disk under test)")->capture_default_str();
   app.add_option("--mib", mib, "Checkpoint size in MiB (master + two Adam moments)")->capture_default_str();
-  app.add_option("--rounds", rounds, "Interleaved rounds")->capture_default_str();
-  app.add_option("--steps", steps, "Engine steps timed alone per overlap round")->capture_default_str();
-  app.add_option("--overlap-rounds", overlap_rounds, "Background saves of the engine's state")->capture_default_str();
+  app.add_option("--rounds", rounds, "Interleaved rounds")->capture_default_str()->check(CLI::Range(1, 1000));
+  app.add_option("--steps", steps, "Engine steps timed alone per overlap round")->capture_default_str()->check(CLI::Range(1, 100000));
+  app.add_option("--overlap-rounds", overlap_rounds, "Background saves of the engine's state (0: no engine part)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1000));
   app.add_option("--layers", model.layers, "Engine model: blocks")->capture_default_str();
   app.add_option("--dim", model.dim, "Engine model: width")->capture_default_str();
   app.add_option("--heads", model.heads, "Engine model: heads")->capture_default_str();
@@ -169,8 +194,9 @@ int main(int argc, char** argv) {
 
   const std::string dir = path + "/zt_bench_ckpt_" + std::to_string(::getpid());
   zt::ckpt::make_directories(dir);
-  const int64_t params = mib * (1 << 20) / 12;
-  HostState state(params);
+  // Whole pages per array, so that every array of the rank file starts on a page as well.
+  const int64_t params = std::max<int64_t>(1024, mib * (1 << 20) / 12 / 1024 * 1024);
+  HostState state(params, 0), unaligned(params, 16);
   zt::SingleCommunicator comm;
   zt::ckpt::RankExchange ex(comm);
   zt::ckpt::SaveOptions so;  // the write path: O_DIRECT through io_uring, hashing beside it
@@ -190,7 +216,8 @@ int main(int argc, char** argv) {
   std::unique_ptr<char, decltype(&std::free)> dbuf(static_cast<char*>(std::aligned_alloc(4096, size_t(8) << 20)), &std::free);
   Stat disk_w{"disk write"}, save{"save (O_DIRECT, io_uring)"}, save_pc{"save (page cache, pwrite)"},
       save_write{"  its rank file alone"}, disk_r{"disk read (page cache)"}, load{"load (page cache)"},
-      disk_rd{"disk read (O_DIRECT)"}, load_d{"load (O_DIRECT)"};
+      disk_rd{"disk read (O_DIRECT)"}, load_d{"load (O_DIRECT, in place)"},
+      load_ds{"load (O_DIRECT, unaligned state)"};
   // Per-MiB breakdowns of each save path and load path (medians over rounds).
   std::vector<std::pair<std::string, Stat>> parts;
   auto part = [&](const std::string& name, double seconds, int64_t bytes) {
@@ -255,9 +282,21 @@ int main(int argc, char** argv) {
     load_parts("load, page cache:", lr);
     disk_rd.v.push_back(peer_read_direct(peer, dbuf.get(), size_t(8) << 20) / 1e9);
     lo.io.direct_reads = true;
-    lr = zt::ckpt::load_checkpoint(state, ex, lo);
-    load_d.v.push_back(double(lr.bytes_read) / lr.seconds / 1e9);
-    load_parts("load, O_DIRECT:", lr);
+    // O_DIRECT into the page-aligned state (in place) and into one 16 bytes off the page grid
+    // (through aligned scratch and a copy out), the order alternating between rounds; each state
+    // cleared first and checked after (the saved values are the constructor's).
+    for (int k = 0; k < 2; ++k) {
+      const bool in_place = (k == 0) == (r % 2 == 0);
+      HostState& into = in_place ? state : unaligned;
+      into.clear();
+      lr = zt::ckpt::load_checkpoint(into, ex, lo);
+      if (!into.holds_initial_values()) {
+        std::fprintf(stderr, "the O_DIRECT load (%s) gave other values than were saved\n", in_place ? "in place" : "unaligned");
+        return 1;
+      }
+      (in_place ? load_d : load_ds).v.push_back(double(lr.bytes_read) / lr.seconds / 1e9);
+      load_parts(in_place ? "load, O_DIRECT:" : "load, O_DIRECT, unaligned state:", lr);
+    }
     zt::ckpt::remove_tree(so.dir + "/round" + std::to_string(r - 1));
   }
 
@@ -265,12 +304,17 @@ int main(int argc, char** argv) {
   // state in flight (begin() snapshots it; the steps run while the file is written; poll() after
   // each step completes the save once written, as the training loop does).
   if (threads > 0) zt::set_cpu_threads(threads);
-  auto backend = zt::make_cpu_backend();
+  std::unique_ptr<zt::Backend> backend;
+  std::unique_ptr<zt::Engine> engine;
+  std::unique_ptr<zt::EngineCheckpoint> engine_state;
   zt::EngineOptions eo;
   eo.zero.stage = stage;
   eo.micro_batch = micro_batch;
-  zt::Engine engine(model, eo, *backend, comm);
-  zt::EngineCheckpoint engine_state(engine, model);
+  if (overlap_rounds > 0) {
+    backend = zt::make_cpu_backend();
+    engine = std::make_unique<zt::Engine>(model, eo, *backend, comm);
+    engine_state = std::make_unique<zt::EngineCheckpoint>(*engine, model);
+  }
   std::vector<int32_t> tok(size_t(micro_batch) * model.seq_len), tgt(tok.size());
   for (size_t i = 0; i < tok.size(); ++i) {
     tok[i] = int32_t((i * 7919) % size_t(model.vocab));
@@ -278,13 +322,13 @@ int main(int argc, char** argv) {
   }
   auto step = [&] {
     const auto t = Clock::now();
-    engine.train_step([&](int, int32_t* t_out, int32_t* g_out) {
+    engine->train_step([&](int, int32_t* t_out, int32_t* g_out) {
       std::copy(tok.begin(), tok.end(), t_out);
       std::copy(tgt.begin(), tgt.end(), g_out);
     });
     return since(t);
   };
-  step();  // first-touch of the buffers
+  if (engine) step();  // first-touch of the buffers
   zt::ckpt::SaveOptions eso;
   eso.dir = dir + "/engine";
   eso.io = so.io;
@@ -297,7 +341,7 @@ int main(int argc, char** argv) {
   for (int r = 0; r < overlap_rounds; ++r) {
     for (int i = 0; i < steps; ++i) alone.v.push_back(step());
     const auto t0 = Clock::now();
-    engine_writer.begin(engine_state, engine_facts, "bg" + std::to_string(r));
+    engine_writer.begin(*engine_state, engine_facts, "bg" + std::to_string(r));
     snapshot.v.push_back(since(t0));
     while (engine_writer.pending()) {
       overlapped.v.push_back(step());
@@ -324,46 +368,62 @@ int main(int argc, char** argv) {
   print_json("load_GBps", load, "GB/s", path, mb);
   print_json("disk_read_direct_GBps", disk_rd, "GB/s", path, mb);
   print_json("load_direct_GBps", load_d, "GB/s", path, mb);
-  print_json("step_alone_s", alone, "s", path, mb);
-  print_json("step_overlapped_s", overlapped, "s", path, mb);
-  print_json("snapshot_s", snapshot, "s", path, mb);
-  print_json("writer_cpu_s_per_GB", writer_cpu, "s/GB", path, mb);
+  print_json("load_direct_unaligned_GBps", load_ds, "GB/s", path, mb);
+  // The engine's figures exist only with --overlap-rounds >= 1.
+  const bool engine_run = !alone.v.empty() && !overlapped.v.empty();
+  if (engine_run) {
+    print_json("step_alone_s", alone, "s", path, mb);
+    print_json("step_overlapped_s", overlapped, "s", path, mb);
+    print_json("snapshot_s", snapshot, "s", path, mb);
+    print_json("writer_cpu_s_per_GB", writer_cpu, "s/GB", path, mb);
+  }
   const double save_ratio = median(save.v) / median(disk_w.v), load_ratio = median(load.v) / median(disk_r.v);
   const double load_d_ratio = median(disk_rd.v) > 0 ? median(load_d.v) / median(disk_rd.v) : 0;
-  const double step_ratio = median(overlapped.v) / median(alone.v);
+  const double load_ds_ratio = median(disk_rd.v) > 0 ? median(load_ds.v) / median(disk_rd.v) : 0;
+  auto ratio_text = [](bool have, double v) {
+    char b[32];
+    std::snprintf(b, sizeof b, "%.3f", v);
+    return have ? std::string(b) : std::string("null");
+  };
+  const double step_ratio = engine_run ? median(overlapped.v) / median(alone.v) : 0;
+  const double snapshot_ratio = engine_run ? median(snapshot.v) / median(alone.v) : 0;
   std::printf("{\"bench\":\"checkpoint\",\"metric\":\"ratios\",\"save_vs_disk_write\":%.3f,\"save_page_cache_vs_disk_write\":%.3f,"
               "\"load_vs_disk_read\":%.3f,\"load_direct_vs_disk_read_direct\":%.3f,"
-              "\"overlapped_vs_alone_step\":%.3f,\"snapshot_vs_step\":%.3f,\"save_goal\":0.8,\"load_goal\":0.8,\"step_goal\":1.10,"
+              "\"load_direct_unaligned_vs_disk_read_direct\":%.3f,"
+              "\"overlapped_vs_alone_step\":%s,\"snapshot_vs_step\":%s,\"save_goal\":0.8,\"load_goal\":0.8,\"step_goal\":1.10,"
               "\"overlapped_steps\":%zu,\"engine_params\":%lld,\"engine_checkpoint_mib\":%.1f,\"writer_nice\":%d,"
               "\"direct_refused\":%s}\n",
-              save_ratio, median(save_pc.v) / median(disk_w.v), load_ratio, load_d_ratio, step_ratio,
-              median(snapshot.v) / median(alone.v), overlapped.v.size(), (long long)engine.params(),
-              double(engine_bytes) / double(1 << 20), nice, direct_refused ? "true" : "false");
+              save_ratio, median(save_pc.v) / median(disk_w.v), load_ratio, load_d_ratio, load_ds_ratio,
+              ratio_text(engine_run, step_ratio).c_str(), ratio_text(engine_run, snapshot_ratio).c_str(), overlapped.v.size(),
+              (long long)(engine ? engine->params() : 0), double(engine_bytes) / double(1 << 20), nice,
+              direct_refused ? "true" : "false");
   const std::string title = "checkpoint (" + std::to_string(int(mb)) + " MiB at " + path + ")";
   std::printf("\n%-44s %10s %10s %10s\n", title.c_str(), "median", "min", "max");
-  for (const Stat* s : {&disk_w, &save, &save_write, &save_pc, &disk_r, &load, &disk_rd, &load_d})
-    std::printf("%-44s %8.3f GB/s %7.3f %10.3f\n", s->name.c_str(), median(s->v), *std::min_element(s->v.begin(), s->v.end()),
-                *std::max_element(s->v.begin(), s->v.end()));
+  for (const Stat* s : {&disk_w, &save, &save_write, &save_pc, &disk_r, &load, &disk_rd, &load_d, &load_ds})
+    std::printf("%-44s %8.3f GB/s %7.3f %10.3f\n", s->name.c_str(), median(s->v), lowest(s->v), highest(s->v));
   std::printf("\n%-44s %10s %10s %10s\n", "where the time goes (ms per MiB)", "median", "min", "max");
   for (const auto& [n, st] : parts)
-    std::printf("%-44s %10.4f %10.4f %10.4f\n", n.c_str(), median(st.v), *std::min_element(st.v.begin(), st.v.end()),
-                *std::max_element(st.v.begin(), st.v.end()));
+    std::printf("%-44s %10.4f %10.4f %10.4f\n", n.c_str(), median(st.v), lowest(st.v), highest(st.v));
   std::printf("\n");
-  const std::string step_title = "engine step alone (" + std::to_string(engine.params() / 1000000) + "M params)";
-  std::printf("%-44s %8.1f ms %8.1f %10.1f\n", step_title.c_str(), 1e3 * median(alone.v),
-              1e3 * *std::min_element(alone.v.begin(), alone.v.end()), 1e3 * *std::max_element(alone.v.begin(), alone.v.end()));
-  std::printf("%-44s %8.1f ms %8.1f %10.1f\n", "engine step, its save in flight", 1e3 * median(overlapped.v),
-              1e3 * *std::min_element(overlapped.v.begin(), overlapped.v.end()),
-              1e3 * *std::max_element(overlapped.v.begin(), overlapped.v.end()));
-  std::printf("%-44s %8.1f ms\n", "snapshot (training waits for it)", 1e3 * median(snapshot.v));
-  std::printf("%-44s %8.3f s/GB %7.3f %10.3f\n", "background writer CPU", median(writer_cpu.v),
-              *std::min_element(writer_cpu.v.begin(), writer_cpu.v.end()),
-              *std::max_element(writer_cpu.v.begin(), writer_cpu.v.end()));
+  if (engine_run) {
+    const std::string step_title = "engine step alone (" + std::to_string(engine->params() / 1000000) + "M params)";
+    std::printf("%-44s %8.1f ms %8.1f %10.1f\n", step_title.c_str(), 1e3 * median(alone.v), 1e3 * lowest(alone.v),
+                1e3 * highest(alone.v));
+    std::printf("%-44s %8.1f ms %8.1f %10.1f\n", "engine step, its save in flight", 1e3 * median(overlapped.v),
+                1e3 * lowest(overlapped.v), 1e3 * highest(overlapped.v));
+    std::printf("%-44s %8.1f ms\n", "snapshot (training waits for it)", 1e3 * median(snapshot.v));
+    std::printf("%-44s %8.3f s/GB %7.3f %10.3f\n", "background writer CPU", median(writer_cpu.v), lowest(writer_cpu.v),
+                highest(writer_cpu.v));
+  } else {
+    std::printf("engine step: not measured (--overlap-rounds 0)\n");
+  }
   std::printf("save / disk write %.2f (goal >= 0.8; page-cache path %.2f), load / disk read %.2f page cache, %.2f O_DIRECT "
-              "(goal >= 0.8), engine step with a save in flight / alone %.2f over %zu overlapped steps (goal <= 1.10, "
-              "writer nice %d), snapshot / step %.2f%s\n",
-              save_ratio, median(save_pc.v) / median(disk_w.v), load_ratio, load_d_ratio, step_ratio, overlapped.v.size(),
-              nice, median(snapshot.v) / median(alone.v),
-              direct_refused ? "; O_DIRECT was refused here: every figure is the page-cache path" : "");
+              "in place, %.2f O_DIRECT into an unaligned state (goal >= 0.8)",
+              save_ratio, median(save_pc.v) / median(disk_w.v), load_ratio, load_d_ratio, load_ds_ratio);
+  if (engine_run)
+    std::printf(", engine step with a save in flight / alone %.2f over %zu overlapped steps (goal <= 1.10, writer nice %d), "
+                "snapshot / step %.2f",
+                step_ratio, overlapped.v.size(), nice, snapshot_ratio);
+  std::printf("%s\n", direct_refused ? "; O_DIRECT was refused here: every figure is the page-cache path" : "");
   return 0;
 }

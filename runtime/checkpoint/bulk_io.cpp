@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <new>
+#include <stdexcept>
 
 #include "base/clock.h"
 
@@ -30,6 +31,7 @@ IoBreakdown& IoBreakdown::operator+=(const IoBreakdown& o) {
   header_s += o.header_s;
   direct_bytes += o.direct_bytes;
   buffered_bytes += o.buffered_bytes;
+  copied_bytes += o.copied_bytes;
   return *this;
 }
 
@@ -46,6 +48,7 @@ offload::AioEngine& BulkIo::engine() {
 }
 
 char* BulkIo::scratch(int slot, size_t bytes) {
+  if (slot < 0 || slot >= kScratchSlots) throw std::out_of_range("BulkIo::scratch: no slot " + std::to_string(slot));
   const size_t a = offload::kDirectIoAlignment;
   bytes = std::max<size_t>(a, (bytes + a - 1) / a * a);
   if (scratch_bytes_[slot] < bytes) {
@@ -121,6 +124,7 @@ void BulkIo::write(FileWriter& f, const void* data, size_t bytes, int64_t offset
 BulkIo::Read BulkIo::start_read(const FileReader& f, void* out, size_t bytes, int64_t offset, bool direct) {
   Read r;
   r.file = &f;
+  r.out = out;
   r.offset = offset;
   r.bytes = bytes;
   if (bytes == 0) return r;
@@ -155,6 +159,15 @@ void BulkIo::finish_read(Read& r, IoBreakdown& t) {
     engine().wait(r.h);
   } catch (const offload::AioError& e) {
     r.h.reset();
+    if (r.direct && e.err() == EINVAL) {  // opened, but no O_DIRECT reads at this alignment here
+      say_refused(r.file->path(), EINVAL, "reads");
+      read_refused_ = true;
+      r.direct = false;
+      r.file->pread(r.out, r.bytes, r.offset);
+      t.read_s += seconds_since(t0);
+      t.buffered_bytes += int64_t(r.bytes);
+      return;
+    }
     if (e.err() == 0) throw IoError("unexpected end of file reading", r.file->path(), r.offset, 0);
     throw IoError("cannot read", r.file->path(), r.offset, e.err());
   }

@@ -2,7 +2,8 @@
 // io_uring (the offload AioEngine: block_size pieces, queue_depth in flight, intra_op_parallelism,
 // single_submit, overlap_events) straight from the pinned snapshot while the caller hashes the same
 // bytes; reads go through the same ring, page cache or O_DIRECT. Where O_DIRECT is refused (tmpfs,
-// some network file systems) the bytes go through the page cache instead and that is said once.
+// some network file systems: at open, or EINVAL from the first transfer) the bytes go through the
+// page cache instead and that is said once.
 // Each part's seconds are kept (IoBreakdown) for the save's report and the bench.
 #pragma once
 
@@ -37,6 +38,7 @@ struct IoBreakdown {
   double sync_s = 0;       // fsync
   double header_s = 0;     // the header (with its checksums) written after the data
   int64_t direct_bytes = 0, buffered_bytes = 0;
+  int64_t copied_bytes = 0;  // of those, copied out of alignment scratch (the rest landed in place)
   IoBreakdown& operator+=(const IoBreakdown& o);
 };
 
@@ -59,6 +61,7 @@ class BulkIo {
   struct Read {
     offload::AioHandle h;
     const FileReader* file = nullptr;
+    void* out = nullptr;
     int64_t offset = 0;
     size_t bytes = 0;
     bool direct = false;
@@ -67,10 +70,14 @@ class BulkIo {
   // (out, offset and bytes 4096-aligned, the range inside the file); falls back to the page cache
   // when the descriptor is refused.
   Read start_read(const FileReader& f, void* out, size_t bytes, int64_t offset, bool direct);
-  void finish_read(Read& r, IoBreakdown& t);  // waits; throws IoError naming the file and offset
+  // Waits; a direct read the file system refuses (EINVAL) is read again through the page cache
+  // (said once, later reads go there). Throws IoError naming the file and offset.
+  void finish_read(Read& r, IoBreakdown& t);
 
   bool direct_reads() const { return o_.direct_reads && o_.uring && !read_refused_; }
-  // Reusable 4096-aligned scratch `slot` (0 or 1) of at least `bytes`, kept between calls.
+  // Reusable 4096-aligned scratch `slot` (0 .. kScratchSlots - 1) of at least `bytes`, kept
+  // between calls.
+  static constexpr int kScratchSlots = 4;
   char* scratch(int slot, size_t bytes);
   const CheckpointIoOptions& options() const { return o_; }
 
@@ -82,8 +89,8 @@ class BulkIo {
   struct FreeAligned {
     void operator()(char* p) const { std::free(p); }
   };
-  std::unique_ptr<char, FreeAligned> scratch_[2];
-  size_t scratch_bytes_[2] = {0, 0};
+  std::unique_ptr<char, FreeAligned> scratch_[kScratchSlots];
+  size_t scratch_bytes_[kScratchSlots] = {};
   bool write_refused_ = false, read_refused_ = false, said_ = false;
 };
 

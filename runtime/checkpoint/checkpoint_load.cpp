@@ -228,7 +228,9 @@ LoadResult load_checkpoint(ShardedState& state, RankExchange& ex, const LoadOpti
                     "read that rank's errors");
   }
   if (o.load_counters) state.set_counters(plan.manifest.counters);
+  const auto c0 = std::chrono::steady_clock::now();
   state.commit();
+  res.commit_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - c0).count();
   for (const auto& [r, f] : plan.files) {
     res.bytes_read += f->bytes_read();
     res.files_read.push_back(r);

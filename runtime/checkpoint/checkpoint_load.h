@@ -64,6 +64,7 @@ struct LoadResult {
                                // through a buffer and state.write()
   std::vector<int> files_read; // old ranks whose files this rank opened
   double seconds = 0;
+  double commit_s = 0;         // of which state.commit() (rebuilding the working copy from the master)
   IoBreakdown io;              // where the reading's seconds went
   Diagnostics warnings;
 };

@@ -1,4 +1,5 @@
-// XXH3-64 through libxxhash: fast enough (tens of GB/s) to hash every byte a save writes.
+// XXH3-64 through libxxhash (one-shot hashes through its AVX2 / AVX-512 builds where the CPU has
+// them): fast enough to hash every byte a save writes and a load reads.
 #include "runtime/checkpoint/checksum.h"
 
 #include <xxhash.h>
@@ -9,7 +10,31 @@
 
 namespace zt::ckpt {
 
-uint64_t xxh3(const void* data, size_t bytes) { return XXH3_64bits(data, bytes); }
+namespace detail {
+uint64_t xxh3_avx2(const void* data, size_t bytes);    // checksum_avx2.cpp
+uint64_t xxh3_avx512(const void* data, size_t bytes);  // checksum_avx512.cpp
+}  // namespace detail
+
+namespace {
+
+using HashFn = uint64_t (*)(const void*, size_t);
+
+uint64_t xxh3_library(const void* data, size_t bytes) { return XXH3_64bits(data, bytes); }
+
+// The widest build of XXH3 this CPU runs (all give the same hash).
+HashFn widest_xxh3() {
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f")) return detail::xxh3_avx512;
+  if (__builtin_cpu_supports("avx2")) return detail::xxh3_avx2;
+  return xxh3_library;
+}
+
+}  // namespace
+
+uint64_t xxh3(const void* data, size_t bytes) {
+  static const HashFn hash = widest_xxh3();
+  return hash(data, bytes);
+}
 
 struct StreamHash::State {
   XXH3_state_t* st = nullptr;

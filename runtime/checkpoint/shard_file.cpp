@@ -4,8 +4,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cinttypes>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 
 namespace zt::ckpt {
 
@@ -227,56 +229,90 @@ void ShardFileReader::read(const std::string& array, const ElementRange& owned, 
   const int64_t base = file_->data_start() + t.begin;  // file offset of the tensor's first byte
   const int64_t file_end = file_->file_bytes();
   const int64_t bb = block_bytes_;
-  // The bytes to read: whole blocks when verifying, exactly [b0, b1) otherwise; in runs of at most
-  // kRunBlocks blocks, two runs in flight.
-  constexpr int64_t kRunBlocks = 16;
+  // The bytes to read: whole blocks when verifying, exactly [b0, b1) otherwise; in runs of whole
+  // blocks of about kRunBytes, up to BulkIo::kScratchSlots runs in flight while the oldest is checked.
+  constexpr int64_t kRunBytes = int64_t(4) << 20;
+  constexpr int kInFlight = BulkIo::kScratchSlots;
   const int64_t S = verify ? b0 / bb * bb : b0;
   const int64_t E = verify ? std::min((b1 + bb - 1) / bb * bb, t.bytes()) : b1;
-  const int64_t run = kRunBlocks * bb;
+  const int64_t run = std::max<int64_t>(1, kRunBytes / bb) * bb;
   const bool direct = io.direct_reads();
   const int64_t a = int64_t(offload::kDirectIoAlignment);
   char* dst = reinterpret_cast<char*>(out);
+  // O_DIRECT can land in the destination itself where its address and the file offset share their
+  // place in a page (then only a range's first and last partial pages go through the page cache).
+  const bool dst_congruent = (reinterpret_cast<uintptr_t>(dst) - uintptr_t(b0 + base)) % uintptr_t(a) == 0;
   struct Run {
     int64_t s = 0, e = 0;   // tensor bytes [s, e)
     char* into = nullptr;   // where the bytes of s land
-    bool scratch = false;
-    int64_t lead = 0;       // scratch bytes before s (alignment)
-    BulkIo::Read r, tail;   // tail: the part past the last whole page of the file (direct only)
+    bool scratch = false;   // into is alignment scratch: copy [b0, b1) out of it once checked
+    BulkIo::Read head, body, tail;
   };
   auto start = [&](int64_t s, int slot) {
     Run x;
     x.s = s;
     x.e = std::min(E, s + run - (s % bb));  // runs end on block boundaries
-    if (!direct && x.s >= b0 && x.e <= b1) {  // straight into the destination
+    const bool inside = x.s >= b0 && x.e <= b1;
+    const int64_t f0 = base + x.s, f1 = base + x.e;  // the file bytes of the run
+    if (inside && (!direct || dst_congruent)) {  // straight into the destination
       x.into = dst + (x.s - b0);
-      x.r = io.start_read(file_->file(), x.into, size_t(x.e - x.s), base + x.s, false);
+      const int64_t m0 = direct ? (f0 + a - 1) / a * a : f0;
+      const int64_t m1 = direct ? f1 / a * a : f1;
+      if (m1 <= m0) {  // no whole page inside: the page cache takes it all
+        x.body = io.start_read(file_->file(), x.into, size_t(f1 - f0), f0, false);
+        return x;
+      }
+      if (m0 > f0) x.head = io.start_read(file_->file(), x.into, size_t(m0 - f0), f0, false);
+      x.body = io.start_read(file_->file(), x.into + (m0 - f0), size_t(m1 - m0), m0, direct);
+      if (f1 > m1) x.tail = io.start_read(file_->file(), x.into + (m1 - f0), size_t(f1 - m1), m1, false);
       return x;
     }
     x.scratch = true;
     if (!direct) {
       x.into = io.scratch(slot, size_t(x.e - x.s));
-      x.r = io.start_read(file_->file(), x.into, size_t(x.e - x.s), base + x.s, false);
+      x.body = io.start_read(file_->file(), x.into, size_t(x.e - x.s), f0, false);
       return x;
     }
-    // O_DIRECT: the aligned window around the run; the file's last partial page through the cache.
-    const int64_t w0 = (base + x.s) / a * a, want_end = base + x.e;
-    const int64_t w1 = std::min((want_end + a - 1) / a * a, file_end / a * a);
-    char* buf = io.scratch(slot, size_t((want_end - w0 + a - 1) / a * a));
-    x.lead = base + x.s - w0;
-    x.into = buf + x.lead;
-    if (w1 > w0) x.r = io.start_read(file_->file(), buf, size_t(w1 - w0), w0, true);
-    if (want_end > std::max(w1, w0))
-      x.tail = io.start_read(file_->file(), buf + (std::max(w1, w0) - w0), size_t(want_end - std::max(w1, w0)),
+    // O_DIRECT into scratch: the aligned window around the run; the file's last partial page
+    // through the page cache.
+    const int64_t w0 = f0 / a * a;
+    const int64_t w1 = std::min((f1 + a - 1) / a * a, file_end / a * a);
+    char* buf = io.scratch(slot, size_t((f1 - w0 + a - 1) / a * a));
+    x.into = buf + (f0 - w0);
+    if (w1 > w0) x.body = io.start_read(file_->file(), buf, size_t(w1 - w0), w0, true);
+    if (f1 > std::max(w1, w0))
+      x.tail = io.start_read(file_->file(), buf + (std::max(w1, w0) - w0), size_t(f1 - std::max(w1, w0)),
                              std::max(w1, w0), false);
     return x;
   };
-  Run cur = start(S, 0);
-  int slot = 1;
-  while (true) {
-    const bool more = cur.e < E;
-    Run next;
-    if (more) next = start(cur.e, slot);
-    io.finish_read(cur.r, times);
+  std::deque<Run> window;
+  int64_t next_s = S;
+  int next_slot = 0;
+  auto fill = [&] {
+    while (int(window.size()) < kInFlight && next_s < E) {
+      window.push_back(start(next_s, next_slot));
+      next_s = window.back().e;
+      next_slot = (next_slot + 1) % kInFlight;
+    }
+  };
+  // Whatever is still in flight when a check or a read fails is waited for before the buffers go.
+  struct Drain {
+    std::deque<Run>& w;
+    BulkIo& io;
+    ~Drain() {
+      IoBreakdown ignored;
+      for (auto& x : w)
+        for (BulkIo::Read* r : {&x.head, &x.body, &x.tail}) try {
+            io.finish_read(*r, ignored);
+          } catch (...) {
+          }
+    }
+  } drain{window, io};
+  fill();
+  while (!window.empty()) {
+    Run& cur = window.front();
+    io.finish_read(cur.head, times);
+    io.finish_read(cur.body, times);
     io.finish_read(cur.tail, times);
     if (verify) {
       const auto h0 = std::chrono::steady_clock::now();
@@ -288,11 +324,11 @@ void ShardFileReader::read(const std::string& array, const ElementRange& owned, 
       const auto c0 = std::chrono::steady_clock::now();
       const int64_t from = std::max(cur.s, b0), to = std::min(cur.e, b1);
       if (to > from) std::memcpy(dst + (from - b0), cur.into + (from - cur.s), size_t(to - from));
+      times.copied_bytes += std::max<int64_t>(0, to - from);
       times.copy_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - c0).count();
     }
-    if (!more) break;
-    cur = std::move(next);
-    slot ^= 1;
+    window.pop_front();  // its slot is free again: the next run takes it
+    fill();
   }
 }
 

@@ -11,6 +11,8 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
+#include <memory>
 #include <mutex>
 
 #include "runtime/checkpoint/bulk_io.h"
@@ -212,11 +214,54 @@ TEST(BulkIo, PlainSystemCallsWithoutTheRing) {
   for (const auto& res : c.results) EXPECT_EQ(res.io.direct_bytes, 0);
 }
 
-// One rank holding a flat unit of Adam's three arrays as plain host vectors, which it may offer to
-// a load to fill in place.
+// Every setting of the aio block (small pieces, queue depth 1, requests split into ranges, one
+// submit per piece, one request at a time) saves and loads, O_DIRECT and through the page cache,
+// giving the saved values: the block shapes how the bytes move, never which bytes.
+TEST(BulkIo, EveryAioSettingSavesAndLoadsTheSameValues) {
+  struct Setting {
+    const char* name;
+    offload::AioConfig aio;
+  };
+  std::vector<Setting> settings(4);
+  settings[0].name = "8 KiB pieces, queue depth 1";
+  settings[0].aio.block_size = 8192;
+  settings[0].aio.queue_depth = 1;
+  settings[1].name = "intra_op_parallelism 3";
+  settings[1].aio.intra_op_parallelism = 3;
+  settings[2].name = "single_submit";
+  settings[2].aio.single_submit = true;
+  settings[3].name = "overlap_events off";
+  settings[3].aio.overlap_events = false;
+  const auto m = test::small_model();
+  for (const auto& st : settings) {
+    SCOPED_TRACE(st.name);
+    test::TempDir dir;
+    SaveOptions so;
+    so.block_bytes = 4096;
+    so.warn = [](const std::string&) {};
+    so.io.aio = st.aio;
+    const SaveResult r = test::save_fake(dir.path(), m, 2, 1, 3, so);
+    ASSERT_TRUE(r.ok) << r.message;
+    for (bool direct : {false, true}) {
+      LoadOptions o = at(dir.path(), direct);
+      o.io.aio = st.aio;
+      const auto c = test::load_fake(o, m, 3, 2, 3);
+      EXPECT_EQ(c.mismatches, 0) << (direct ? "O_DIRECT" : "page cache");
+      EXPECT_EQ(c.commits, 3);
+    }
+  }
+}
+
+// Where a FlatState's arrays sit: each at the place in a page its bytes have in the rank file
+// (whose data area starts on a page), so that an O_DIRECT load can read into them in place, or 16
+// bytes past that (as a large malloc puts an array), so that it cannot.
+enum class Placement { OffPage, PageCongruent };
+
+// One rank holding a flat unit of Adam's three arrays in host memory, which it may offer to a load
+// to fill in place.
 class FlatState final : public ShardedState {
  public:
-  FlatState(int64_t n, bool targets) : targets_(targets) {
+  FlatState(int64_t n, bool targets, Placement place = Placement::OffPage) : targets_(targets) {
     UnitLayout u;
     u.name = "flat";
     TensorView t;
@@ -226,11 +271,17 @@ class FlatState final : public ShardedState {
     u.tensors = {t};
     u.numel = n;
     units_ = {u};
-    for (auto& a : data_) a.assign(size_t(n), 0.0f);
+    for (size_t k = 0; k < 3; ++k) {
+      // Array k's place in its file page (the arrays follow each other in the data area), or past it.
+      const size_t lead = size_t(k) * size_t(n) * 4 % 4096 + (place == Placement::OffPage ? 16 : 0);
+      page_[k].reset(static_cast<char*>(std::aligned_alloc(4096, (lead + size_t(n) * 4 + 4095) / 4096 * 4096)));
+      data_[k] = reinterpret_cast<float*>(page_[k].get() + lead);
+      std::fill_n(data_[k], n, 0.0f);
+    }
   }
   void fill(float g) {
     for (size_t k = 0; k < 3; ++k)
-      for (size_t i = 0; i < data_[k].size(); ++i) data_[k][i] = g + float(k) + float(i % 977) * 1e-3f;
+      for (int64_t i = 0; i < n_(); ++i) data_[k][i] = g + float(k) + float(i % 977) * 1e-3f;
   }
   const std::vector<UnitLayout>& units() const override { return units_; }
   int world_size() const override { return 1; }
@@ -242,46 +293,55 @@ class FlatState final : public ShardedState {
   std::vector<ElementRange> owned() const override { return {{0, 0, units_[0].numel}}; }
   std::vector<ElementRange> needed() const override { return owned(); }
   void read(const std::string& a, const ElementRange& r, float* out) override {
-    std::copy_n(data_[idx(a)].data() + r.begin, r.n, out);
+    std::copy_n(data_[idx(a)] + r.begin, r.n, out);
   }
   void write(const std::string& a, const ElementRange& r, const float* in) override {
     ++writes;
-    std::copy_n(in, r.n, data_[idx(a)].data() + r.begin);
+    std::copy_n(in, r.n, data_[idx(a)] + r.begin);
   }
   float* write_target(const std::string& a, const ElementRange& r) override {
-    return targets_ ? data_[idx(a)].data() + r.begin : nullptr;
+    return targets_ ? data_[idx(a)] + r.begin : nullptr;
   }
   void commit() override { ++commits; }
   nlohmann::json counters() const override { return {{"step", 1}, {"applied_steps", 1}, {"skipped_steps", 0}}; }
   void set_counters(const nlohmann::json&) override {}
-  const std::vector<float>& array(size_t k) const { return data_[k]; }
+  std::vector<float> array(size_t k) const { return std::vector<float>(data_[k], data_[k] + n_()); }
   int writes = 0, commits = 0;
 
  private:
+  struct FreeAligned {
+    void operator()(char* p) const { std::free(p); }
+  };
   static size_t idx(const std::string& a) { return a == "master" ? 0 : a == "exp_avg" ? 1 : 2; }
+  int64_t n_() const { return units_[0].numel; }
   bool targets_;
   std::vector<UnitLayout> units_;
-  std::vector<float> data_[3];
+  std::unique_ptr<char, FreeAligned> page_[3];
+  float* data_[3] = {};
 };
+
+// Saves a FlatState of n elements filled with `g` into `dir` (tag "t"); returns its arrays.
+std::vector<std::vector<float>> save_flat(const std::string& dir, int64_t n, float g, RankExchange& ex) {
+  FlatState st(n, false);
+  st.fill(g);
+  SaveOptions so;
+  so.dir = dir;
+  so.warn = [](const std::string&) {};
+  CheckpointWriter w(ex, so);
+  RunFacts facts;
+  facts.model.name = "flat";
+  EXPECT_TRUE(w.save(st, facts, "t").ok);
+  return {st.array(0), st.array(1), st.array(2)};
+}
 
 // A state that offers its memory is filled in place (no write() call), one that does not through
 // write(); both end with the saved values, through the page cache and O_DIRECT.
 TEST(BulkIo, LoadsStraightIntoTheStateWhereItOffersItsMemory) {
   test::TempDir dir;
   const int64_t n = 300001;  // a data area that ends off the 4096-byte grid
-  std::vector<float> saved[3];
   test::run_ranks(1, [&](int, Communicator& comm) {
-    FlatState st(n, false);
-    st.fill(5);
-    for (size_t k = 0; k < 3; ++k) saved[k] = st.array(k);
     RankExchange ex(comm);
-    SaveOptions so;
-    so.dir = dir.path();
-    so.warn = [](const std::string&) {};
-    CheckpointWriter w(ex, so);
-    RunFacts facts;
-    facts.model.name = "flat";
-    ASSERT_TRUE(w.save(st, facts, "t").ok);
+    const auto saved = save_flat(dir.path(), n, 5, ex);
     for (bool targets : {false, true})
       for (bool direct : {false, true}) {
         SCOPED_TRACE(std::string(targets ? "in place" : "through write()") + (direct ? ", O_DIRECT" : ", page cache"));
@@ -292,6 +352,68 @@ TEST(BulkIo, LoadsStraightIntoTheStateWhereItOffersItsMemory) {
         for (size_t k = 0; k < 3; ++k) EXPECT_EQ(back.array(k), saved[k]) << "array " << k;
         EXPECT_EQ(r.bytes_needed, uint64_t(n) * 12);
       }
+  });
+}
+
+// O_DIRECT reads land in the state's own memory where its address and the file offset share their
+// place in a page (the first and last partial pages of each array through the page cache), and go
+// through aligned scratch and a copy where they do not; the values are the saved ones either way.
+TEST(BulkIo, DirectLoadsLandInPlaceWhereAddressAndFileOffsetSharePages) {
+  test::TempDir dir;
+  const int64_t n = 300001;  // arrays 2 and 3 start off the page grid of the file (and end off it)
+  test::run_ranks(1, [&](int, Communicator& comm) {
+    RankExchange ex(comm);
+    const auto saved = save_flat(dir.path(), n, 7, ex);
+    for (Placement place : {Placement::PageCongruent, Placement::OffPage})
+      for (bool direct : {false, true}) {
+        SCOPED_TRACE(std::string(place == Placement::OffPage ? "off the page" : "page-congruent") + (direct ? ", O_DIRECT" : ", page cache"));
+        FlatState back(n, true, place);
+        const auto r = load_checkpoint(back, ex, at(dir.path(), direct));
+        for (size_t k = 0; k < 3; ++k) EXPECT_EQ(back.array(k), saved[k]) << "array " << k;
+        const int64_t read = r.io.direct_bytes + r.io.buffered_bytes;
+        if (!direct || !takes_direct(dir.path())) {
+          EXPECT_EQ(read, int64_t(n) * 12) << "each byte read once";
+          EXPECT_EQ(r.io.copied_bytes, 0) << "page-cache reads land in place";
+          continue;
+        }
+        if (place == Placement::PageCongruent) {
+          EXPECT_EQ(read, int64_t(n) * 12) << "each byte read once";
+          EXPECT_EQ(r.io.copied_bytes, 0) << "every run in place";
+          EXPECT_LT(r.io.buffered_bytes, 3 * 2 * 4096) << "only partial pages at the arrays' ends through the page cache";
+        } else {
+          EXPECT_EQ(r.io.copied_bytes, int64_t(n) * 12) << "through scratch";
+          EXPECT_GE(read, int64_t(n) * 12) << "whole pages around each run";
+        }
+        EXPECT_GT(r.io.direct_bytes, int64_t(n) * 12 - 3 * 2 * 4096);
+      }
+  });
+}
+
+// O_DIRECT refused by the first read (EINVAL, as a file system that opens O_DIRECT but not at this
+// alignment answers): that read and every later one go through the page cache, said once, and the
+// load gives the saved values.
+TEST(BulkIo, RefusedDirectReadFallsBackToThePageCacheAndSaysSoOnce) {
+  test::TempDir dir;
+  const int64_t n = 1 << 20;  // several runs, so that some are in flight when the first is refused
+  test::run_ranks(1, [&](int, Communicator& comm) {
+    RankExchange ex(comm);
+    const auto saved = save_flat(dir.path(), n, 3, ex);
+    LoadOptions o = at(dir.path(), true);
+    o.io.aio.fault_on_read_piece = 1;
+    o.io.aio.fault_errno = EINVAL;
+    FlatState back(n, true);
+    const auto r = load_checkpoint(back, ex, o);
+    for (size_t k = 0; k < 3; ++k) EXPECT_EQ(back.array(k), saved[k]) << "array " << k;
+    int notes = 0;
+    for (const auto& w : r.warnings.all())
+      if (contains(w.message, "refuses O_DIRECT")) {
+        ++notes;
+        EXPECT_TRUE(contains(w.message, "reads go through the page cache")) << w.message;
+      }
+    EXPECT_EQ(notes, 1) << "said once for the load";
+    EXPECT_EQ(r.io.direct_bytes + r.io.buffered_bytes, int64_t(n) * 12);
+    EXPECT_GE(r.io.buffered_bytes, int64_t(n) * 12 - int64_t(BulkIo::kScratchSlots) * (int64_t(4) << 20))
+        << "after the refusal only the runs already in flight read O_DIRECT";
   });
 }
 
