@@ -14,7 +14,9 @@ PNG plots that put what each run measured beside what the ZeRO paper predicts at
   beside the binary's predictor, and a modelled step time: the measured compute plus an alpha-beta
   model of each collective as a ring (G-1 steps, 2(G-1) for an all-reduce, each as slow as the ring's
   slowest hop: an inter-node one when the ring spans nodes), since one machine cannot show a slow
-  link's cost in wall time.
+  link's cost in wall time. Split groups (hpZ's secondary, MiCS's shard and replica groups, the
+  hierarchical gather's levels) are modelled as rings of their own ranks; MiCS runs take the paper's
+  formulas over the shard group (states / s, volume 3Psi + the replica all-reduce's 2Psi/s).
 
 Usage: python3 scripts/sweep.py --config configs/stage2.json --model small --world-size 4 --out out/sweep
        [--stages 0,1,2,3] [--offload none,cpu] [--vary zero_optimization.stage3_prefetch_bucket_size=0,1e6]
@@ -47,7 +49,8 @@ PAPER_STAGE3 = {"zero_optimization.stage3_max_reuse_distance": 0, "zero_optimiza
 COLLECTIVES = ["all_reduce", "reduce_scatter", "all_gather"]
 # Swept keys that exist at stage 3 alone, with the test for "on": a sweep runs the lower stages with
 # them off only, so --vary zero_optimization.zero_hpz_partition_size=1,8 keeps stages 0-2 as baselines.
-STAGE3_ONLY = {"zero_optimization.zero_hpz_partition_size": lambda v: int(v) > 1}
+STAGE3_ONLY = {"zero_optimization.zero_hpz_partition_size": lambda v: int(v) > 1,
+               "zero_optimization.mics_shard_size": lambda v: int(v) > 0}
 LINK_TEXT = ""  # the modelled links in words (main sets it from the flags)
 GiB = float(1 << 30)
 MiB = float(1 << 20)
@@ -110,13 +113,34 @@ def ring_s(bytes_by_op, calls_by_op, g, slow, link):
     return t
 
 
-def modelled_comm_s(step, n, nodes, hpz, link):
-    """Seconds one step's collectives take on the modelled links: the world's calls on a ring over
-    every rank, hpZ's on rings of its group inside a node."""
-    group_b, group_c = step.get("comm_bytes_secondary", {}), step.get("comm_calls_secondary", {})
-    world_b = {c: step["comm_bytes"][c] - group_b.get(c, 0) for c in COLLECTIVES}
-    world_c = {c: step["comm_calls"][c] - group_c.get(c, 0) for c in COLLECTIVES}
-    return ring_s(world_b, world_c, n, nodes > 1, link) + ring_s(group_b, group_c, hpz, False, link)
+def group_rings(start, n):
+    """Each split group's ring as (ranks, spans nodes), from the run's shape: hpZ's secondary group
+    and the hierarchical gather's node level sit inside a node; MiCS's shard group spans nodes when it
+    is larger than one, its replica group (one rank of every shard group) whenever there are several
+    nodes; the hierarchical gather's cross level is one rank per node of the shard group."""
+    rpn, nodes = start["ranks_per_node"], start["nodes"]
+    s = start.get("mics_shard_size", -1)
+    s = s if 0 < s < n else n
+    return {"secondary": (start.get("hpz_partition_size", 1), False), "shard": (s, s > rpn),
+            "replica": (n // s, nodes > 1), "cross": (max(1, s // rpn), True), "node": (min(rpn, s), False)}
+
+
+def modelled_comm_s(step, n, start, link):
+    """Seconds one step's collectives take on the modelled links: each split group's calls on rings of
+    its ranks (group_rings), the rest (the world's) on a ring over every rank."""
+    groups = step.get("comm_groups")
+    if groups is None:  # a record without comm_groups: hpZ's secondary group alone
+        groups = {"secondary": {"bytes": step.get("comm_bytes_secondary", {}), "calls": step.get("comm_calls_secondary", {})}}
+    rings = group_rings(start, n)
+    world_b, world_c = dict(step["comm_bytes"]), dict(step["comm_calls"])
+    t = 0.0
+    for role, g in groups.items():
+        ranks, spans = rings.get(role, (n, start["nodes"] > 1))
+        t += ring_s(g.get("bytes", {}), g.get("calls", {}), ranks, spans, link)
+        for c in COLLECTIVES:
+            world_b[c] -= g.get("bytes", {}).get(c, 0)
+            world_c[c] -= g.get("calls", {}).get(c, 0)
+    return t + ring_s(world_b, world_c, n, start["nodes"] > 1, link)
 
 
 def summarize(run, start, steps, end, n, link):
@@ -151,7 +175,12 @@ def summarize(run, start, steps, end, n, link):
     wire = 2 * row["all_reduce_bytes_per_step"] + row["reduce_scatter_bytes_per_step"] + row["all_gather_bytes_per_step"]
     row["paper_volume_measured_bytes"] = wire
     comm_w = w  # gradients and parameters travel in the working type unless communication_data_type says otherwise
-    row["formula_volume_bytes"] = (3 if stage == 3 else 2) * psi * comm_w
+    # MiCS (s < N): stage 3 inside the shard group, plus the replica all-reduce of a 1/s shard (2Psi/s
+    # on the wire); the states shard over s (the plan's stage divisors say so).
+    mics = start.get("mics_shard_size", -1)
+    row["mics_shard_size"] = mics if stage == 3 and 0 < mics < n else 0
+    replica = 2.0 / row["mics_shard_size"] if row["mics_shard_size"] else 0.0
+    row["formula_volume_bytes"] = ((3 if stage == 3 else 2) + replica) * psi * comm_w
     row["padding_bytes"] = row["padding_elements"] * comm_w
     row["step_ms"] = statistics.median(s["step_ms"] for s in later)
     row["tokens_per_s"] = statistics.median(s["tokens_per_s"] for s in later)
@@ -171,8 +200,7 @@ def summarize(run, start, steps, end, n, link):
     hidden = end.get("comm_hidden_share") if end else None
     waited_ms = (1 - (hidden or 0.0)) * row["comm_busy_ms_per_step"]
     row["compute_ms"] = max(0.0, row["step_ms"] - waited_ms)
-    row["modelled_comm_ms"] = 1e3 * statistics.median(modelled_comm_s(s, n, start["nodes"], start.get("hpz_partition_size", 1), link)
-                                                 for s in later)
+    row["modelled_comm_ms"] = 1e3 * statistics.median(modelled_comm_s(s, n, start, link) for s in later)
     row["modelled_step_ms"] = row["compute_ms"] + row["modelled_comm_ms"]
     row["final_loss"] = steps[-1]["loss"]
     row["param_checksum"] = end.get("param_checksum") if end else None
@@ -201,6 +229,8 @@ def check_rows(rows, n):
         control = 16 * n
         extra = r["paper_volume_measured_bytes"] - r["formula_volume_bytes"]
         slack = (3 if r["stage"] == 3 else 2) * r["padding_bytes"] + control
+        if r.get("mics_shard_size"):
+            slack += 2 * r["padding_bytes"] / r["mics_shard_size"]
         if r["stage"] == 3:
             slack += 2 * r["embedding_unit_bytes"]
         if extra < -1 or extra > slack + 1:
@@ -228,13 +258,17 @@ def write_markdown(path, rows, title, n):
     names = {0: "(w+w+K)Ψ", 1: "(w+w+K/N)Ψ", 2: "(w+(w+K)/N)Ψ", 3: "(w+w+K)Ψ/N"}
     for r in rows:
         out.append(f"| {r['name']} | " + " | ".join(fmt_mib(r[f"{c}_bytes"]) for c in CATEGORIES) +
-                   f" | {fmt_mib(r['plan_buffers_bytes'])} | {fmt_mib(r['model_states_bytes'])} | {names[r['stage']]}, w={r['w_bytes']}, K={r['K_bytes']}"
+                   f" | {fmt_mib(r['plan_buffers_bytes'])} | {fmt_mib(r['model_states_bytes'])} | "
+                   f"{'(w+w+K)Ψ/s' if r.get('mics_shard_size') else names[r['stage']]}, w={r['w_bytes']}, K={r['K_bytes']}"
+                   f"{', s=%d' % r['mics_shard_size'] if r.get('mics_shard_size') else ''}"
                    f" | {fmt_mib(r['formula_model_states_bytes'])} |")
     out += ["", "## Bytes per step (MiB, this rank's algorithm bytes)", "",
             "| run | all_reduce | reduce_scatter | all_gather | on the wire (2·AR + RS + AG) | paper | formula | padding |",
             "|---|---|---|---|---|---|---|---|"]
     for r in rows:
         paper = "3Ψ" if r["stage"] == 3 else "2Ψ"
+        if r.get("mics_shard_size"):
+            paper = f"3Ψ + 2Ψ/{r['mics_shard_size']}"  # stage 3 in the shard group, the replica all-reduce
         out.append(f"| {r['name']} | " + " | ".join(fmt_mib(r[f"{c}_bytes_per_step"]) for c in COLLECTIVES) +
                    f" | {fmt_mib(r['paper_volume_measured_bytes'])} | {paper} | {fmt_mib(r['formula_volume_bytes'])}"
                    f" | {fmt_mib(r['padding_bytes'])} |")

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
+#include <utility>
 
 #include "runtime/engine/engine_checkpoint.h"
 #include "runtime/engine/engine_state.h"
@@ -72,9 +73,8 @@ PartitionConfig partition_config(const EngineOptions& o, Backend& b, const Commu
   PartitionConfig pc;
   static_cast<ZeroOptions&>(pc) = o.zero;
   // MiCS: the partition spans one shard group of mics_shard_size consecutive ranks.
-  const int s = o.zero.stage == 3 && o.zero.mics_shard_size > 0 && c.world_size() > 1 ? o.zero.mics_shard_size : 0;
-  pc.world_size = s > 0 ? s : c.world_size();
-  pc.rank = s > 0 ? c.rank() % s : c.rank();
+  pc.world_size = partition_ranks(o, c.world_size());
+  pc.rank = c.rank() % pc.world_size;
   pc.alignment = o.shard_alignment;
   pc.optimizer = o.optimizer.type;
   pc.sgd_momentum = o.optimizer.momentum != 0.0;
@@ -82,7 +82,35 @@ PartitionConfig partition_config(const EngineOptions& o, Backend& b, const Commu
   return pc;
 }
 
+CommGroupShape group_shape(const EngineOptions& o) {
+  CommGroupShape shape;
+  if (o.zero.stage == 3) {
+    shape.mics_shard_size = o.zero.mics_shard_size;
+    shape.mics_hierarchical = o.gather.mics_hierarchical;
+    shape.hpz_partition_size = int(o.gather.hpz_partition_size);
+  }
+  return shape;
+}
+
+// The largest call of the shard group (the model in 4-byte elements; a padded call runs as one chunk
+// more) and of the other groups (a unit, or MiCS's replica all-reduce of every gradient shard).
+std::pair<uint64_t, uint64_t> largest_calls(const ShardMap& map) {
+  return {uint64_t(map.total_numel()) * 4, uint64_t(std::max(map.max_unit_padded(), map.shard_numel())) * 4};
+}
+
 }  // namespace
+
+int partition_ranks(const EngineOptions& o, int world_size) {
+  const bool mics = o.zero.stage == 3 && o.zero.mics_shard_size > 0 && world_size > 1;
+  return mics ? o.zero.mics_shard_size : world_size;
+}
+
+uint64_t planned_comm_buffer_bytes(const ModelConfig& model, const EngineOptions& o, Backend& b,
+                                   const Communicator& comm) {
+  const Partition part(unit_specs(build_unit_layouts(model)), partition_config(o, b, comm));
+  const auto [shard_call, group_call] = largest_calls(part.map());
+  return CommGroups::planned_buffer_bytes(comm, group_shape(o), shard_call, group_call);
+}
 
 std::vector<ElementRange> checkpoint_needed_ranges(const ModelConfig& model, const EngineOptions& o, Backend& b,
                                                    const Communicator& c) {
@@ -125,25 +153,17 @@ Engine::State::State(const ModelConfig& model_config, const EngineOptions& optio
       pinned(pinned_options(options, setup_warnings)) {
   check_options(opt);
   topology = NodeTopology::make(comm.world_size(), opt.ranks_per_node > 0 ? opt.ranks_per_node : comm.world_size());
-  CommGroupShape shape;
-  if (opt.zero.stage == 3) {
-    shape.mics_shard_size = opt.zero.mics_shard_size;
-    shape.mics_hierarchical = opt.gather.mics_hierarchical;
-    shape.hpz_partition_size = int(opt.gather.hpz_partition_size);
-  }
   // NCCL: collectives wait for the kernels before them on the backend's stream.
-  groups = std::make_unique<CommGroups>(comm, topology, shape, backend.native_stream());
+  groups = std::make_unique<CommGroups>(comm, topology, group_shape(opt), backend.native_stream());
   model = make_causal_lm(model_cfg, backend, ModelRunOptions{opt.micro_batch, opt.checkpoint_activations});
   ledger.record_external(MemCategory::Activations, model->activation_bytes());
   part = std::make_unique<Partition>(unit_specs(model->layouts()), partition_config(opt, backend, comm));
   check_zero_rules(opt, backend, *part);
-  // The communicator's own working buffers, sized now for the largest call this engine makes (the
-  // model in 4-byte elements; a padded call runs as one chunk more) and counted where they live:
-  // host memory, the backend's own on the CPU backend; NCCL's device buffers as measured at its start.
-  // Groups (hpZ's, MiCS's replicas and levels) carry a unit, or MiCS's replica all-reduce of every
-  // gradient shard, at most.
-  groups->reserve_buffers(uint64_t(part->map().total_numel()) * 4,
-                          uint64_t(std::max(part->map().max_unit_padded(), part->map().shard_numel())) * 4);
+  // The communicators' own working buffers, sized now for the largest call each makes
+  // (largest_calls) and counted where they live: host memory, the backend's own on the CPU backend;
+  // NCCL's device buffers as measured at its start.
+  const auto [shard_call, group_call] = largest_calls(part->map());
+  groups->reserve_buffers(shard_call, group_call);
   const uint64_t group_bytes = groups->group_buffer_bytes();
   if (capabilities_of(backend).host_memory) {
     ledger.record_external(MemCategory::CommBuffers, comm.buffer_bytes() + comm.device_buffer_bytes() + group_bytes);

@@ -32,6 +32,13 @@ namespace zt {
 uint64_t planned_unit_buffer_bytes(const ModelConfig& model, const EngineOptions& o, int world_size,
                                    size_t element_bytes);
 
+// The communicator working buffers an engine built with these options on `comm` reserves, its split
+// groups' included (hpZ's, MiCS's): the memory plan's communicator row, found without building one.
+uint64_t planned_comm_buffer_bytes(const ModelConfig& model, const EngineOptions& o, Backend& b,
+                                   const Communicator& comm);
+// The ranks the partition spans: the world, or MiCS's shard group.
+int partition_ranks(const EngineOptions& o, int world_size);
+
 struct StepStats {
   int64_t step = 0;            // optimizer steps attempted so far, this one included
   double loss = 0;             // mean over the global batch

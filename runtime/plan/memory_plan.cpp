@@ -41,6 +41,11 @@ int64_t gpt2_largest_unit(const PlanInput& in) {
 
 }  // namespace
 
+int plan_state_shards(const PlanInput& in) {
+  const int n = std::max(1, in.world_size);
+  return in.stage == 3 && in.mics_shard_size > 0 ? std::min(in.mics_shard_size, n) : n;
+}
+
 MemoryPlan make_memory_plan(const PlanInput& in) {
   MemoryPlan p;
   p.input = in;
@@ -55,8 +60,7 @@ MemoryPlan make_memory_plan(const PlanInput& in) {
   p.ranks_on_node = std::min(std::max(1, in.ranks_per_node), n);
 
   const StageTraits traits = stage_traits(in.stage);
-  // The ranks the model states are sharded over: the world, or MiCS's shard group.
-  const int shards = in.stage == 3 && in.mics_shard_size > 0 ? std::min(in.mics_shard_size, n) : n;
+  const int shards = plan_state_shards(in);
   const double opt_div = traits.optimizer_divisor(shards);  // optimizer partition (stage 1+)
   const double grad_div = traits.grad_divisor(shards);
   const double param_div = traits.param_divisor(shards);

@@ -157,6 +157,8 @@ struct MemoryPlan {
 
 std::string optimizer_name(const PlanInput& in);  // "AdamW", "SGD+momentum", "none", ...
 
+// The ranks the model states are sharded over: the world, or MiCS's shard group at stage 3.
+int plan_state_shards(const PlanInput& in);
 MemoryPlan make_memory_plan(const PlanInput& in);
 nlohmann::json plan_to_json(const MemoryPlan& p);
 std::string plan_to_table(const MemoryPlan& p);  // human-readable, GiB with two decimals

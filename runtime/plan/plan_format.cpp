@@ -51,10 +51,11 @@ nlohmann::json plan_to_json(const MemoryPlan& p) {
       {"buffers", bytes(p.device_buffers)},
       {"total", bytes(p.device_total())},
   };
-  // What the stage divides each model state's bytes per rank by (runtime/zero/stage_traits.h): the
-  // sweep takes ZeRO's formula from here rather than restating it.
+  // What the stage divides each model state's bytes per rank by (runtime/zero/stage_traits.h) over
+  // the ranks that shard them (the world, or MiCS's group): the sweep takes ZeRO's formula from here
+  // rather than restating it.
   const StageTraits traits = stage_traits(in.stage);
-  const int world = std::max(1, in.world_size);
+  const int world = plan_state_shards(in);
   j["stage_divisors"] = {
       {"params", traits.param_divisor(world)},
       {"grads", traits.grad_divisor(world)},

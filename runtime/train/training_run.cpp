@@ -254,10 +254,10 @@ void check_start(Started& started, const RunOptions& run, Communicator& comm, Ba
   plan_in.activation_checkpointing = run.recompute;  // the run recomputes with --recompute only, whatever the block says
   plan_in.emulates_16bit_in_fp32 = target == ComputeBackend::Cpu;
   plan_in.backend_is_host = target == ComputeBackend::Cpu;
-  plan_in.comm_buffer_bytes = comm.buffer_bytes_for(uint64_t(run.model.total_params()) * 4);  // as the engine reserves
+  plan_in.comm_buffer_bytes = planned_comm_buffer_bytes(run.model, started.eo, backend, comm);  // as the engine reserves
   plan_in.comm_device_bytes = comm.device_buffer_bytes();
   plan_in.unit_buffer_bytes =
-      double(planned_unit_buffer_bytes(run.model, started.eo, W, dtype_size(backend.act_dtype())));
+      double(planned_unit_buffer_bytes(run.model, started.eo, partition_ranks(started.eo, W), dtype_size(backend.act_dtype())));
   if (started.baseline.known) plan_in.process_baseline = started.baseline.rss;
   const int micro_batch = int(started.cfg.train_micro_batch_size_per_gpu.value);
   plan_in.activation_bytes = double(causal_lm_activation_bytes_for(

@@ -117,6 +117,20 @@ void CommGroups::reserve_buffers(uint64_t shard_call_bytes, uint64_t group_call_
     if (members_[r].owned) members_[r].owned->reserve_buffers(r == size_t(CommRole::Shard) ? shard_call_bytes : group_call_bytes);
 }
 
+uint64_t CommGroups::planned_buffer_bytes(const Communicator& world, const CommGroupShape& shape,
+                                          uint64_t shard_call_bytes, uint64_t group_call_bytes) {
+  const int W = world.world_size(), s = shape.mics_shard_size;
+  const bool mics = s > 0 && W > 1;
+  uint64_t b = world.buffer_bytes_for(mics ? uint64_t(W) * 64 : shard_call_bytes);
+  if (mics) {
+    b += world.buffer_bytes_for(shard_call_bytes);                                   // shard
+    if (W / s > 1) b += world.buffer_bytes_for(group_call_bytes);                    // replica
+    if (shape.mics_hierarchical) b += 2 * world.buffer_bytes_for(group_call_bytes);  // cross, node
+  }
+  if (shape.hpz_partition_size > 1 && W > 1) b += world.buffer_bytes_for(group_call_bytes);  // secondary
+  return b;
+}
+
 uint64_t CommGroups::group_buffer_bytes() const {
   uint64_t b = 0;
   for (const Member& m : members_)

@@ -72,6 +72,10 @@ class CommGroups {
   // when it is the shard group; under MiCS the world carries a few doubles) and the other groups'.
   void reserve_buffers(uint64_t shard_call_bytes, uint64_t group_call_bytes);
   uint64_t group_buffer_bytes() const;  // the split groups' (the world's is comm.buffer_bytes())
+  // What reserve_buffers would hold in all (the world's and every group's) for groups of `shape`
+  // split from `world`, found without splitting (the memory plan's communicator row).
+  static uint64_t planned_buffer_bytes(const Communicator& world, const CommGroupShape& shape,
+                                       uint64_t shard_call_bytes, uint64_t group_call_bytes);
   void set_compute_stream(void* stream);
 
  private:

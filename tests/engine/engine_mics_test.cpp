@@ -96,5 +96,29 @@ TEST(Mics, HierarchicalGatherIsBitwiseTheFlatGather) {
   for (const StepStats& st : two_level.stats) EXPECT_GT(st.groups.by_role[int(CommRole::Cross)].calls[int(CommOp::AllGather)], 0u);
 }
 
+// The memory plan's communicator row (planned_comm_buffer_bytes, found without building an engine)
+// is what a built engine records for its communicators' working buffers, split groups included:
+// flat stage 3, MiCS over a node and over the world with the two-level gather, and hpZ.
+TEST(Mics, PlannedCommunicatorBuffersAreWhatTheEngineReserves) {
+  const int W = world().comm->world_size();
+  if (W < 4) GTEST_SKIP() << "needs two nodes of two ranks";
+  const ModelConfig model = tiny_model(true);
+  EngineOptions hpz = mics_options(1, 0, false);
+  hpz.gather.hpz_partition_size = node_size();
+  const std::pair<const char*, EngineOptions> cases[] = {{"flat", mics_options(1, 0, false)},
+                                                         {"mics node", mics_options(1, node_size(), false)},
+                                                         {"mics world two-level", mics_options(1, W, true)},
+                                                         {"hpz", hpz}};
+  uint64_t flat_bytes = 0;
+  for (const auto& [name, o] : cases) {
+    SCOPED_TRACE(name);
+    const uint64_t planned = planned_comm_buffer_bytes(model, o, *world().backend, *world().comm);
+    Engine e(model, o, *world().backend, *world().comm);
+    EXPECT_EQ(planned, e.ledger().current()[MemCategory::CommBuffers]);
+    if (flat_bytes == 0) flat_bytes = planned;
+    else EXPECT_GT(planned, flat_bytes) << "a split group reserves buffers of its own";
+  }
+}
+
 }  // namespace
 }  // namespace zt::test

@@ -2,7 +2,8 @@
 # scripts/sweep.py on `small` at 2 CPU ranks: every stage runs, sweep.csv / sweep.md / three PNGs
 # are written, the CSV has a row per stage with the formula columns, and --check (measured beside
 # the ZeRO formulas within the padding and the named buffers, link bytes equal to the predictor) passes;
-# as two "nodes" of one rank, every row carries inter-node bytes and a modelled step time.
+# as two "nodes" of one rank, every row carries inter-node bytes and a modelled step time; MiCS at 8
+# ranks as 2 x 4 passes --check beside flat stage 3.
 # Usage: sweep_test.sh SWEEP_PY ZEROTRAIN CONFIG MPIRUN
 set -uo pipefail
 sweep=$1 zt=$2 config=$3 mpirun=$4
@@ -33,5 +34,20 @@ assert len({r["param_checksum"] for r in rows}) == 1, [r["param_checksum"] for r
 print("sweep_test: csv ok")
 PY
 grep -q "sweep: check ok: 4 runs" "$work/log" || { echo "FAIL: no check line"; status=1; }
+# MiCS swept like any key, at 8 ranks as two nodes of 4 (tiny, the paper's stage 3): --check holds
+# (states over s, volume 3Psi + 2Psi/s, the plan's buffers with the split groups', link bytes equal
+# to the predictor) and MiCS over a node sends fewer bytes between nodes than flat stage 3.
+/usr/bin/python3 "$sweep" --config "$config" --model tiny --world-size 8 --ranks-per-node 4 --stages 3 --steps 3 \
+  --vary zero_optimization.mics_shard_size=-1,4 --out "$work/mics" --zerotrain "$zt" --mpirun "$mpirun" --check \
+  > "$work/mics.log" 2>&1 || { cat "$work/mics.log"; echo "FAIL: the MiCS sweep exited non-zero"; status=1; }
+grep -q "sweep: check ok: 2 runs" "$work/mics.log" || { echo "FAIL: no MiCS check line"; status=1; }
+/usr/bin/python3 - "$work/mics/sweep.csv" <<'PY' || status=1
+import csv, sys
+flat, mics = list(csv.DictReader(open(sys.argv[1])))
+assert int(mics["mics_shard_size"]) == 4 and int(flat["mics_shard_size"]) == 0, (flat["name"], mics["name"])
+assert float(mics["inter_bytes_per_step"]) < float(flat["inter_bytes_per_step"]), (mics["inter_bytes_per_step"],
+                                                                               flat["inter_bytes_per_step"])
+print("sweep_test: MiCS row ok")
+PY
 [ $status = 0 ] && echo "sweep_test: ok"
 exit $status

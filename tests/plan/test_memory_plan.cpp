@@ -52,6 +52,21 @@ TEST(MemoryPlan, JsonStageDivisorsReproduceTheModelStates) {
   }
 }
 
+// MiCS: the states shard over the group of s ranks, and the JSON's divisors say s, not the world
+// (the sweep's formula for a MiCS run); below stage 3 the key changes nothing.
+TEST(MemoryPlan, MicsShardsTheStatesOverItsGroup) {
+  PlanInput in = paper_input(3);
+  in.mics_shard_size = 8;
+  EXPECT_EQ(plan_state_shards(in), 8);
+  const MemoryPlan p = make_memory_plan(in);
+  const nlohmann::json d = plan_to_json(p)["stage_divisors"];
+  for (const char* k : {"params", "grads", "optimizer"}) EXPECT_EQ(d[k].get<double>(), 8) << k;
+  EXPECT_DOUBLE_EQ(p.device_model_states(), 16 * 7.5e9 / 8);
+  in.stage = 2;
+  EXPECT_EQ(plan_state_shards(in), 64);
+  EXPECT_EQ(plan_to_json(make_memory_plan(in))["stage_divisors"]["optimizer"].get<double>(), 64);
+}
+
 TEST(MemoryPlan, OptimizerKCountsMasterCopyUnderMixedPrecision) {
   struct Case {
     std::optional<OptimizerType> opt;
