@@ -61,10 +61,9 @@ InfoReport checkpoint_info(const std::string& path, const std::string& tag, bool
        ", checkpoint format version " + std::to_string(m.format_version));
   // MiCS (from the run's resolved ds_config): the first shard group's files hold the state.
   std::string mics;
-  if (const auto& z = m.run.config.value("zero_optimization", nlohmann::json::object());
-      m.stage == 3 && z.is_object() && z.value("mics_shard_size", int64_t(-1)) > 0 &&
-      z.value("mics_shard_size", int64_t(-1)) < m.world_size) {
-    const int64_t s = z.value("mics_shard_size", int64_t(-1));
+  const auto& z = m.run.config.value("zero_optimization", nlohmann::json::object());
+  if (const int64_t s = z.is_object() ? z.value("mics_shard_size", int64_t(-1)) : -1;
+      m.stage == 3 && s > 0 && s < m.world_size) {
     mics = " (MiCS: shard groups of " + std::to_string(s) + ", the first group's ranks own the state, its " +
            std::to_string(m.world_size / s - 1) + " replica group(s) nothing)";
   }

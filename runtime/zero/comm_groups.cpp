@@ -26,6 +26,12 @@ std::vector<int> ascending(int first, int count, int stride) {
   return g;
 }
 
+// The world's largest call: the shard group's, or under MiCS the step's few doubles (the loss,
+// evaluation sums).
+uint64_t world_call_bytes(bool mics, int world_size, uint64_t shard_call_bytes) {
+  return mics ? uint64_t(world_size) * 64 : shard_call_bytes;
+}
+
 }  // namespace
 
 CommGroups::CommGroups(Communicator& world, const NodeTopology& topology, const CommGroupShape& shape, void* stream)
@@ -111,8 +117,7 @@ StepTraffic CommGroups::since(const std::vector<CommStats>& before) const {
 }
 
 void CommGroups::reserve_buffers(uint64_t shard_call_bytes, uint64_t group_call_bytes) {
-  // Under MiCS the world carries the step's few doubles only (the loss, evaluation sums).
-  world_.reserve_buffers(mics_ ? uint64_t(world_.world_size()) * 64 : shard_call_bytes);
+  world_.reserve_buffers(world_call_bytes(mics_, world_.world_size(), shard_call_bytes));
   for (size_t r = 0; r < members_.size(); ++r)
     if (members_[r].owned) members_[r].owned->reserve_buffers(r == size_t(CommRole::Shard) ? shard_call_bytes : group_call_bytes);
 }
@@ -121,7 +126,7 @@ uint64_t CommGroups::planned_buffer_bytes(const Communicator& world, const CommG
                                           uint64_t shard_call_bytes, uint64_t group_call_bytes) {
   const int W = world.world_size(), s = shape.mics_shard_size;
   const bool mics = s > 0 && W > 1;
-  uint64_t b = world.buffer_bytes_for(mics ? uint64_t(W) * 64 : shard_call_bytes);
+  uint64_t b = world.buffer_bytes_for(world_call_bytes(mics, W, shard_call_bytes));
   if (mics) {
     b += world.buffer_bytes_for(shard_call_bytes);                                   // shard
     if (W / s > 1) b += world.buffer_bytes_for(group_call_bytes);                    // replica
