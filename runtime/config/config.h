@@ -145,6 +145,8 @@ struct ZeroConfig {
   // each unit gathered across nodes among same-local-index ranks first, then inside each node.
   Field<int64_t> mics_shard_size = -1;
   Field<bool> mics_hierarchical_params_gather = false;
+  // ZeRO++ qwZ: stage 3's parameter all-gathers send int8 levels and one fp32 scale per block.
+  Field<bool> quantized_weights = false;
   OffloadConfig offload_optimizer;
   OffloadConfig offload_param;
   // Deprecated spellings, read only to be mapped onto offload_optimizer / offload_param.

@@ -91,8 +91,6 @@ const std::vector<DsKey> kTable = {
      "ZenFlow: the optimizer waits only for the important gradients and updates the rest asynchronously on the CPU"},
     {"zero_optimization", "legacy_stage1", C::Unimplemented, O::False, V::Bool,
      "the ZeRO stage 1 of DeepSpeed before 0.5.9 (DeepSpeed itself raises an error for it now)"},
-    {"zero_optimization", "zero_quantized_weights", C::Unimplemented, O::False, V::Bool,
-     "ZeRO++ qwZ: parameters all-gathered in int8"},
     {"zero_optimization", "zero_quantized_nontrainable_weights", C::Unimplemented, O::False, V::Bool,
      "frozen parameters stored and gathered in int8"},
     {"zero_optimization", "zero_quantized_gradients", C::Unimplemented, O::False, V::Bool,

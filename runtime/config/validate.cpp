@@ -239,6 +239,23 @@ void validate_config(Config& c, const LoadOptions& opts, Diagnostics& d) {
               "remove zero_hpz_partition_size (MiCS with mics_shard_size = the ranks per node already keeps "
               "backward's gathers inside a node), or remove mics_shard_size");
   }
+  // qwZ: stage 3's gathers; the host communicators (the CUDA path's device quantizer is not wired);
+  // not with MiCS's two-level gather. torch_autocast, which DeepSpeed also refuses with qwZ, is
+  // refused on its own (not built).
+  if (z.quantized_weights.present && z.quantized_weights.value) {
+    const char* key = "zero_optimization.zero_quantized_weights";
+    if (stage_ok && stage < 3)
+      d.error(key, "true",
+              "qwZ quantizes stage 3's parameter all-gathers, and this is stage " + std::to_string(stage) +
+                  " (DeepSpeed ignores the key below stage 3 without a word)",
+              "set zero_optimization.stage to 3, or remove zero_quantized_weights");
+    if (opts.backend == ComputeBackend::Cuda)
+      d.error(key, "true", "quantized gathers run on the cpu backend only: the CUDA quantizer is not wired into the gather yet",
+              "run with --backend cpu, or remove zero_quantized_weights");
+    if (mics_on && z.mics_hierarchical_params_gather.value)
+      d.error(key, "true", "MiCS's two-level gather (mics_hierarchical_params_gather) sends unquantized shards; the two are not combined",
+              "remove mics_hierarchical_params_gather, or zero_quantized_weights");
+  }
   if (!mics_on && z.mics_hierarchical_params_gather.present && z.mics_hierarchical_params_gather.value)
     d.warning("zero_optimization.mics_hierarchical_params_gather", "true",
               "it shapes MiCS's parameter gather, and MiCS is off (mics_shard_size is " + std::to_string(mics) +

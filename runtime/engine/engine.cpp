@@ -280,7 +280,18 @@ LinkBytes Engine::expected_link_bytes_per_step() const {
     EngineOptions o = s_->opt;
     if (!groups.secondary()) o.gather.hpz_partition_size = 1;
     const UnitGatherVolumes g = unit_gather_elements_per_step(unit_buffer_walk(p.map(), s_->model_cfg, o));
-    const uint64_t primary = uint64_t(g.primary) * es;
+    uint64_t primary = uint64_t(g.primary) * es, secondary = uint64_t(g.secondary) * es;
+    if (o.gather.quantized_weights) {  // qwZ: each call's int8 levels and fp32 scales
+      primary = secondary = 0;
+      for (int u = 0; u < p.units(); ++u) {
+        const size_t P = size_t(p.shard(u).padded);
+        if (size_t(u) < g.primary_calls.size())
+          primary += uint64_t(g.primary_calls[size_t(u)]) * QuantizedGather::wire_bytes(P, S).total();
+        if (size_t(u) < g.secondary_calls.size())
+          secondary += uint64_t(g.secondary_calls[size_t(u)]) *
+                       QuantizedGather::wire_bytes(P, int(o.gather.hpz_partition_size)).total();
+      }
+    }
     if (groups.cross()) {
       v.bytes[int(CommOp::AllGather)] = 0;
       on[int(CommRole::Cross)][int(CommOp::AllGather)] = primary / uint64_t(groups.node()->world_size());
@@ -288,7 +299,7 @@ LinkBytes Engine::expected_link_bytes_per_step() const {
     } else {
       v.bytes[int(CommOp::AllGather)] = primary;
     }
-    on[int(CommRole::Secondary)][int(CommOp::AllGather)] = uint64_t(g.secondary) * es;
+    on[int(CommRole::Secondary)][int(CommOp::AllGather)] = secondary;
   }
   if (groups.replica()) {  // MiCS: every gradient shard across the replicas, once a step
     uint64_t shard_elems = 0;

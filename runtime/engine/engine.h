@@ -15,6 +15,7 @@
 #include "collectives/topology.h"
 #include "kernels/backend.h"
 #include "runtime/engine/engine_options.h"
+#include "runtime/zero/quantized_gather.h"
 #include "runtime/zero/memory_ledger.h"
 #include "runtime/zero/trace.h"
 #include "runtime/model/model_config.h"
@@ -60,6 +61,8 @@ struct StepStats {
   double forward_s = 0, backward_s = 0, reduce_wait_s = 0, gather_wait_s = 0, optimizer_s = 0;
   uint64_t mem_peak = 0;       // ledger peak bytes on this rank, since start
   uint64_t grad_bytes_to_host = 0;  // gradient bytes copied out of backend memory (offload only)
+  // qwZ: this rank's sampled quantization error of the step's parameter gathers (gathers == 0: off).
+  QuantError quant_weights;
 };
 
 struct ParamSummary {

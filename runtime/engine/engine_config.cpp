@@ -113,6 +113,7 @@ EngineOptions engine_options_from_config(const Config& c, uint64_t seed, bool re
   e.gather.max_reuse_distance = z.max_reuse_distance.value;
   e.gather.hpz_partition_size = std::max<int64_t>(1, z.hpz_partition_size.value);
   e.gather.mics_hierarchical = e.zero.mics_shard_size > 0 && z.mics_hierarchical_params_gather.value;
+  e.gather.quantized_weights = e.zero.stage == 3 && z.quantized_weights.value;
   e.gather.allgather_bucket_size = sizes.allgather_bucket;
   e.optimizer = optimizer_options(c.optimizer);
   if (!c.scheduler.type.value.empty())

@@ -58,6 +58,7 @@ StepStats Engine::train_step(const BatchFn& fill) {
   const auto t0 = Clock::now();
   const std::vector<CommStats> before = s.groups->snapshot();
   const uint64_t out_before = s.optimizer->grad_bytes_to_host();
+  s.gatherer->take_quant_error();  // the step's own gathers only (not an evaluation's before it)
 
   // Micro-steps: forward, backward and the gradient buckets.
   const float dloss = float(s.optimizer->loss_scale() / (double(s.opt.grad_accum) * s.predivide()));
@@ -108,6 +109,7 @@ StepStats Engine::train_step(const BatchFn& fill) {
   st.skipped_total = s.optimizer->counters().skipped;
   st.seconds = seconds_since(t0);
   st.mem_peak = s.ledger.peak_total();
+  st.quant_weights = s.gatherer->take_quant_error();
   return st;
 }
 

@@ -291,6 +291,10 @@ double RunReporter::after_step(const StepStats& st) {
           {"comm_busy_s", busy},
           {"mem_peak", st.mem_peak}};
   if (!process.is_null()) step_record["process"] = process;
+  if (const QuantError& q = st.quant_weights; q.gathers)  // qwZ: rank 0's sampled blocks, beside the bound
+    step_record["quant_weights"] = {{"max_rel_err", q.max_rel}, {"rms_rel_err", q.rms_rel()},
+                                    {"bound_rel_err", 0.5 / 127}, {"sampled_elements", q.elements},
+                                    {"gathers", q.gathers}, {"blocks", q.blocks}, {"bad_blocks", q.bad_blocks}};
   record(step_record);
   inst_.monitors.write(events(st, rate));
   if (inst_.profiler) backend_.attach_op_recorder(nullptr);

@@ -26,6 +26,9 @@ struct GatherOptions {
   // go in two levels, first across its nodes among the ranks of one local index, then inside each
   // node (runtime/zero/hierarchical_gather.h); the values are the flat gather's.
   bool mics_hierarchical = false;
+  // ZeRO++'s qwZ (zero_quantized_weights): every stage-3 parameter all-gather, the secondary's too,
+  // sends int8 levels and fp32 block scales (runtime/zero/quantized_gather.h).
+  bool quantized_weights = false;
 };
 
 class GatherSchedule {

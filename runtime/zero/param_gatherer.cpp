@@ -2,6 +2,7 @@
 #include "runtime/zero/param_gatherer.h"
 
 #include <algorithm>
+#include <stdexcept>
 
 namespace zt {
 
@@ -23,6 +24,12 @@ ParamGatherer::ParamGatherer(ZeroContext& z, UnitBufferPool& pool, ParamStore& s
   }
   if (z.part.gathers_params_for_compute() && o.mics_hierarchical && z.groups && z.groups->cross())
     hierarchical_ = HierarchicalGather(z.groups->cross(), z.groups->node());
+  if (z.part.gathers_params_for_compute() && o.quantized_weights) {
+    if (z.working_type() != DType::F32 || hierarchical_.on())
+      throw std::invalid_argument("zero_quantized_weights: quantized gathers run on the host backend's fp32 buffers "
+                                  "and not with MiCS's two-level gather");
+    quantized_ = QuantizedGather(&z.ledger);
+  }
   if (z.part.gathers_params_after_update()) {
     std::vector<int> order;
     std::vector<int64_t> len;
@@ -52,11 +59,20 @@ void ParamGatherer::gather(int u, bool wait) {
     g.full = pool_.acquire(P, false);
     live_elements_ += P;
     g.from_secondary = hpz_ > 1 && secondary_valid_[size_t(u)];
+    // qwZ's dequantized values are rounded to the training precision a 16-bit backend would store.
+    const DType round_to = z_.emulates() ? z_.train_precision : DType::F32;
     if (g.from_secondary) {
-      g.pending = z_.secondary_comm()->all_gather_async(secondary_[size_t(u)], g.full, size_t(P), z_.working_type());
+      Communicator& group = *z_.secondary_comm();
+      g.pending = quantized_.on()
+                      ? quantized_.gather_async(group, static_cast<const float*>(secondary_[size_t(u)]),
+                                                static_cast<float*>(g.full), size_t(P), round_to)
+                      : group.all_gather_async(secondary_[size_t(u)], g.full, size_t(P), z_.working_type());
     } else {
       const void* shard = store_.gather_source(u);
-      if (hierarchical_.on()) {  // MiCS's two levels: the shard goes to its place, then in place
+      if (quantized_.on()) {
+        g.pending = quantized_.gather_async(z_.comm, static_cast<const float*>(shard), static_cast<float*>(g.full),
+                                            size_t(P), round_to);
+      } else if (hierarchical_.on()) {  // MiCS's two levels: the shard goes to its place, then in place
         z_.backend.copy(z_.element_at(g.full, z_.part.shard(u).rank_begin), shard, size_t(z_.part.shard(u).shard) * z_.element_bytes());
         g.pending = hierarchical_.gather_async(g.full, size_t(P), z_.working_type(), z_.element_bytes());
       } else {

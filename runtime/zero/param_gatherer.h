@@ -12,6 +12,8 @@
 //   MiCS (mics_shard_size): the gathers run over the shard group (ZeroContext::comm); with
 //   mics_hierarchical_params_gather in two levels, across the group's nodes then inside each
 //   (HierarchicalGather), the same values.
+//   qwZ (zero_quantized_weights): every one of those gathers — primary, secondary — sends int8
+//   levels and fp32 block scales and is dequantized on arrival (QuantizedGather).
 //   Stages 1–2, after the update: the updated shards are all-gathered into every rank's full
 //   parameters in buckets of allgather_bucket_size elements (runtime/zero/buckets.h), each bucket
 //   issued as soon as every unit it touches is updated, overlapping the remaining updates.
@@ -24,6 +26,7 @@
 #include "runtime/zero/gather_schedule.h"
 #include "runtime/zero/hierarchical_gather.h"
 #include "runtime/zero/param_store.h"
+#include "runtime/zero/quantized_gather.h"
 #include "runtime/zero/unit_buffers.h"
 #include "runtime/zero/zero_context.h"
 
@@ -52,6 +55,9 @@ class ParamGatherer {
   void finish_param_sync();      // every bucket issued and waited
   const std::vector<Bucket>& sync_buckets() const { return sync_.buckets(); }
 
+  // qwZ's sampled quantization error since the last take (zero when qwZ is off).
+  QuantError take_quant_error() { return quantized_.take_error(); }
+
  private:
   struct Gathered {
     void* full = nullptr;
@@ -78,6 +84,7 @@ class ParamGatherer {
   std::vector<void*> secondary_;
   std::vector<bool> secondary_valid_;
   HierarchicalGather hierarchical_;  // MiCS's two-level gather, when on
+  QuantizedGather quantized_;        // qwZ, when on
   // stages 1–2
   BucketStream sync_;  // the update-order buckets and the next to issue
   std::vector<CommHandlePtr> syncing_;

@@ -97,7 +97,11 @@ class StepWalk {
   void gather(int u) {
     if (gathered_[size_t(u)]) return;
     gathered_[size_t(u)] = true;
-    (secondary_[size_t(u)] ? volumes_.secondary : volumes_.primary) += w_.padded[size_t(u)];
+    const bool secondary = secondary_[size_t(u)];
+    (secondary ? volumes_.secondary : volumes_.primary) += w_.padded[size_t(u)];
+    auto& calls = secondary ? volumes_.secondary_calls : volumes_.primary_calls;
+    calls.resize(size_t(U_), 0);
+    calls[size_t(u)] += 1;
     pool_.acquire(w_.padded[size_t(u)]);
     live_ += w_.padded[size_t(u)];
   }

@@ -43,8 +43,10 @@ int64_t unit_buffer_peak_elements(const UnitBufferWalk& walk);
 // 0 below stage 3. The communication predictor's all-gather volumes: from every rank's primary
 // shard (over the world), and with hpZ from the secondary slices (over the hpz group) once a unit
 // has been released in the step.
+// Per unit, how many times it was gathered from each (qwZ's bytes are per call, not per element).
 struct UnitGatherVolumes {
   int64_t primary = 0, secondary = 0;
+  std::vector<int64_t> primary_calls, secondary_calls;  // per unit
 };
 UnitGatherVolumes unit_gather_elements_per_step(const UnitBufferWalk& walk);
 

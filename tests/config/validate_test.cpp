@@ -102,6 +102,10 @@ const ComboCase kCombos[] = {
      "zero_optimization.mics_shard_size", "2", "MiCS is not built with an offloaded optimizer", false},
     {"mics_hierarchical_without_mics", R"("zero_optimization": {"stage": 3, "mics_hierarchical_params_gather": true})",
      "zero_optimization.mics_hierarchical_params_gather", "true", "MiCS is off", true},
+    {"qwz_below_stage3", R"("zero_optimization": {"stage": 2, "zero_quantized_weights": true})",
+     "zero_optimization.zero_quantized_weights", "true", "qwZ quantizes stage 3's parameter all-gathers", false},
+    {"qwz_with_hierarchical_mics", R"("zero_optimization": {"stage": 3, "mics_shard_size": 2, "mics_hierarchical_params_gather": true, "zero_quantized_weights": true})",
+     "zero_optimization.zero_quantized_weights", "true", "the two are not combined", false},
     {"clipping_negative", R"("gradient_clipping": -1)", "gradient_clipping", "-1", "turns clipping off", true},
     // Warnings.
     {"stage3_key_at_stage2", R"("zero_optimization": {"stage": 2, "stage3_max_live_parameters": 1e9})",

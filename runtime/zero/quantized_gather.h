@@ -1,0 +1,64 @@
+// QuantizedGather: ZeRO++'s qwZ parameter all-gather (zero_quantized_weights). Each rank quantizes
+// its shard of a padded unit to symmetric int8 with one fp32 scale per block (kernels/quant: the
+// blocks never straddle two shards, BlockPlan's DeepSpeed-sized blocks), and two all-gathers over
+// the group send the levels (each rank's padded to whole 8-byte words, as int64 bit patterns: an
+// all-gather copies bits) and the scales (fp32), as DeepSpeed sends them; the handle's wait()
+// dequantizes every rank's part, this rank's too, into the unit's fp32 buffer, then rounds it to
+// the training precision where the backend emulates a 16-bit one. The fp32 master and the
+// optimizer never see quantized values: only what forward and backward compute with is.
+// On the host backend only (the CUDA quantizer is not wired into the gather).
+//
+// The error is measured, not assumed: on a sample of this rank's blocks (every kSampleEvery-th block
+// it quantizes, counted across calls) the dequantized value is compared with the exact one, relative to
+// the block's absmax; take_error() hands the maximum and the sum of squares since the last take.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "collectives/communicator.h"
+#include "runtime/zero/memory_ledger.h"
+
+namespace zt {
+
+struct QuantError {
+  double max_rel = 0;      // max |deq - x| / absmax of its block over the sampled elements
+  double sum_sq_rel = 0;   // sum of the squares of the same ratio
+  uint64_t elements = 0;   // sampled elements (a zero block counts: its error is 0)
+  uint64_t gathers = 0;    // quantized gathers issued
+  uint64_t blocks = 0;     // blocks quantized by this rank
+  uint64_t bad_blocks = 0; // blocks refused for holding an inf or NaN (NaN after the gather)
+  double rms_rel() const;
+  void add(const QuantError& o);
+};
+
+class QuantizedGather {
+ public:
+  static constexpr uint64_t kSampleEvery = 16;
+
+  QuantizedGather() = default;
+  explicit QuantizedGather(MemoryLedger* ledger) : ledger_(ledger) {}
+  bool on() const { return ledger_ != nullptr; }
+
+  // What one gather of a unit of `padded` elements over `group` ranks puts on the wire, as the
+  // communicator counts it (algorithm bytes: the gathered size of each call).
+  struct WireBytes {
+    uint64_t levels = 0, scales = 0;
+    uint64_t total() const { return levels + scales; }
+  };
+  static WireBytes wire_bytes(size_t padded, int group);
+
+  // Gathers the unit into `full` (padded fp32 elements) over `c` from this rank's shard `shard`
+  // (padded / c.world_size() fp32 elements); `round_to` is the precision the values are rounded
+  // to after dequantizing (F32: none). The handle's wait() completes both calls and dequantizes.
+  CommHandlePtr gather_async(Communicator& c, const float* shard, float* full, size_t padded, DType round_to);
+
+  QuantError take_error();
+
+ private:
+  MemoryLedger* ledger_ = nullptr;
+  QuantError error_;
+  uint64_t blocks_ = 0;  // blocks quantized so far: which ones are sampled
+};
+
+}  // namespace zt
