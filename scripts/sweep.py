@@ -14,14 +14,15 @@ PNG plots that put what each run measured beside what the ZeRO paper predicts at
   beside the binary's predictor, and a modelled step time: the measured compute plus an alpha-beta
   model of each collective as a ring (G-1 steps, 2(G-1) for an all-reduce, each as slow as the ring's
   slowest hop: an inter-node one when the ring spans nodes), since one machine cannot show a slow
-  link's cost in wall time. Split groups (hpZ's secondary, MiCS's shard and replica groups, the
+  link's cost in wall time (beside it, the same with one compute term shared by every run: the median
+  of their measured compute, or --compute-ms, so the ratio is the links' effect alone). Split groups (hpZ's secondary, MiCS's shard and replica groups, the
   hierarchical gather's levels) are modelled as rings of their own ranks; MiCS runs take the paper's
   formulas over the shard group (states / s, volume 3Psi + the replica all-reduce's 2Psi/s).
 
 Usage: python3 scripts/sweep.py --config configs/stage2.json --model small --world-size 4 --out out/sweep
        [--stages 0,1,2,3] [--offload none,cpu] [--vary zero_optimization.stage3_prefetch_bucket_size=0,1e6]
        [--set zero_optimization.overlap_comm=false] [--steps 20] [--check] [--ranks-per-node 2]
-       [--inter-gbps 100] [--inter-latency-us 10] [--intra-speedup 20] [-- zerotrain flags...]
+       [--inter-gbps 100] [--inter-latency-us 10] [--intra-speedup 20] [--compute-ms 40] [-- zerotrain flags...]
 Flags after "--" go to every run; the shipped configs need none (an HF template from configs/hf/ needs
 the Trainer's flags there: -- --micro-batch 4 --lr 3e-3 ...).
 """
@@ -207,6 +208,18 @@ def summarize(run, start, steps, end, n, link):
     return row
 
 
+def share_compute(rows, given_ms=None):
+    """One compute term for every row: the runs do the same forward, backward and update, so on one
+    machine their measured compute differs by noise alone; the given value (--compute-ms, e.g. a
+    faster device's) or the median of the runs' measured compute, plus each run's modelled links."""
+    c = given_ms if given_ms is not None else statistics.median(r["compute_ms"] for r in rows)
+    text = (f"{c:.1f} ms given by --compute-ms" if given_ms is not None else
+            f"{c:.1f} ms, the median of the {len(rows)} runs' measured compute")
+    for r in rows:
+        r["shared_compute_ms"], r["shared_compute_text"] = c, text
+        r["modelled_step_shared_ms"] = c + r["modelled_comm_ms"]
+
+
 def check_rows(rows, n):
     """Measured beside formula. Model states: each category within the padding the layout adds
     (units are padded to a multiple of N x 16 elements). Buffers: at most what the plan names.
@@ -276,17 +289,23 @@ def write_markdown(path, rows, title, n):
     out += ["", f"## Bytes per step by link class (MiB, the whole job; {rows[0]['nodes']} node(s) of "
             f"{rows[0]['ranks_per_node']} ranks) and the modelled step", "",
             "| run | intra-node | predicted | inter-node | predicted | compute (ms) | modelled links (ms) | "
-            "modelled step (ms) | vs stage 3 |",
-            "|---|---|---|---|---|---|---|---|---|"]
+            "modelled step (ms) | vs stage 3 | links vs stage 3 | step, shared compute (ms) | vs stage 3 |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+
+    def ratio(key, r):
+        return "-" if not flat3 or not r[key] else f"{flat3[key] / r[key]:.3f}x"
     for r in rows:
-        ratio = "-" if not flat3 or not r["modelled_step_ms"] else f"{flat3['modelled_step_ms'] / r['modelled_step_ms']:.2f}x"
         out.append(f"| {r['name']} | {fmt_mib(r['intra_bytes_per_step'])} | {fmt_mib(r['predicted_intra_bytes_per_step'])}"
                    f" | {fmt_mib(r['inter_bytes_per_step'])} | {fmt_mib(r['predicted_inter_bytes_per_step'])}"
-                   f" | {r['compute_ms']:.1f} | {r['modelled_comm_ms']:.2f} | {r['modelled_step_ms']:.1f} | {ratio} |")
+                   f" | {r['compute_ms']:.1f} | {r['modelled_comm_ms']:.2f} | {r['modelled_step_ms']:.1f} | "
+                   f"{ratio('modelled_step_ms', r)} | {ratio('modelled_comm_ms', r)} | "
+                   f"{r['modelled_step_shared_ms']:.2f} | {ratio('modelled_step_shared_ms', r)} |")
     out += ["", "Link bytes: the binary's ring model (each collective a ring over its ranks in order; a hop between "
             "two nodes is inter-node) over the bytes it measured, summed over every rank. Modelled links: "
-            f"{LINK_TEXT}; no overlap with compute is assumed (an upper bound). vs stage 3: the first stage-3 "
-            "row's modelled step over this row's.", ""]
+            f"{LINK_TEXT}; no overlap with compute is assumed (an upper bound). Compute: the step less the time "
+            "it waited for collectives, this run's own (noisy between runs on a shared CPU). Shared compute: "
+            f"{rows[0]['shared_compute_text']}, the same for every row, so the ratio beside it is the links' "
+            "effect alone. vs stage 3: the first stage-3 row's value over this row's.", ""]
     out += ["", "## Time, throughput, memory, overlap", "",
             "| run | step (ms) | tokens/s | ledger peak (MiB) | peak RSS - baseline (MiB) | comm busy (ms/step) | "
             "hidden behind compute | final loss |",
@@ -409,6 +428,8 @@ def main():
     p.add_argument("--inter-gbps", type=float, default=100.0, help="modelled inter-node bandwidth, Gb/s")
     p.add_argument("--inter-latency-us", type=float, default=10.0, help="modelled inter-node latency per ring step, us")
     p.add_argument("--intra-speedup", type=float, default=20.0, help="intra-node links this many times faster (both terms)")
+    p.add_argument("--compute-ms", type=float, help="the modelled step's shared compute term, ms per step "
+                   "(default: the median of the runs' measured compute)")
     a = p.parse_args(argv)
     rpn = a.ranks_per_node or a.world_size
     if rpn < 1 or a.world_size % rpn:
@@ -478,6 +499,7 @@ def main():
         row = summarize({"name": name, "offload": off, **{k: v for (k, _), v in zip(varies, values)}},
                         m.start, m.of("step"), m.end, a.world_size, link)
         rows.append(row)
+    share_compute(rows, a.compute_ms)
     title = f"{a.model} ({rows[0]['params'] / 1e6:.2f} M params), N = {a.world_size}, {machine_name(zt)}"
     keys = []
     for r in rows:

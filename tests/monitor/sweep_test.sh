@@ -29,6 +29,9 @@ for r in rows:
     assert int(r["nodes"]) == 2 and float(r["inter_bytes_per_step"]) > 0, (r["name"], r["inter_bytes_per_step"])
     assert float(r["inter_bytes_per_step"]) == float(r["predicted_inter_bytes_per_step"]), r["name"]
     assert float(r["modelled_step_ms"]) > float(r["compute_ms"]) >= 0, r["name"]
+    # One shared compute term for every row, plus the row's own modelled links.
+    assert r["shared_compute_ms"] == rows[0]["shared_compute_ms"], r["name"]
+    assert abs(float(r["modelled_step_shared_ms"]) - float(r["shared_compute_ms"]) - float(r["modelled_comm_ms"])) < 1e-6
 # Every stage trains the same way: the same final loss and parameters.
 assert len({r["param_checksum"] for r in rows}) == 1, [r["param_checksum"] for r in rows]
 print("sweep_test: csv ok")
@@ -47,6 +50,11 @@ flat, mics = list(csv.DictReader(open(sys.argv[1])))
 assert int(mics["mics_shard_size"]) == 4 and int(flat["mics_shard_size"]) == 0, (flat["name"], mics["name"])
 assert float(mics["inter_bytes_per_step"]) < float(flat["inter_bytes_per_step"]), (mics["inter_bytes_per_step"],
                                                                                flat["inter_bytes_per_step"])
+# With the same compute, MiCS over a node models a faster step than flat stage 3 (fewer, smaller
+# inter-node calls), and the shared term is the median of the two runs' measured compute.
+assert float(mics["modelled_step_shared_ms"]) < float(flat["modelled_step_shared_ms"])
+median = (float(flat["compute_ms"]) + float(mics["compute_ms"])) / 2
+assert abs(float(flat["shared_compute_ms"]) - median) < 1e-6, (flat["shared_compute_ms"], median)
 print("sweep_test: MiCS row ok")
 PY
 [ $status = 0 ] && echo "sweep_test: ok"
