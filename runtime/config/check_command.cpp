@@ -141,10 +141,7 @@ FitReport check_fit(const CheckArgs& a, const Config& c, int64_t params, const M
         *model, engine_options_from_config(c, 0, plan_in.activation_checkpointing, model), a.world_size,
         size_t(plan_working_bytes(plan_in))));
   const MemoryPlan plan = make_memory_plan(plan_in);
-  const auto& z = c.zero_optimization;
-  std::string nvme;
-  if (z.offload_optimizer.device.value == "nvme") nvme = z.offload_optimizer.nvme_path.value;
-  else if (z.offload_param.device.value == "nvme") nvme = z.offload_param.nvme_path.value;
+  const std::string nvme = plan_nvme_path(c);
   if (here) check_nvme_paths_here(c, f.diagnostics);
   f.diagnostics.append(preflight(plan, facts, nvme, here));
   f.memory = plan_to_json(plan);

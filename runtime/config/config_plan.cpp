@@ -84,4 +84,11 @@ bool parse_param_count(const std::string& text, int64_t& out) {
   return true;
 }
 
+std::string plan_nvme_path(const Config& c) {
+  const auto& z = c.zero_optimization;
+  if (z.offload_optimizer.device.value == "nvme") return z.offload_optimizer.nvme_path.value;
+  if (z.offload_param.device.value == "nvme") return z.offload_param.nvme_path.value;
+  return "";
+}
+
 }  // namespace zt

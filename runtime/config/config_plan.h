@@ -13,6 +13,10 @@ namespace zt {
 // `model` may be null (only a parameter count is known: no activation estimate).
 PlanInput plan_input(const Config& c, int64_t params, const ModelConfig* model, int ranks_per_node);
 
+// The directory the plan's NVMe bytes go to: offload_optimizer's nvme_path when the optimizer is on
+// NVMe, else offload_param's when the parameters are ("" when neither is, or the path is unset).
+std::string plan_nvme_path(const Config& c);
+
 // "7e9", "7B", "1.5B", "124M", "350k", "1000" -> parameter count; false when not understood.
 bool parse_param_count(const std::string& text, int64_t& out);
 

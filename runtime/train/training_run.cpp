@@ -266,7 +266,7 @@ void check_start(Started& started, const RunOptions& run, Communicator& comm, Ba
                                     run.model.heads)));
   started.plan = make_memory_plan(plan_in);
   problems.append(
-      preflight(started.plan, probe_machine(), started.cfg.zero_optimization.offload_optimizer.nvme_path.value));
+      preflight(started.plan, probe_machine(), plan_nvme_path(started.cfg)));  // the parameters' path when only they swap
   if (problems.has_errors()) throw UserError(problems);
   started.warnings = format_report(problems);  // printed once for the job when every rank has started
   started.eo.trace = !run.trace_path.empty() && comm.rank() == 0;

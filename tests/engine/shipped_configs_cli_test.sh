@@ -40,6 +40,17 @@ done
 for name in stage0 stage1 stage2 stage3 offload_cpu offload_stage3_cpu offload_nvme bf16; do
   [[ ${sum[$name]:-} == "${sum[stage0]}" ]] || fail "$name: ${sum[$name]:-missing}, stage0.json gave ${sum[stage0]}"
 done
+# Parameters alone on NVMe (the optimizer in backend memory): the run's preflight checks the
+# parameters' nvme_path (it once read the optimizer's, empty here, and refused every such run).
+/usr/bin/python3 - "$configs/offload_nvme.json" "$work/param_nvme.json" "$work" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+del c["zero_optimization"]["offload_optimizer"]
+c["zero_optimization"]["offload_param"]["nvme_path"] = sys.argv[3]
+json.dump(c, open(sys.argv[2], "w"))
+PY
+sum[param_nvme]=$(train param_nvme "$work/param_nvme.json")
+[[ ${sum[param_nvme]} == "${sum[stage0]}" ]] || fail "offload_param nvme alone: ${sum[param_nvme]}, stage0.json gave ${sum[stage0]}"
 # grad_accum.json has a 150-step WarmupDecayLR: a 3-step run says how far into it it got.
 grep -q "run: 3 steps (flag --steps) of a 150-step schedule" "$work/grad_accum.log" || fail "grad_accum: no schedule length"
 grep -q "schedule: step 3 of 150" "$work/grad_accum.log" || fail "grad_accum: the end does not say how to continue"
