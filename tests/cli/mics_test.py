@@ -3,7 +3,7 @@
 trains the parameters of plain stage 3; mics_shard_size 4 (one node) sends between nodes only the
 replica all-reduce (and the loss), one call a step, equal to the predictor, fewer bytes than flat
 stage 3; the hierarchical gather over groups of 8 is bitwise the flat MiCS run with fewer inter-node
-bytes; MiCS 4 with offload_param cpu trains MiCS 4's parameters. Checkpoints (global batch 8 throughout: micro batch 1 at 8 ranks, 2 at 4): a MiCS run saved
+bytes; MiCS 4 with offload_param cpu, and nvme, trains MiCS 4's parameters. Checkpoints (global batch 8 throughout: micro batch 1 at 8 ranks, 2 at 4): a MiCS run saved
 at step 2 and loaded continues to the uninterrupted run's parameters; its manifest has 8 rank entries,
 the replicas' empty; its export hashes to the run's param_checksum; it loads as plain stage 3 at 4
 ranks, and a plain stage 3 checkpoint of 4 ranks loads as MiCS at 8, each continuing within 1e-6 of
@@ -148,9 +148,15 @@ try:
     node = measured("mics4", mics_shard_size=4)
     hier = measured("mics8h", mics_shard_size=8, mics_hierarchical_params_gather=True)
     offload = measured("mics4_offload", mics_shard_size=4, offload_param={"device": "cpu"})
+    swap = os.path.join(ROOT, "swap")
+    os.makedirs(swap)
+    nvme = measured("mics4_nvme", mics_shard_size=4, offload_param={"device": "nvme", "nvme_path": swap})
     if node and offload:
         check(offload[2] == node[2] and node[2] is not None,
               "MiCS 4 with offload_param cpu trains MiCS 4's parameters (%s, %s)" % (offload[2], node[2]))
+    if node and nvme:
+        check(nvme[2] == node[2] and node[2] is not None,
+              "MiCS 4 with offload_param nvme trains MiCS 4's parameters (%s, %s)" % (nvme[2], node[2]))
     if flat and whole:
         check(whole[0]["mics_shard_size"] == 8, "the start record names mics_shard_size 8")
         check(whole[2] == flat[2] and flat[2] is not None,
