@@ -51,7 +51,8 @@ COLLECTIVES = ["all_reduce", "reduce_scatter", "all_gather"]
 # Swept keys that exist at stage 3 alone, with the test for "on": a sweep runs the lower stages with
 # them off only, so --vary zero_optimization.zero_hpz_partition_size=1,8 keeps stages 0-2 as baselines.
 STAGE3_ONLY = {"zero_optimization.zero_hpz_partition_size": lambda v: int(v) > 1,
-               "zero_optimization.mics_shard_size": lambda v: int(v) > 0}
+               "zero_optimization.mics_shard_size": lambda v: int(v) > 0,
+               "zero_optimization.zero_quantized_weights": lambda v: bool(v)}
 LINK_TEXT = ""  # the modelled links in words (main sets it from the flags)
 GiB = float(1 << 30)
 MiB = float(1 << 20)
@@ -182,6 +183,13 @@ def summarize(run, start, steps, end, n, link):
     row["mics_shard_size"] = mics if stage == 3 and 0 < mics < n else 0
     replica = 2.0 / row["mics_shard_size"] if row["mics_shard_size"] else 0.0
     row["formula_volume_bytes"] = ((3 if stage == 3 else 2) + replica) * psi * comm_w
+    # qwZ: stage 3's two gathers of every unit carry one byte an element, plus a 4-byte scale a block
+    # (blocks of at least 4,000 elements or a whole shard) and each rank's levels padded to 8 bytes.
+    row["quantized_weights"] = bool(stage == 3 and n > 1 and start.get("quantized_weights"))
+    row["qwz_scale_slack_bytes"] = 0
+    if row["quantized_weights"]:
+        row["formula_volume_bytes"] = (comm_w * (1 + replica) + 2) * psi
+        row["qwz_scale_slack_bytes"] = 2 * sum(4 * (u["padded"] / 4000 + n) + 8 * n for u in units)
     row["padding_bytes"] = row["padding_elements"] * comm_w
     row["step_ms"] = statistics.median(s["step_ms"] for s in later)
     row["tokens_per_s"] = statistics.median(s["tokens_per_s"] for s in later)
@@ -244,6 +252,7 @@ def check_rows(rows, n):
         slack = (3 if r["stage"] == 3 else 2) * r["padding_bytes"] + control
         if r.get("mics_shard_size"):
             slack += 2 * r["padding_bytes"] / r["mics_shard_size"]
+        slack += r.get("qwz_scale_slack_bytes", 0)
         if r["stage"] == 3:
             slack += 2 * r["embedding_unit_bytes"]
         if extra < -1 or extra > slack + 1:
@@ -282,6 +291,8 @@ def write_markdown(path, rows, title, n):
         paper = "3Ψ" if r["stage"] == 3 else "2Ψ"
         if r.get("mics_shard_size"):
             paper = f"3Ψ + 2Ψ/{r['mics_shard_size']}"  # stage 3 in the shard group, the replica all-reduce
+        if r.get("quantized_weights"):
+            paper = "Ψ + 2Ψ int8 (+ scales)"  # qwZ: the reduce-scatter exact, both gathers in int8
         out.append(f"| {r['name']} | " + " | ".join(fmt_mib(r[f"{c}_bytes_per_step"]) for c in COLLECTIVES) +
                    f" | {fmt_mib(r['paper_volume_measured_bytes'])} | {paper} | {fmt_mib(r['formula_volume_bytes'])}"
                    f" | {fmt_mib(r['padding_bytes'])} |")

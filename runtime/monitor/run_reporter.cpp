@@ -188,6 +188,7 @@ void RunReporter::start() {
           {"nodes", engine_.topology().nodes()},
           {"hpz_partition_size", engine_.options().gather.hpz_partition_size},
           {"mics_shard_size", engine_.options().zero.stage == 3 ? engine_.options().zero.mics_shard_size : 0},
+          {"quantized_weights", engine_.options().gather.quantized_weights},
           {"mics_hierarchical_params_gather", engine_.options().gather.mics_hierarchical},
           {"expected_comm_bytes_intra_per_step", engine_.expected_link_bytes_per_step().intra},
           {"expected_comm_bytes_inter_per_step", engine_.expected_link_bytes_per_step().inter},
@@ -293,7 +294,7 @@ double RunReporter::after_step(const StepStats& st) {
   if (!process.is_null()) step_record["process"] = process;
   if (const QuantError& q = st.quant_weights; q.gathers)  // qwZ: rank 0's sampled blocks, beside the bound
     step_record["quant_weights"] = {{"max_rel_err", q.max_rel}, {"rms_rel_err", q.rms_rel()},
-                                    {"bound_rel_err", 0.5 / 127}, {"sampled_elements", q.elements},
+                                    {"bound_rel_err", QuantizedGather::kBoundRel}, {"sampled_elements", q.elements},
                                     {"gathers", q.gathers}, {"blocks", q.blocks}, {"bad_blocks", q.bad_blocks}};
   record(step_record);
   inst_.monitors.write(events(st, rate));

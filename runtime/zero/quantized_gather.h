@@ -35,6 +35,10 @@ struct QuantError {
 class QuantizedGather {
  public:
   static constexpr uint64_t kSampleEvery = 16;
+  // The bound on |deq - x| / absmax of its block: half a step (absmax / 127 / 2), the scale's fp32
+  // rounding (at most 2^-24 of it, relative) and half an fp32 ulp of the dequantized value (at most
+  // 2^-24 of the absmax); rounded up to 2^-23 each.
+  static constexpr double kBoundRel = 0.5 / 127 * (1 + 0x1p-23) + 0x1p-23;
 
   QuantizedGather() = default;
   explicit QuantizedGather(MemoryLedger* ledger) : ledger_(ledger) {}

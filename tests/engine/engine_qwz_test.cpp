@@ -72,7 +72,7 @@ TEST(Qwz, GatheredElementsWithinHalfAStepOfEveryRanksSource) {
   EXPECT_EQ(e.blocks, plan.blocks_per_shard());
   EXPECT_EQ(e.bad_blocks, c.rank() == 1 ? 1u : 0u);
   EXPECT_GT(e.max_rel, 0.0);
-  EXPECT_LE(e.max_rel, 0.5 / 127 * (1 + 1e-6));
+  EXPECT_LE(e.max_rel, QuantizedGather::kBoundRel);
   // What the communicator counted: the levels (8-byte words per rank) and the scales.
   const QuantizedGather::WireBytes wire = QuantizedGather::wire_bytes(full.size(), W);
   EXPECT_EQ(wire.levels, uint64_t(W) * S);
@@ -122,7 +122,7 @@ TEST(Qwz, TrainsWithQuarterGatherBytesEqualToThePredictor) {
       EXPECT_LT(ratio, 0.27);
       ASSERT_GT(st.quant_weights.gathers, 0u);
       sampled.add(st.quant_weights);
-      EXPECT_LE(st.quant_weights.max_rel, 0.5 / 127 * (1 + 1e-6)) << "within half a step of the block's absmax";
+      EXPECT_LE(st.quant_weights.max_rel, QuantizedGather::kBoundRel) << "within half a step of the block's absmax";
       EXPECT_LE(st.quant_weights.rms_rel(), st.quant_weights.max_rel);
       EXPECT_EQ(st.quant_weights.bad_blocks, 0u);
       EXPECT_TRUE(std::isfinite(q.losses[s]));

@@ -3,7 +3,7 @@
 # are written, the CSV has a row per stage with the formula columns, and --check (measured beside
 # the ZeRO formulas within the padding and the named buffers, link bytes equal to the predictor) passes;
 # as two "nodes" of one rank, every row carries inter-node bytes and a modelled step time; MiCS at 8
-# ranks as 2 x 4 passes --check beside flat stage 3.
+# ranks as 2 x 4 passes --check beside flat stage 3, and so does qwZ.
 # Usage: sweep_test.sh SWEEP_PY ZEROTRAIN CONFIG MPIRUN
 set -uo pipefail
 sweep=$1 zt=$2 config=$3 mpirun=$4
@@ -56,6 +56,21 @@ assert float(mics["modelled_step_shared_ms"]) < float(flat["modelled_step_shared
 median = (float(flat["compute_ms"]) + float(mics["compute_ms"])) / 2
 assert abs(float(flat["shared_compute_ms"]) - median) < 1e-6, (flat["shared_compute_ms"], median)
 print("sweep_test: MiCS row ok")
+PY
+# qwZ swept like any key (tiny, 8 ranks as 2 x 4, the paper's stage 3): --check holds with both
+# gathers at one byte an element plus the scales, link bytes equal to the predictor, and the
+# quantized run sends fewer bytes between nodes.
+/usr/bin/python3 "$sweep" --config "$config" --model tiny --world-size 8 --ranks-per-node 4 --stages 3 --steps 3 \
+  --vary zero_optimization.zero_quantized_weights=false,true --out "$work/qwz" --zerotrain "$zt" --mpirun "$mpirun" --check \
+  > "$work/qwz.log" 2>&1 || { cat "$work/qwz.log"; echo "FAIL: the qwZ sweep exited non-zero"; status=1; }
+grep -q "sweep: check ok: 2 runs" "$work/qwz.log" || { echo "FAIL: no qwZ check line"; status=1; }
+/usr/bin/python3 - "$work/qwz/sweep.csv" <<'PY' || status=1
+import csv, sys
+exact, qwz = list(csv.DictReader(open(sys.argv[1])))
+assert qwz["quantized_weights"] == "True" and exact["quantized_weights"] == "False", (exact["name"], qwz["name"])
+assert float(qwz["inter_bytes_per_step"]) < float(exact["inter_bytes_per_step"])
+assert float(qwz["all_gather_bytes_per_step"]) < 0.3 * float(exact["all_gather_bytes_per_step"])
+print("sweep_test: qwZ row ok")
 PY
 [ $status = 0 ] && echo "sweep_test: ok"
 exit $status
