@@ -59,12 +59,12 @@ def main():
     metrics = os.path.join(ROOT, "train.jsonl")
     # Whole-split validation at the end (--eval-batches past the split), a sample every 100 steps.
     out, err = run(MPI + ["-np", "2", ZT, "--config", config(3)] + MODEL +
-                   ["--data", data, "--steps", "200", "--eval-every", "0", "--eval-batches", "1000",
+                   ["--data", data, "--steps", "300", "--eval-every", "0", "--eval-batches", "1000",
                     "--sample-every", "100", "--sample-tokens", "20", "--save", ckpt, "--metrics", metrics, "--threads", "1"],
                    name="train")
     samples = [l for l in out.splitlines() if l.startswith("sample (step")]
-    check("sample_every", len(samples) == 2 and samples[0].startswith("sample (step 100") and
-          samples[1].startswith("sample (step 200"), "want one sample line at steps 100 and 200 (rank 0 only):\n%s" % samples)
+    check("sample_every", len(samples) == 3 and all(l.startswith("sample (step %d" % (100 * (i + 1))) for i, l in enumerate(samples)),
+          "want one sample line at steps 100, 200 and 300 (rank 0 only):\n%s" % samples)
     end = zt_metrics.read_metrics(metrics, missing_ok=False).end
     final_val = end["val_loss"]
     check("memorised", final_val < 0.2, "final val loss %.4f: the sentence was not learned" % final_val)
