@@ -3,8 +3,8 @@
 --metrics record carries the bytes on intra- and inter-node links, equal to the predictor in the
 start record, the inter-node share the ring model's (one hop of every node's ring crosses); one node
 sends nothing between nodes; a --ranks-per-node or ZT_RANKS_PER_NODE that does not divide the world
-is refused once for the job, naming the value. hpZ at 8 ranks as 2 x 4: the same parameters as flat
-stage 3, at most 0.70 of its bytes between nodes (forward's gathers alone cross), equal to the
+is refused once for the job, naming the value. hpZ at 8 ranks as 2 x 4, accumulation 1 and 4: the same
+parameters, losses and grad norms as flat stage 3, at most 0.70 of its bytes between nodes (forward's gathers alone cross), equal to the
 predictor; saved at step 2 and loaded, it continues to the uninterrupted run's parameters; a group
 that straddles nodes is refused, one smaller than a node warned about, once each.
 Usage: topology_test.py ZEROTRAIN MPIRUN"""
@@ -72,24 +72,31 @@ try:
                   name + ": %d of the ring's %d hops cross nodes" % (crossing, np_))
     # hpZ beside flat stage 3, the paper's case (every backward gathers again).
     paper = {"stage3_max_reuse_distance": 0, "stage3_param_persistence_threshold": 0}
-    got = {}
-    for name, zero in (("flat", paper), ("hpz", dict(paper, zero_hpz_partition_size=4))):
-        m = os.path.join(ROOT, "m_%s.jsonl" % name)
-        p = run(8, ["--config", config(3, **zero), "--ranks-per-node", "4", "--metrics", m])
-        check(p.returncode == 0, "stage 3 %s at 8 ranks as 2 x 4 finishes (rc %d)" % (name, p.returncode))
-        if p.returncode == 0:
-            got[name] = records(m)
-            end = [json.loads(l) for l in open(m) if '"end"' in l]
-            got[name] += (end[0]["param_checksum"] if end else None,)
-    if len(got) == 2:
+    for accum in (1, 4):  # at 4, later micro-steps' forwards gather from the secondary copy too
+        got = {}
+        for name, zero in (("flat", paper), ("hpz", dict(paper, zero_hpz_partition_size=4))):
+            m = os.path.join(ROOT, "m_%s_a%d.jsonl" % (name, accum))
+            p = run(8, ["--config", config(3, **zero), "--ranks-per-node", "4", "--metrics", m, "--grad-accum", str(accum)])
+            check(p.returncode == 0, "stage 3 %s at 8 ranks as 2 x 4, accumulation %d, finishes (rc %d)" % (
+                name, accum, p.returncode))
+            if p.returncode == 0:
+                got[name] = records(m)
+                end = [json.loads(l) for l in open(m) if '"end"' in l]
+                got[name] += (end[0]["param_checksum"] if end else None,)
+        if len(got) != 2:
+            continue
         (fs, fsteps, fsum), (hs, hsteps, hsum) = got["flat"], got["hpz"]
-        check(fsum == hsum and fsum is not None, "hpZ trains the same parameters as flat stage 3 (%s, %s)" % (fsum, hsum))
+        what = "hpZ, accumulation %d" % accum
+        check(fsum == hsum and fsum is not None, what + ": the same parameters as flat stage 3 (%s, %s)" % (fsum, hsum))
+        check([(s["loss"], s["grad_norm"]) for s in fsteps] == [(s["loss"], s["grad_norm"]) for s in hsteps],
+              what + ": the same losses and grad norms, bitwise, every step")
         for f, h in zip(fsteps, hsteps):
             check(h["comm_bytes_inter"] == hs["expected_comm_bytes_inter_per_step"] and
-                  h["comm_bytes_intra"] == hs["expected_comm_bytes_intra_per_step"], "hpZ step %d: link bytes equal the predictor's" % h["step"])
+                  h["comm_bytes_intra"] == hs["expected_comm_bytes_intra_per_step"],
+                  what + " step %d: link bytes equal the predictor's" % h["step"])
             ratio = h["comm_bytes_inter"] / f["comm_bytes_inter"]
-            check(ratio <= 0.70, "hpZ step %d: %.3f of flat stage 3's inter-node bytes (goal <= 0.70)" % (h["step"], ratio))
-            check(h["comm_bytes"]["all_gather"] == f["comm_bytes"]["all_gather"], "hpZ step %d: the same all-gather volume" % h["step"])
+            check(ratio <= 0.70, what + " step %d: %.3f of flat stage 3's inter-node bytes (goal <= 0.70)" % (h["step"], ratio))
+            check(h["comm_bytes"]["all_gather"] == f["comm_bytes"]["all_gather"], what + " step %d: the same all-gather volume" % h["step"])
     # Save at step 2, load, continue to step 4: the uninterrupted run's parameters (the secondary copy
     # is rebuilt from the loaded shards, never carried over).
     hcfg = config(3, zero_hpz_partition_size=4, stage3_max_reuse_distance=0, stage3_param_persistence_threshold=0)

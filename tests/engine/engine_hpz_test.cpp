@@ -77,6 +77,31 @@ TEST(Hpz, BitwiseStage3WithBackwardGathersInsideTheNode) {
   }
 }
 
+// A unit with fewer elements than N·n (the final layer norm of a model of width 2: 4 parameters)
+// pads like any other: hpZ stays bitwise stage 3 and its link bytes equal the predictor's.
+TEST(Hpz, UnitSmallerThanTheWorldTimesTheNode) {
+  const int W = world().comm->world_size();
+  if (W < 2 || W % 2) GTEST_SKIP() << "needs an even world";
+  ModelConfig model = tiny_model(true);
+  model.dim = 2;
+  model.heads = 1;
+  const HpzCase c{1, true, true};
+  Engine probe(model, hpz_options(c, node_size()), *world().backend, *world().comm);
+  int64_t smallest = INT64_MAX;
+  for (int u = 0; u < probe.shard_map().units(); ++u) smallest = std::min(smallest, probe.shard_map().shard(u).numel);
+  if (smallest >= int64_t(W) * node_size()) GTEST_SKIP() << "no unit below N·n at this world (4 ranks have one)";
+  const RunResult flat = run_engine(model, hpz_options(c, 1), 3);
+  const RunResult hpz = run_engine(model, hpz_options(c, node_size()), 3);
+  EXPECT_EQ(hpz.losses, flat.losses);
+  EXPECT_EQ(hpz.norms, flat.norms);
+  EXPECT_EQ(hpz.summary.checksum, flat.summary.checksum);
+  const LinkBytes want = probe.expected_link_bytes_per_step();
+  for (const StepStats& st : hpz.stats) {
+    EXPECT_EQ(st.comm_links.intra, want.intra);
+    EXPECT_EQ(st.comm_links.inter, want.inter);
+  }
+}
+
 // params_from_master between steps (what a checkpoint load and --init-from end with): afterwards
 // the run is the uninterrupted one's, bit for bit.
 TEST(Hpz, RewrittenParametersContinueBitwise) {
