@@ -15,44 +15,47 @@ namespace {
 
 constexpr size_t kWord = sizeof(int64_t);
 
-size_t level_words(const quant::BlockPlan& plan) {
-  return (plan.shard_q_bytes(quant::QuantBits::Int8) + kWord - 1) / kWord;
-}
+// One rank's record in the gather: its int8 levels, then its fp32 scales, each padded to whole
+// 8-byte words (the call moves int64 bit patterns).
+struct Record {
+  size_t level_words, scale_words;
+  explicit Record(const quant::BlockPlan& plan)
+      : level_words((plan.shard_q_bytes(quant::QuantBits::Int8) + kWord - 1) / kWord),
+        scale_words((plan.blocks_per_shard() * sizeof(float) + kWord - 1) / kWord) {}
+  size_t words() const { return level_words + scale_words; }
+  size_t bytes() const { return words() * kWord; }
+};
 
-// The two calls in flight and their buffers; wait() finishes them and dequantizes into `full`.
+// The call in flight and its buffer; wait() finishes it and dequantizes every record into `full`.
 class DequantizingHandle final : public CommHandle {
  public:
   DequantizingHandle(MemoryLedger& ledger, QuantError& error, const quant::BlockPlan& plan, const float* shard,
-                     float* full, int rank, DType round_to, void* levels, void* scales, uint64_t sample_phase)
+                     float* full, int rank, DType round_to, void* records, uint64_t sample_phase)
       : ledger_(ledger), error_(error), plan_(plan), shard_(shard), full_(full), rank_(rank), round_to_(round_to),
-        levels_(levels), scales_(scales), phase_(sample_phase) {}
+        records_(records), phase_(sample_phase) {}
   ~DequantizingHandle() override {
     try {
       finish();
     } catch (...) {  // a failed collective was reported by the wait that saw it
     }
-    ledger_.free(levels_);
-    ledger_.free(scales_);
+    ledger_.free(records_);
   }
-  void set_calls(CommHandlePtr levels, CommHandlePtr scales) {
-    levels_call_ = std::move(levels);
-    scales_call_ = std::move(scales);
-  }
+  void set_call(CommHandlePtr call) { call_ = std::move(call); }
   void wait() override { finish(); }
-  bool done() override { return finished_ || (levels_call_->done() && scales_call_->done()); }
+  bool done() override { return finished_ || call_->done(); }
 
  private:
   void finish() {
     if (finished_) return;
     finished_ = true;
-    levels_call_->wait();
-    scales_call_->wait();
+    call_->wait();
     const quant::QuantLayout layout = plan_.shard_layout(quant::QuantBits::Int8);
-    const size_t S = plan_.shard_elems(), words = level_words(plan_), bps = plan_.blocks_per_shard();
-    const auto* q = static_cast<const uint8_t*>(levels_);
-    const auto* sc = static_cast<const float*>(scales_);
-    for (size_t r = 0; r < plan_.num_shards(); ++r)
-      quant::dequantize(q + r * words * kWord, sc + r * bps, layout, full_ + r * S);
+    const Record rec(plan_);
+    const size_t S = plan_.shard_elems();
+    for (size_t r = 0; r < plan_.num_shards(); ++r) {
+      const auto* q = static_cast<const uint8_t*>(records_) + r * rec.bytes();
+      quant::dequantize(q, reinterpret_cast<const float*>(q + rec.level_words * kWord), layout, full_ + r * S);
+    }
     measure(full_ + size_t(rank_) * S);
     if (round_to_ != DType::F32) round_to_precision(full_, plan_.total_elems(), round_to_);
   }
@@ -82,10 +85,9 @@ class DequantizingHandle final : public CommHandle {
   float* full_;
   int rank_;
   DType round_to_;
-  void* levels_;
-  void* scales_;
+  void* records_;
   uint64_t phase_;
-  CommHandlePtr levels_call_, scales_call_;
+  CommHandlePtr call_;
   bool finished_ = false;
 };
 
@@ -103,8 +105,8 @@ void QuantError::add(const QuantError& o) {
 }
 
 QuantizedGather::WireBytes QuantizedGather::wire_bytes(size_t padded, int group) {
-  const quant::BlockPlan plan(size_t(group), padded / size_t(group));
-  return {uint64_t(group) * level_words(plan) * kWord, uint64_t(plan.num_blocks()) * sizeof(float)};
+  const Record rec(quant::BlockPlan(size_t(group), padded / size_t(group)));
+  return {uint64_t(group) * rec.level_words * kWord, uint64_t(group) * rec.scale_words * kWord};
 }
 
 CommHandlePtr QuantizedGather::gather_async(Communicator& c, const float* shard, float* full, size_t padded,
@@ -114,20 +116,18 @@ CommHandlePtr QuantizedGather::gather_async(Communicator& c, const float* shard,
     throw std::invalid_argument("QuantizedGather: a unit of " + std::to_string(padded) +
                                 " elements does not split into " + std::to_string(G) + " shards");
   const quant::BlockPlan plan(G, padded / G);
-  const size_t words = level_words(plan), bps = plan.blocks_per_shard(), r = size_t(c.rank());
-  void* levels = ledger_->alloc(MemCategory::CommBuffers, G * words * kWord);  // zero-filled: the pad bytes too
-  void* scales = ledger_->alloc(MemCategory::CommBuffers, plan.num_blocks() * sizeof(float));
-  auto* my_levels = static_cast<uint8_t*>(levels) + r * words * kWord;
-  float* my_scales = static_cast<float*>(scales) + r * bps;
-  const quant::QuantStatus st = quant::quantize(shard, plan.shard_layout(quant::QuantBits::Int8), my_levels, my_scales);
+  const Record rec(plan);
+  const size_t bps = plan.blocks_per_shard(), r = size_t(c.rank());
+  void* records = ledger_->alloc(MemCategory::CommBuffers, G * rec.bytes());  // zero-filled: the pad bytes too
+  auto* mine = static_cast<uint8_t*>(records) + r * rec.bytes();
+  const quant::QuantStatus st = quant::quantize(shard, plan.shard_layout(quant::QuantBits::Int8), mine,
+                                                reinterpret_cast<float*>(mine + rec.level_words * kWord));
   error_.gathers += 1;
   error_.blocks += bps;
   error_.bad_blocks += st.bad_blocks;
-  auto h = std::make_shared<DequantizingHandle>(*ledger_, error_, plan, shard, full, int(r), round_to, levels, scales,
-                                                blocks_);
+  auto h = std::make_shared<DequantizingHandle>(*ledger_, error_, plan, shard, full, int(r), round_to, records, blocks_);
   blocks_ += bps;
-  h->set_calls(c.all_gather_async(my_levels, levels, G * words, DType::I64),
-               c.all_gather_async(my_scales, scales, plan.num_blocks(), DType::F32));
+  h->set_call(c.all_gather_async(mine, records, G * rec.words(), DType::I64));  // in place: the record is at its slot
   return h;
 }
 

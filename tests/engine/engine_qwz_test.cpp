@@ -73,10 +73,13 @@ TEST(Qwz, GatheredElementsWithinHalfAStepOfEveryRanksSource) {
   EXPECT_EQ(e.bad_blocks, c.rank() == 1 ? 1u : 0u);
   EXPECT_GT(e.max_rel, 0.0);
   EXPECT_LE(e.max_rel, QuantizedGather::kBoundRel);
-  // What the communicator counted: the levels (8-byte words per rank) and the scales.
+  // What the one call carries: each rank's levels and scales, each padded to 8-byte words.
   const QuantizedGather::WireBytes wire = QuantizedGather::wire_bytes(full.size(), W);
   EXPECT_EQ(wire.levels, uint64_t(W) * S);
-  EXPECT_EQ(wire.scales, uint64_t(W) * plan.blocks_per_shard() * 4);
+  EXPECT_EQ(wire.scales, uint64_t(W) * ((plan.blocks_per_shard() * 4 + 7) / 8 * 8));
+  const QuantizedGather::WireBytes odd = QuantizedGather::wire_bytes(size_t(W) * 8003 * 8, W);  // levels not whole words
+  EXPECT_EQ(odd.levels % (8 * uint64_t(W)), 0u);
+  EXPECT_GE(odd.levels, uint64_t(W) * 8003 * 8);
   EXPECT_EQ(ledger.current().total(), 0u) << "the staging buffers go with the handle";
 }
 
