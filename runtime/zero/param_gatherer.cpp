@@ -24,7 +24,7 @@ ParamGatherer::ParamGatherer(ZeroContext& z, UnitBufferPool& pool, ParamStore& s
   }
   if (z.part.gathers_params_for_compute() && o.mics_hierarchical && z.groups && z.groups->cross())
     hierarchical_ = HierarchicalGather(z.groups->cross(), z.groups->node());
-  if (z.part.gathers_params_for_compute() && o.quantized_weights) {
+  if (z.part.gathers_params_for_compute() && o.quantized_weights && z.comm.world_size() > 1) {  // 1 rank: nothing sent
     if (z.working_type() != DType::F32 || hierarchical_.on())
       throw std::invalid_argument("zero_quantized_weights: quantized gathers run on the host backend's fp32 buffers "
                                   "and not with MiCS's two-level gather");

@@ -35,7 +35,7 @@ class DequantizingHandle final : public CommHandle {
         records_(records), phase_(sample_phase) {}
   ~DequantizingHandle() override {
     try {
-      finish();
+      if (call_) call_->wait();  // the buffer must outlive the call; no dequantizing on the way out
     } catch (...) {  // a failed collective was reported by the wait that saw it
     }
     ledger_.free(records_);
@@ -47,8 +47,7 @@ class DequantizingHandle final : public CommHandle {
  private:
   void finish() {
     if (finished_) return;
-    finished_ = true;
-    call_->wait();
+    call_->wait();  // a failure rethrows here on every wait, as other handles do
     const quant::QuantLayout layout = plan_.shard_layout(quant::QuantBits::Int8);
     const Record rec(plan_);
     const size_t S = plan_.shard_elems();
@@ -58,6 +57,7 @@ class DequantizingHandle final : public CommHandle {
     }
     measure(full_ + size_t(rank_) * S);
     if (round_to_ != DType::F32) round_to_precision(full_, plan_.total_elems(), round_to_);
+    finished_ = true;
   }
   // The sampled blocks of this rank's shard: dequantized beside exact, relative to the block's absmax.
   void measure(const float* deq) {
@@ -67,8 +67,12 @@ class DequantizingHandle final : public CommHandle {
     for (size_t b = size_t((every - phase_ % every) % every); b < bps; b += every) {
       const size_t begin = b * B, n = std::min(B, S - begin);
       double absmax = 0;
-      for (size_t i = 0; i < n; ++i) absmax = std::max(absmax, double(std::fabs(shard_[begin + i])));
-      if (!std::isfinite(absmax)) continue;  // a refused block: counted as bad, not as error
+      bool finite = true;
+      for (size_t i = 0; i < n; ++i) {
+        finite &= std::isfinite(shard_[begin + i]);
+        absmax = std::max(absmax, double(std::fabs(shard_[begin + i])));
+      }
+      if (!finite) continue;  // a refused block (inf or NaN): counted as bad, not as error
       for (size_t i = 0; i < n; ++i) {
         const double rel = absmax > 0 ? std::fabs(double(deq[begin + i]) - double(shard_[begin + i])) / absmax : 0.0;
         error_.max_rel = std::max(error_.max_rel, rel);
@@ -119,13 +123,14 @@ CommHandlePtr QuantizedGather::gather_async(Communicator& c, const float* shard,
   const Record rec(plan);
   const size_t bps = plan.blocks_per_shard(), r = size_t(c.rank());
   void* records = ledger_->alloc(MemCategory::CommBuffers, G * rec.bytes());  // zero-filled: the pad bytes too
+  // The handle owns the buffer from here (freed on every path); the call is set only once issued.
+  auto h = std::make_shared<DequantizingHandle>(*ledger_, error_, plan, shard, full, int(r), round_to, records, blocks_);
   auto* mine = static_cast<uint8_t*>(records) + r * rec.bytes();
   const quant::QuantStatus st = quant::quantize(shard, plan.shard_layout(quant::QuantBits::Int8), mine,
                                                 reinterpret_cast<float*>(mine + rec.level_words * kWord));
   error_.gathers += 1;
   error_.blocks += bps;
   error_.bad_blocks += st.bad_blocks;
-  auto h = std::make_shared<DequantizingHandle>(*ledger_, error_, plan, shard, full, int(r), round_to, records, blocks_);
   blocks_ += bps;
   h->set_call(c.all_gather_async(mine, records, G * rec.words(), DType::I64));  // in place: the record is at its slot
   return h;

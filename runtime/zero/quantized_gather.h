@@ -13,6 +13,9 @@
 // The error is measured, not assumed: on a sample of this rank's blocks (every kSampleEvery-th block
 // it quantizes, counted across calls) the dequantized value is compared with the exact one, relative to
 // the block's absmax; take_error() hands the maximum and the sum of squares since the last take.
+// "Exact" is the gather's source: for hpZ's secondary gathers that is the secondary copy, itself
+// dequantized once when the unit was released, so those samples are the second quantization's error
+// alone (against the fp32 master a secondary-gathered element may be off by up to two half-steps).
 #pragma once
 
 #include <cstddef>
