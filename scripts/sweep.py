@@ -211,6 +211,11 @@ def summarize(run, start, steps, end, n, link):
     row["compute_ms"] = max(0.0, row["step_ms"] - waited_ms)
     row["modelled_comm_ms"] = 1e3 * statistics.median(modelled_comm_s(s, n, start, link) for s in later)
     row["modelled_step_ms"] = row["compute_ms"] + row["modelled_comm_ms"]
+    # qwZ: rank 0's quantize and dequantize time and its sampled error (medians over the later steps).
+    q = [s["quant_weights"] for s in later if "quant_weights" in s]
+    row["quantize_ms_per_step"] = statistics.median(x["quantize_ms"] for x in q) if q else None
+    row["dequantize_ms_per_step"] = statistics.median(x["dequantize_ms"] for x in q) if q else None
+    row["quant_max_rel_err"] = max(x["max_rel_err"] for x in q) if q else None
     row["final_loss"] = steps[-1]["loss"]
     row["param_checksum"] = end.get("param_checksum") if end else None
     return row
@@ -326,6 +331,15 @@ def write_markdown(path, rows, title, n):
         rss = "-" if r.get("rss_peak_bytes") is None else fmt_mib(r["rss_peak_bytes"])
         out.append(f"| {r['name']} | {r['step_ms']:.1f} | {r['tokens_per_s']:.0f} | {fmt_mib(r['peak_bytes'])} | {rss} | "
                    f"{r['comm_busy_ms_per_step']:.1f} | {hidden} | {r['final_loss']:.4f} |")
+    quant = [r for r in rows if r.get("quantize_ms_per_step") is not None]
+    if quant:
+        out += ["", "## Quantized gathers (qwZ, rank 0, median step)", "",
+                "| run | quantize (ms) | dequantize (ms) | share of the step | max sampled error / block absmax |",
+                "|---|---|---|---|---|"]
+        for r in quant:
+            q_ms = r["quantize_ms_per_step"] + r["dequantize_ms_per_step"]
+            out.append(f"| {r['name']} | {r['quantize_ms_per_step']:.2f} | {r['dequantize_ms_per_step']:.2f} | "
+                       f"{100 * q_ms / r['step_ms']:.1f}% | {r['quant_max_rel_err']:.7f} |")
     out += ["", "Stage 3 runs with stage3_max_reuse_distance 0 and stage3_param_persistence_threshold 0 unless the "
             "config or --set/--vary give them: the paper's case, every unit gathered for its forward and again for "
             "its backward. A tied LM head gathers the embedding unit for its forward and backward too (the "

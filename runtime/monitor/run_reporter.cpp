@@ -295,7 +295,8 @@ double RunReporter::after_step(const StepStats& st) {
   if (const QuantError& q = st.quant_weights; q.gathers)  // qwZ: rank 0's sampled blocks, beside the bound
     step_record["quant_weights"] = {{"max_rel_err", q.max_rel}, {"rms_rel_err", q.rms_rel()},
                                     {"bound_rel_err", QuantizedGather::kBoundRel}, {"sampled_elements", q.elements},
-                                    {"gathers", q.gathers}, {"blocks", q.blocks}, {"bad_blocks", q.bad_blocks}};
+                                    {"gathers", q.gathers}, {"blocks", q.blocks}, {"bad_blocks", q.bad_blocks},
+                                    {"quantize_ms", 1e3 * q.quantize_s}, {"dequantize_ms", 1e3 * q.dequantize_s}};
   record(step_record);
   inst_.monitors.write(events(st, rate));
   if (inst_.profiler) backend_.attach_op_recorder(nullptr);

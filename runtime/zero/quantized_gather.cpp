@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "base/clock.h"
 #include "kernels/quant/block_plan.h"
 #include "runtime/zero/precision_emulation.h"
 
@@ -48,6 +49,7 @@ class DequantizingHandle final : public CommHandle {
   void finish() {
     if (finished_) return;
     call_->wait();  // a failure rethrows here on every wait, as other handles do
+    const auto t0 = Clock::now();
     const quant::QuantLayout layout = plan_.shard_layout(quant::QuantBits::Int8);
     const Record rec(plan_);
     const size_t S = plan_.shard_elems();
@@ -57,6 +59,7 @@ class DequantizingHandle final : public CommHandle {
     }
     measure(full_ + size_t(rank_) * S);
     if (round_to_ != DType::F32) round_to_precision(full_, plan_.total_elems(), round_to_);
+    error_.dequantize_s += seconds_since(t0);
     finished_ = true;
   }
   // The sampled blocks of this rank's shard: dequantized beside exact, relative to the block's absmax.
@@ -106,6 +109,8 @@ void QuantError::add(const QuantError& o) {
   gathers += o.gathers;
   blocks += o.blocks;
   bad_blocks += o.bad_blocks;
+  quantize_s += o.quantize_s;
+  dequantize_s += o.dequantize_s;
 }
 
 QuantizedGather::WireBytes QuantizedGather::wire_bytes(size_t padded, int group) {
@@ -126,8 +131,10 @@ CommHandlePtr QuantizedGather::gather_async(Communicator& c, const float* shard,
   // The handle owns the buffer from here (freed on every path); the call is set only once issued.
   auto h = std::make_shared<DequantizingHandle>(*ledger_, error_, plan, shard, full, int(r), round_to, records, blocks_);
   auto* mine = static_cast<uint8_t*>(records) + r * rec.bytes();
+  const auto t0 = Clock::now();
   const quant::QuantStatus st = quant::quantize(shard, plan.shard_layout(quant::QuantBits::Int8), mine,
                                                 reinterpret_cast<float*>(mine + rec.level_words * kWord));
+  error_.quantize_s += seconds_since(t0);
   error_.gathers += 1;
   error_.blocks += bps;
   error_.bad_blocks += st.bad_blocks;

@@ -33,6 +33,8 @@ struct QuantError {
   uint64_t gathers = 0;    // quantized gathers issued
   uint64_t blocks = 0;     // blocks quantized by this rank
   uint64_t bad_blocks = 0; // blocks refused for holding an inf or NaN (NaN after the gather)
+  double quantize_s = 0;   // this rank's time quantizing its shards
+  double dequantize_s = 0; // and dequantizing (and rounding) the gathered units, sampling included
   double rms_rel() const;
   void add(const QuantError& o);
 };

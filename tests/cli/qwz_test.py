@@ -67,6 +67,8 @@ for model in ("tiny", "small"):
                   f"{model} {name}: sampled error {worst:.8f} of the block absmax, within the bound "
                   f"{q[0]['bound_rel_err'] if q else 0:.8f} (1/254 and the fp32 roundings)")
             check(sum(x["bad_blocks"] for x in q) == 0, f"{model} {name}: no block refused")
+            check(all(x["quantize_ms"] > 0 and x["dequantize_ms"] > 0 for x in q),
+                  f"{model} {name}: every step names its quantize and dequantize time")
     if len(runs) != 3:
         continue
     exact = runs["exact"]

@@ -173,6 +173,22 @@ TEST(Validate, MicsGroupsMustTileTheWorld) {
   }
 }
 
+// qwZ runs on the cpu backend only: on cuda it is refused, naming the key and the way out; on the
+// cpu backend at stage 3 it is accepted and read.
+TEST(Validate, QuantizedWeightsNeedTheCpuBackend) {
+  const char* text = R"({"train_micro_batch_size_per_gpu": 1, "zero_optimization": {"stage": 3, "zero_quantized_weights": true}})";
+  LoadOptions o;
+  o.backend = ComputeBackend::Cuda;
+  const auto cuda = load(text, o);
+  const Diagnostic* d = find(cuda, "zero_optimization.zero_quantized_weights", "cpu backend only", Severity::Error);
+  ASSERT_NE(d, nullptr) << test::dump(cuda);
+  EXPECT_EQ(d->value, "true");
+  EXPECT_NE(d->fix.find("--backend cpu"), std::string::npos) << d->fix;
+  const auto cpu = load(text);
+  ASSERT_TRUE(cpu.valid()) << test::dump(cpu);
+  EXPECT_TRUE(cpu.config.zero_optimization.quantized_weights.value);
+}
+
 TEST(Validate, MessagesAreDistinct) {
   std::set<std::string> seen;
   for (const auto& c : kCombos) {

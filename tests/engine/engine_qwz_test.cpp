@@ -167,6 +167,8 @@ TEST(Qwz, TrainsWithQuarterGatherBytesEqualToThePredictor) {
       EXPECT_EQ(exact.stats[s].quant_weights.gathers, 0u);
     }
     EXPECT_GT(sampled.elements, 0u) << "blocks were sampled";
+    EXPECT_GT(sampled.quantize_s, 0.0);
+    EXPECT_GT(sampled.dequantize_s, 0.0);
     EXPECT_GT(sampled.max_rel, 0.0);
     // Close to the exact run, not equal to it (the forward and backward see quantized weights).
     EXPECT_NE(q.summary.checksum, exact.summary.checksum);

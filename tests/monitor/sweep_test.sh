@@ -70,6 +70,8 @@ exact, qwz = list(csv.DictReader(open(sys.argv[1])))
 assert qwz["quantized_weights"] == "True" and exact["quantized_weights"] == "False", (exact["name"], qwz["name"])
 assert float(qwz["inter_bytes_per_step"]) < float(exact["inter_bytes_per_step"])
 assert float(qwz["all_gather_bytes_per_step"]) < 0.3 * float(exact["all_gather_bytes_per_step"])
+assert float(qwz["quantize_ms_per_step"]) > 0 and float(qwz["dequantize_ms_per_step"]) > 0, qwz["name"]
+assert exact["quantize_ms_per_step"] in ("", "None"), exact["quantize_ms_per_step"]
 print("sweep_test: qwZ row ok")
 PY
 [ $status = 0 ] && echo "sweep_test: ok"
