@@ -100,8 +100,9 @@ struct ExactLevel {
 // absmax pass finds it in cache. A prefetch past the end of the input does not fault.
 template <class In>
 ZT_SIMD_INLINE void prefetch_next_block(const In* x, size_t len, size_t c, size_t cl) {
-  const char* p = reinterpret_cast<const char*>(x + len + c);
-  for (size_t b = 0; b < cl * sizeof(In); b += 64) _mm_prefetch(p + b, _MM_HINT_T0);
+  // Integer arithmetic: the address may lie past the input, where pointer arithmetic is undefined.
+  const uintptr_t p = reinterpret_cast<uintptr_t>(x) + (len + c) * sizeof(In);
+  for (size_t b = 0; b < cl * sizeof(In); b += 64) _mm_prefetch(reinterpret_cast<const char*>(p + b), _MM_HINT_T0);
 }
 
 // q for len values by level(x), a chunk at a time: int8 bytes, or int4 levels packed in pairs.
