@@ -4,7 +4,8 @@ of 4: tiny and small train 300 steps beside the exact stage-3 run with the same 
 alone and with hpZ over a node; the mean of the last 50 losses is within 2% of the exact run's, no
 loss is NaN, the mean grad-norm ratio is in [0.8, 1.25]; every step's link bytes equal the
 predictor's; the all-gathers carry about a quarter of the exact run's bytes and cross nodes less;
-step records carry the sampled error within the bound. Refused once for the job, naming the key:
+step records carry the sampled error within the bound and the quantize time; qwZ + hpZ saved at step 2
+and loaded continues to the uninterrupted run's parameters. Refused once for the job, naming the key:
 qwZ below stage 3.
 Usage: qwz_test.py ZEROTRAIN MPIRUN"""
 import json
@@ -87,6 +88,20 @@ for model in ("tiny", "small"):
               f"{model} {name}: fewer inter-node bytes ({steps[-1]['comm_bytes_inter']} vs {exact[-1]['comm_bytes_inter']})")
     check(runs["qwz_hpz"][-1]["comm_bytes_inter"] < runs["qwz"][-1]["comm_bytes_inter"],
           f"{model}: hpZ keeps backward's quantized gathers inside the node")
+
+# Save at step 2, load, continue to step 4: the uninterrupted run's parameters (the quantization is
+# deterministic, the secondary copy rebuilt from the loaded shards).
+zero = dict(PAPER, zero_quantized_weights=True, zero_hpz_partition_size=4)
+ck = os.path.join(ROOT, "ck")
+sums = []
+for name, extra in (("straight", []), ("saved", ["--save", ck, "--save-every", "2"]),
+                    ("resumed", ["--load", ck, "--load-tag", "global_step2"])):
+    p, lines = run("resume_" + name, "tiny", zero, steps=4, extra=extra)
+    end = [l for l in lines if l["event"] == "end"]
+    check(p.returncode == 0 and bool(end), f"qwZ + hpZ {name} run finishes (rc {p.returncode})")
+    sums.append(end[0]["param_checksum"] if end else None)
+check(sums[0] is not None and sums[0] == sums[1] == sums[2],
+      f"qwZ + hpZ saved at step 2 and loaded continues to the uninterrupted run's parameters ({sums})")
 
 # Refused once for the job, naming the key, before anything runs.
 p, _ = run("below_stage3", "tiny", {"stage": 2, "zero_quantized_weights": True}, steps=1)
