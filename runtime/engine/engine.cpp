@@ -285,11 +285,9 @@ LinkBytes Engine::expected_link_bytes_per_step() const {
       primary = secondary = 0;
       for (int u = 0; u < p.units(); ++u) {
         const size_t P = size_t(p.shard(u).padded);
-        if (size_t(u) < g.primary_calls.size())
-          primary += uint64_t(g.primary_calls[size_t(u)]) * QuantizedGather::wire_bytes(P, S).total();
-        if (size_t(u) < g.secondary_calls.size())
-          secondary += uint64_t(g.secondary_calls[size_t(u)]) *
-                       QuantizedGather::wire_bytes(P, int(o.gather.hpz_partition_size)).total();
+        primary += uint64_t(g.primary_calls[size_t(u)]) * QuantizedGather::wire_bytes(P, S).total();
+        secondary += uint64_t(g.secondary_calls[size_t(u)]) *
+                     QuantizedGather::wire_bytes(P, int(o.gather.hpz_partition_size)).total();
       }
     }
     if (groups.cross()) {

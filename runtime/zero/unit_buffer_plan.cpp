@@ -48,6 +48,8 @@ class StepWalk {
     buckets_of_unit_.assign(size_t(U_), 0);
     for (const Bucket& b : stream_.buckets())
       for (const BucketPiece& piece : b.pieces) ++buckets_of_unit_[size_t(piece.unit)];
+    volumes_.primary_calls.assign(size_t(U_), 0);
+    volumes_.secondary_calls.assign(size_t(U_), 0);
   }
 
   UnitGatherVolumes gathered() const { return volumes_; }
@@ -99,9 +101,7 @@ class StepWalk {
     gathered_[size_t(u)] = true;
     const bool secondary = secondary_[size_t(u)];
     (secondary ? volumes_.secondary : volumes_.primary) += w_.padded[size_t(u)];
-    auto& calls = secondary ? volumes_.secondary_calls : volumes_.primary_calls;
-    calls.resize(size_t(U_), 0);
-    calls[size_t(u)] += 1;
+    (secondary ? volumes_.secondary_calls : volumes_.primary_calls)[size_t(u)] += 1;
     pool_.acquire(w_.padded[size_t(u)]);
     live_ += w_.padded[size_t(u)];
   }
