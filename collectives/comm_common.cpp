@@ -16,6 +16,7 @@ const char* comm_op_name(CommOp op) {
     case CommOp::AllGather: return "all_gather";
     case CommOp::Broadcast: return "broadcast";
     case CommOp::Barrier: return "barrier";
+    case CommOp::AllToAll: return "all_to_all";
   }
   return "unknown_op";
 }
@@ -67,6 +68,20 @@ size_t check_segments(CommOp op, const std::vector<Segment>& segments, int world
 
 std::unique_ptr<Communicator> Communicator::split(int, int) {
   throw std::logic_error(name() + " communicator: split() is not available here");
+}
+
+CommHandlePtr Communicator::all_to_all_async(const void*, void*, size_t, DType) {
+  throw std::logic_error(name() + " communicator: all_to_all is not available here");
+}
+
+void check_all_to_all(const void* send, const void* recv, size_t count, DType t, int world_size) {
+  check_even_split(CommOp::AllToAll, count, world_size);
+  const auto* s = static_cast<const char*>(send);
+  const auto* r = static_cast<const char*>(recv);
+  const size_t bytes = count * dtype_size(t);
+  if (count && s < r + bytes && r < s + bytes)
+    throw std::invalid_argument("all_to_all: the send and receive buffers overlap (" + std::to_string(count) +
+                                " elements); it has no in-place form");
 }
 
 uint64_t comm_algorithm_bytes(CommOp op, size_t count, DType t) {

@@ -20,6 +20,8 @@ void check_even_split(CommOp op, size_t count, int world_size);
 void check_reduction(CommOp op, DType t, ReduceOp r);
 // Throws std::invalid_argument unless 0 <= root < world_size.
 void check_root(int root, int world_size);
+// all_to_all's arguments: count divides by W and the buffers do not overlap (std::invalid_argument).
+void check_all_to_all(const void* send, const void* recv, size_t count, DType t, int world_size);
 // Throws std::invalid_argument unless every owner is a rank and the total fits `limit` elements.
 size_t check_segments(CommOp op, const std::vector<Segment>& segments, int world_size, size_t limit = SIZE_MAX);
 // Algorithm bytes for one call, as nccl-tests counts them (see CommOpStats).

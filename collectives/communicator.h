@@ -1,5 +1,5 @@
-// Communicator: the collectives ZeRO needs (all-reduce, reduce-scatter, all-gather, broadcast,
-// barrier) with async handles that complete in issue order, and per-op byte accounting.
+// Communicator: the collectives ZeRO needs (all-reduce, reduce-scatter, all-gather, all-to-all,
+// broadcast, barrier) with async handles that complete in issue order, and per-op byte accounting.
 #pragma once
 
 #include <cstddef>
@@ -15,8 +15,8 @@
 namespace zt {
 
 enum class ReduceOp { Sum, Avg };
-enum class CommOp { AllReduce, ReduceScatter, AllGather, Broadcast, Barrier };
-constexpr int kCommOpCount = 5;
+enum class CommOp { AllReduce, ReduceScatter, AllGather, Broadcast, Barrier, AllToAll };
+constexpr int kCommOpCount = 6;
 const char* comm_op_name(CommOp op);
 
 // A pending collective. wait() blocks until it completed (and rethrows its failure); done() polls.
@@ -41,7 +41,7 @@ struct Segment {
 
 // Per-op totals since construction (or reset_stats()). Bytes are "algorithm bytes" as nccl-tests
 // counts them for this rank: all-reduce = buffer bytes; reduce-scatter and all-gather = full
-// (un-sharded) buffer bytes; broadcast = buffer bytes.
+// (un-sharded) buffer bytes; broadcast = buffer bytes; all-to-all = the send buffer's bytes.
 struct CommOpStats {
   uint64_t calls = 0;
   uint64_t bytes = 0;
@@ -77,6 +77,10 @@ class Communicator {
   // send holds count/W elements; recv receives count. In-place when send is recv's own shard.
   virtual CommHandlePtr all_gather_async(const void* send, void* recv, size_t count, DType t) = 0;
   virtual CommHandlePtr broadcast_async(void* buf, size_t count, DType t, int root) = 0;
+  // send holds count elements in W equal chunks: chunk j goes to rank j; recv (count elements, not
+  // overlapping send) receives chunk i from rank i at i·count/W. count must divide by W. Bytes move
+  // unchanged (no reduction). Implementations without it throw std::logic_error naming themselves.
+  virtual CommHandlePtr all_to_all_async(const void* send, void* recv, size_t count, DType t);
 
   // Bucketed collectives: ONE call over a list of segments, counted as one call of the op with
   // Σ count elements (algorithm bytes as above). In place, with the same reduction as the plain ops
@@ -97,6 +101,7 @@ class Communicator {
   void reduce_scatter(const void* s, void* r, size_t n, DType t, ReduceOp op) { reduce_scatter_async(s, r, n, t, op)->wait(); }
   void all_gather(const void* s, void* r, size_t n, DType t) { all_gather_async(s, r, n, t)->wait(); }
   void broadcast(void* b, size_t n, DType t, int root) { broadcast_async(b, n, t, root)->wait(); }
+  void all_to_all(const void* s, void* r, size_t n, DType t) { all_to_all_async(s, r, n, t)->wait(); }
   void barrier() { barrier_async()->wait(); }
 
   // A communicator over the ranks that pass the same `color` (>= 0), ranked by `key` and then by

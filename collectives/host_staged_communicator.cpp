@@ -321,6 +321,26 @@ CommHandlePtr HostStagedCommunicator::all_gather_async(const void* send, void* r
   return std::make_shared<StagedHandle>(std::move(chunks));
 }
 
+CommHandlePtr HostStagedCommunicator::all_to_all_async(const void* send, void* recv, size_t count, DType t) {
+  check_all_to_all(send, recv, count, t, world_size());
+  if (count == 0) return inner_->all_to_all_async(send, recv, 0, t);
+  const size_t w = size_t(world_size()), es = dtype_size(t), chunk = count / w;
+  // A slot holds what this rank sends to every rank, then what it receives from every rank.
+  const size_t per = run_elements(staging_->chunk_bytes(), 2 * w, es);
+  std::vector<std::shared_ptr<StagedChunk>> chunks;
+  for (size_t a = 0; a < chunk; a += per) {
+    const size_t n = std::min(per, chunk - a), run = n * es;
+    std::vector<Piece> in, back;
+    for (size_t r = 0; r < w; ++r) {
+      add_piece(in, {at(send, (r * chunk + a) * es), r * run, run});
+      add_piece(back, {at(recv, (r * chunk + a) * es), (w + r) * run, run});
+    }
+    chunks.push_back(stage(staging_, backend_, 2 * w * run, in, std::move(back),
+                           [&](char* h) { return inner_->all_to_all_async(h, h + w * run, w * n, t); }));
+  }
+  return std::make_shared<StagedHandle>(std::move(chunks));
+}
+
 CommHandlePtr HostStagedCommunicator::broadcast_async(void* buf_dev, size_t count, DType t, int root) {
   check_root(root, world_size());
   if (count == 0) return inner_->broadcast_async(buf_dev, 0, t, root);

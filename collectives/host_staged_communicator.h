@@ -52,6 +52,7 @@ class HostStagedCommunicator final : public Communicator {
   CommHandlePtr reduce_scatter_async(const void* send, void* recv, size_t count, DType t, ReduceOp op) override;
   CommHandlePtr all_gather_async(const void* send, void* recv, size_t count, DType t) override;
   CommHandlePtr broadcast_async(void* buf, size_t count, DType t, int root) override;
+  CommHandlePtr all_to_all_async(const void* send, void* recv, size_t count, DType t) override;
   // Bucketed forms: the segments packed into one host buffer, the inner communicator's segment op.
   CommHandlePtr reduce_scatter_segments_async(const std::vector<Segment>& segments, DType t, ReduceOp op) override;
   CommHandlePtr all_reduce_segments_async(const std::vector<Segment>& segments, DType t, ReduceOp op) override;

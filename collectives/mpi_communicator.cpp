@@ -204,7 +204,7 @@ struct MpiCommunicator::Impl {
   void check_fingerprint(const Work& w) {
     int64_t mine[kFpFields] = {int64_t(w.op), int64_t(w.count), int64_t(w.dtype),
                                w.op == CommOp::Broadcast ? int64_t(w.root) : int64_t(w.rop), int64_t(w.seq)};
-    if (w.op == CommOp::AllGather || w.op == CommOp::Barrier) mine[kFpExtra] = 0;
+    if (w.op == CommOp::AllGather || w.op == CommOp::AllToAll || w.op == CommOp::Barrier) mine[kFpExtra] = 0;
     if (w.op == CommOp::Barrier) mine[kFpDtype] = 0;
     std::vector<int64_t> all(size_t(world) * kFpFields);
     ZT_MPI_CHECK(MPI_Allgather(mine, kFpFields, MPI_INT64_T, all.data(), kFpFields, MPI_INT64_T, comm),
@@ -430,6 +430,11 @@ struct MpiCommunicator::Impl {
       case CommOp::ReduceScatter:
         if (w.count) reduce_scatter_chunked(w, ctx);
         return;
+      case CommOp::AllToAll:
+        if (w.count)
+          ZT_MPI_CHECK(MPI_Alltoall(w.send, int(w.count / size_t(world)), dt, w.recv, int(w.count / size_t(world)), dt, comm),
+                       ctx);
+        return;
       case CommOp::AllReduce: {
         if (!w.count) return;
         if (w.send != w.recv) std::memcpy(w.recv, w.send, w.count * es);
@@ -542,6 +547,14 @@ CommHandlePtr MpiCommunicator::broadcast_async(void* buf, size_t count, DType t,
   Work w;
   w.op = CommOp::Broadcast;
   w.recv = buf, w.count = count, w.dtype = t, w.root = root;
+  return impl_->enqueue(std::move(w));
+}
+
+CommHandlePtr MpiCommunicator::all_to_all_async(const void* send, void* recv, size_t count, DType t) {
+  check_all_to_all(send, recv, count, t, impl_->world);
+  Work w;
+  w.op = CommOp::AllToAll;
+  w.send = send, w.recv = recv, w.count = count, w.dtype = t;
   return impl_->enqueue(std::move(w));
 }
 

@@ -335,6 +335,20 @@ CommHandlePtr NcclCommunicator::all_gather_async(const void* send, void* recv, s
   });
 }
 
+CommHandlePtr NcclCommunicator::all_to_all_async(const void* send, void* recv, size_t count, DType t) {
+  check_all_to_all(send, recv, count, t, impl_->world);
+  Impl& m = *impl_;
+  return m.issue(CommOp::AllToAll, count, t, [&] {
+    const size_t chunk = count / size_t(m.world), bytes = chunk * dtype_size(t);
+    ZT_NCCL_CHECK(ncclGroupStart());
+    for (int j = 0; j < m.world; ++j) {
+      ZT_NCCL_CHECK(ncclSend(static_cast<const char*>(send) + size_t(j) * bytes, chunk, nccl_type(t), j, m.comm, m.stream));
+      ZT_NCCL_CHECK(ncclRecv(static_cast<char*>(recv) + size_t(j) * bytes, chunk, nccl_type(t), j, m.comm, m.stream));
+    }
+    ZT_NCCL_CHECK(ncclGroupEnd());
+  });
+}
+
 CommHandlePtr NcclCommunicator::broadcast_async(void* buf, size_t count, DType t, int root) {
   check_root(root, impl_->world);
   Impl& m = *impl_;

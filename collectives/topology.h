@@ -49,6 +49,9 @@ struct LinkBytes {
 // each hop carries (G-1)/G · A for an all-gather or a reduce-scatter, 2(G-1)/G · A for an
 // all-reduce (reduce-scatter then all-gather) and (G-1)/G · A for a broadcast (a pipelined chain
 // from the root: G-1 hops of A each, counted evenly over the ring's G hops); a barrier sends none.
+// An all-to-all sends each rank's (G-1)/G · A straight to its peers: the job total is the same as
+// the ring's, and so is the split for the groups qgZ uses (inside one node: all intra; one rank per
+// node: all inter); for a group mixing both the ring's split is the model's approximation.
 // So a flat collective over the world with N = W/n nodes crosses nodes on N of its W hops, and a
 // group inside one node sends nothing between nodes. Every rank issues the same calls, so every
 // rank computes the same job totals from its own counts. Real libraries choose trees and

@@ -19,7 +19,8 @@ struct OpName {
 constexpr OpName kOpNames[] = {
     {"all_reduce", CommOp::AllReduce},          {"reduce_scatter", CommOp::ReduceScatter},
     {"all_gather", CommOp::AllGather},          {"broadcast", CommOp::Broadcast},
-    {"barrier", CommOp::Barrier},               {"all_gather_into_tensor", CommOp::AllGather},
+    {"barrier", CommOp::Barrier},               {"all_to_all", CommOp::AllToAll},
+    {"all_to_all_single", CommOp::AllToAll},    {"all_gather_into_tensor", CommOp::AllGather},
     {"all_gather_base", CommOp::AllGather},     {"reduce_scatter_tensor", CommOp::ReduceScatter},
     {"reduce_scatter_base", CommOp::ReduceScatter}, {"inference_all_reduce", CommOp::AllReduce},
 };
@@ -50,7 +51,8 @@ double comm_busbw(CommOp op, uint64_t bytes, double seconds, int n) {
   switch (op) {
     case CommOp::AllReduce: return a * 2.0 * (n - 1) / n;
     case CommOp::ReduceScatter:
-    case CommOp::AllGather: return a * double(n - 1) / n;
+    case CommOp::AllGather:
+    case CommOp::AllToAll: return a * double(n - 1) / n;
     case CommOp::Broadcast: return a;
     case CommOp::Barrier: return 0;
   }

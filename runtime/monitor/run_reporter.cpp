@@ -43,7 +43,8 @@ std::string duration(double s) {
 nlohmann::json comm_json(const uint64_t (&per_op)[kCommOpCount]) {
   return {{"all_reduce", per_op[int(CommOp::AllReduce)]},
           {"reduce_scatter", per_op[int(CommOp::ReduceScatter)]},
-          {"all_gather", per_op[int(CommOp::AllGather)]}};
+          {"all_gather", per_op[int(CommOp::AllGather)]},
+          {"all_to_all", per_op[int(CommOp::AllToAll)]}};
 }
 
 // The split groups that carried anything this step (MiCS's shard, replica, cross, node; hpZ's

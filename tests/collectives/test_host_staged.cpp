@@ -68,6 +68,10 @@ Bufs initial(const Call& k, int rank, int world, uint64_t salt) {
       s.a.assign(k.count * es, char(0x5a));
       if (shard) std::memcpy(s.a.data() + size_t(rank) * shard * es, s.b.data(), shard * es);
       break;
+    case CommOp::AllToAll:
+      test::fill_input(s.a, k.t, 0, k.count, rank, salt);
+      s.b.assign(k.count * es, char(0x5a));
+      break;
     default:
       test::fill_input(s.a, k.t, 0, k.count, rank, salt);
       break;
@@ -83,6 +87,7 @@ CommHandlePtr issue(Communicator& c, const Call& k, char* a, char* b) {
     case CommOp::AllGather: return c.all_gather_async(k.in_place ? a + mine : b, a, k.count, k.t);
     case CommOp::Broadcast: return c.broadcast_async(a, k.count, k.t, k.root);
     case CommOp::Barrier: return c.barrier_async();
+    case CommOp::AllToAll: return c.all_to_all_async(a, b, k.count, k.t);
   }
   return nullptr;
 }
@@ -169,6 +174,13 @@ TEST(HostStaged, AllGatherBitwiseAsPlainMpi) {
     for (DType t : kTypes)
       for (bool in_place : {false, true})
         expect_same_as_plain({CommOp::AllGather, shard * w, t, ReduceOp::Sum, in_place}, ++salt);
+}
+
+TEST(HostStaged, AllToAllBitwiseAsPlainMpi) {
+  const size_t w = size_t(g_plain->world_size());
+  uint64_t salt = 3500;
+  for (size_t chunk : {size_t(0), size_t(1), size_t(3), size_t(1001)})
+    for (DType t : kTypes) expect_same_as_plain({CommOp::AllToAll, chunk * w, t}, ++salt);
 }
 
 TEST(HostStaged, BroadcastBitwiseAsPlainMpi) {
@@ -320,9 +332,11 @@ TEST(HostStaged, CallsLargerThanASlotAreCutAndStayBitwise) {
     };
     const Case cases[] = {{CommOp::AllReduce, 2 * flat + 5, 3},     {CommOp::AllReduce, flat, 1},
                           {CommOp::Broadcast, 3 * flat, 3},         {CommOp::ReduceScatter, (2 * per_shard + 7) * w, 3},
-                          {CommOp::AllGather, (per_shard + 1) * w, 2}, {CommOp::AllGather, per_shard * w, 1}};
+                          {CommOp::AllGather, (per_shard + 1) * w, 2}, {CommOp::AllGather, per_shard * w, 1},
+                          {CommOp::AllToAll, (per_shard / 2 + 1) * w, 2}, {CommOp::AllToAll, (per_shard / 2) * w, 1}};
     for (const Case& c : cases)
       for (bool in_place : {false, true}) {
+        if (c.op == CommOp::AllToAll && in_place) continue;  // it has no in-place form
         Call k{c.op, c.count, t, ReduceOp::Sum, in_place};
         if (c.op == CommOp::Broadcast) k.root = int(w) - 1;
         g_small->reset_stats();

@@ -162,6 +162,38 @@ TEST(MpiCollectives, AllGatherEveryTypeAndSize) {
       for (bool in_place : {false, true}) check_all_gather(shard, t, in_place, ++salt);
 }
 
+// All-to-all: rank r's chunk j (values of position j, seeded by r) lands at chunk r of rank j.
+void check_all_to_all(size_t chunk, DType t, uint64_t salt) {
+  Communicator& c = *g_comm;
+  const int W = c.world_size();
+  const size_t es = dtype_size(t), count = chunk * size_t(W);
+  std::vector<char> send, piece, recv(count * es, char(0x5a)), ref;
+  for (int j = 0; j < W; ++j) {
+    test::fill_input(piece, t, size_t(j) * chunk, chunk, c.rank(), salt);
+    send.insert(send.end(), piece.begin(), piece.end());
+  }
+  for (int i = 0; i < W; ++i) {
+    test::fill_input(piece, t, size_t(c.rank()) * chunk, chunk, i, salt);
+    ref.insert(ref.end(), piece.begin(), piece.end());
+  }
+  c.reset_stats();
+  c.all_to_all(send.data(), recv.data(), count, t);
+  EXPECT_TRUE(recv == ref) << label("all_to_all", t, ReduceOp::Sum, false, count);
+  EXPECT_EQ(c.stats()[CommOp::AllToAll].calls, 1u);
+  EXPECT_EQ(c.stats()[CommOp::AllToAll].bytes, count * es);
+}
+
+TEST(MpiCollectives, AllToAllEveryTypeAndSize) {
+  uint64_t salt = 350;
+  for (size_t chunk : kShards)
+    for (DType t : kTypes) check_all_to_all(chunk, t, ++salt);
+  Communicator& c = *g_comm;
+  const size_t W = size_t(c.world_size());
+  std::vector<float> a(4 * W + 1), b(4 * W + 1);
+  if (W > 1) EXPECT_THROW(c.all_to_all(a.data(), b.data(), 4 * W + 1, DType::F32), std::invalid_argument);
+  EXPECT_THROW(c.all_to_all(a.data(), a.data() + 1, 4 * W, DType::F32), std::invalid_argument);  // overlapping
+}
+
 TEST(MpiCollectives, BroadcastFromFirstAndLastRank) {
   Communicator& c = *g_comm;
   uint64_t salt = 400;

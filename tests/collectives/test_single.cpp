@@ -154,6 +154,9 @@ TEST(CollectivesSingleCommunicator, EveryOpIsACopyWithStats) {
       EXPECT_TRUE(out == in);
       c.broadcast(out.data(), n, t, 0);
       EXPECT_TRUE(out == in);
+      std::fill(out.begin(), out.end(), 0x33);
+      c.all_to_all(in.data(), out.data(), n, t);
+      EXPECT_TRUE(out == in);
     }
   }
   c.barrier();
@@ -165,6 +168,9 @@ TEST(CollectivesSingleCommunicator, EveryOpIsACopyWithStats) {
   EXPECT_EQ(s[CommOp::AllReduce].bytes, 1002u * (4 + 2 + 2 + 8));
   EXPECT_EQ(s[CommOp::ReduceScatter].calls, 9u);
   EXPECT_EQ(s[CommOp::Barrier].calls, 1u);
+  EXPECT_EQ(s[CommOp::AllToAll].calls, 12u);
+  EXPECT_EQ(s[CommOp::AllToAll].bytes, 1002u * (4 + 2 + 2 + 8));
+  EXPECT_THROW(c.all_to_all(v.data(), v.data(), 2, DType::I64), std::invalid_argument);  // no in-place form
   c.reset_stats();
   EXPECT_EQ(c.stats()[CommOp::AllReduce].calls, 0u);
   auto h = c.all_reduce_async(v.data(), v.data(), 2, DType::I64, ReduceOp::Sum);
