@@ -147,6 +147,9 @@ struct ZeroConfig {
   Field<bool> mics_hierarchical_params_gather = false;
   // ZeRO++ qwZ: stage 3's parameter all-gathers send int8 levels and one fp32 scale per block.
   Field<bool> quantized_weights = false;
+  // ZeRO++ qgZ: stage 3's gradient reduce-scatters run as two int4 all-to-alls (inside each node,
+  // then across nodes) with an fp32 sum between them (runtime/zero/quantized_reduce.h).
+  Field<bool> quantized_gradients = false;
   OffloadConfig offload_optimizer;
   OffloadConfig offload_param;
   // Deprecated spellings, read only to be mapped onto offload_optimizer / offload_param.

@@ -280,6 +280,7 @@ bool block_schema(Config& c, const std::string& path, BlockSchema& s) {
         key("mics_shard_size", Kind::Int, &z.mics_shard_size),
         key("mics_hierarchical_params_gather", Kind::Bool, &z.mics_hierarchical_params_gather),
         key("zero_quantized_weights", Kind::Bool, &z.quantized_weights),
+        key("zero_quantized_gradients", Kind::Bool, &z.quantized_gradients),
         s3(key("stage3_gather_16bit_weights_on_model_save", Kind::Bool, &z.gather_16bit_weights_on_model_save)),
         s3(alias(key("gather_16bit_weights_on_model_save", Kind::Bool, &z.gather_16bit_weights_on_model_save),
                  "stage3_gather_16bit_weights_on_model_save", false)),

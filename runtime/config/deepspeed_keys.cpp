@@ -93,8 +93,6 @@ const std::vector<DsKey> kTable = {
      "the ZeRO stage 1 of DeepSpeed before 0.5.9 (DeepSpeed itself raises an error for it now)"},
     {"zero_optimization", "zero_quantized_nontrainable_weights", C::Unimplemented, O::False, V::Bool,
      "frozen parameters stored and gathered in int8"},
-    {"zero_optimization", "zero_quantized_gradients", C::Unimplemented, O::False, V::Bool,
-     "ZeRO++ qgZ: gradients reduced through an int4 all-to-all"},
     {"zero_optimization", "zeropp_loco_param", C::Unimplemented, O::NullOrEmpty, V::Object,
      "LoCo-ZeRO++: error feedback for quantized gradients"},
     {"zero_optimization", "pipeline_loading_checkpoint", C::Compat, O::False, V::Bool,

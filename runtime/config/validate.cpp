@@ -256,6 +256,26 @@ void validate_config(Config& c, const LoadOptions& opts, Diagnostics& d) {
       d.error(key, "true", "MiCS's two-level gather (mics_hierarchical_params_gather) sends unquantized shards; the two are not combined",
               "remove mics_hierarchical_params_gather, or zero_quantized_weights");
   }
+  // qgZ: stage 3's reduce-scatters (DeepSpeed asserts reduce_scatter), the host backend, not with
+  // MiCS (DeepSpeed's MiCS optimizer is not handed the flag).
+  if (z.quantized_gradients.present && z.quantized_gradients.value) {
+    const char* key = "zero_optimization.zero_quantized_gradients";
+    if (stage_ok && stage < 3)
+      d.error(key, "true",
+              "qgZ quantizes stage 3's gradient reduce-scatters, and this is stage " + std::to_string(stage) +
+                  " (DeepSpeed ignores the key below stage 3 without a word)",
+              "set zero_optimization.stage to 3, or remove zero_quantized_gradients");
+    if (!z.reduce_scatter.value)
+      d.error(key, "true",
+              "qgZ replaces the gradient reduce-scatter, and reduce_scatter is false (DeepSpeed asserts the same)",
+              "set zero_optimization.reduce_scatter to true, or remove zero_quantized_gradients");
+    if (opts.backend == ComputeBackend::Cuda)
+      d.error(key, "true", "quantized reductions run on the cpu backend only: the CUDA quantizer is not wired into the reducer yet",
+              "run with --backend cpu, or remove zero_quantized_gradients");
+    if (mics_on)
+      d.error(key, "true", "MiCS reduces inside its shard groups and across replicas; qgZ's two hops are not combined with it",
+              "remove mics_shard_size, or zero_quantized_gradients");
+  }
   if (!mics_on && z.mics_hierarchical_params_gather.present && z.mics_hierarchical_params_gather.value)
     d.warning("zero_optimization.mics_hierarchical_params_gather", "true",
               "it shapes MiCS's parameter gather, and MiCS is off (mics_shard_size is " + std::to_string(mics) +

@@ -63,7 +63,7 @@ std::vector<UnitSpec> unit_specs(const std::vector<UnitLayout>& layouts) {
   std::vector<UnitSpec> specs;
   for (const auto& l : layouts) {
     UnitSpec s{l.name, l.numel, {}};
-    for (const auto& t : l.tensors) s.tensors.push_back({t.name, t.offset, t.numel});
+    for (const auto& t : l.tensors) s.tensors.push_back({t.name, t.offset, t.numel, int(t.shape.size())});
     specs.push_back(std::move(s));
   }
   return specs;
@@ -88,6 +88,7 @@ CommGroupShape group_shape(const EngineOptions& o) {
     shape.mics_shard_size = o.zero.mics_shard_size;
     shape.mics_hierarchical = o.gather.mics_hierarchical;
     shape.hpz_partition_size = int(o.gather.hpz_partition_size);
+    shape.quantized_gradients = o.reduce.quantized_gradients;
   }
   return shape;
 }
@@ -261,6 +262,8 @@ int64_t Engine::applied_steps() const { return s_->optimizer->counters().applied
 int64_t Engine::params() const { return s_->part->map().total_numel(); }
 uint64_t Engine::expected_comm_bytes_per_step() const { return s_->part->expected_comm_bytes_per_step(s_->z->element_bytes()); }
 
+bool Engine::quantizes_gradients() const { return s_->reducer->quantizes(); }
+
 LinkBytes Engine::expected_link_bytes_per_step() const {
   const Partition& p = *s_->part;
   const CommGroups& groups = *s_->groups;
@@ -290,7 +293,7 @@ LinkBytes Engine::expected_link_bytes_per_step() const {
                      QuantizedGather::wire_bytes(P, int(o.gather.hpz_partition_size)).total();
       }
     }
-    if (groups.cross()) {
+    if (o.gather.mics_hierarchical && groups.cross()) {
       v.bytes[int(CommOp::AllGather)] = 0;
       on[int(CommRole::Cross)][int(CommOp::AllGather)] = primary / uint64_t(groups.node()->world_size());
       on[int(CommRole::Node)][int(CommOp::AllGather)] = primary;
@@ -298,6 +301,12 @@ LinkBytes Engine::expected_link_bytes_per_step() const {
       v.bytes[int(CommOp::AllGather)] = primary;
     }
     on[int(CommRole::Secondary)][int(CommOp::AllGather)] = secondary;
+  }
+  if (s_->reducer->quantizes()) {  // qgZ: the 1-D tensors reduce-scattered exactly, the rest in two all-to-alls
+    const QuantizedReduce::WireBytes w = s_->reducer->quantized_wire_bytes();
+    v.bytes[int(CommOp::ReduceScatter)] = s_->reducer->exact_elements_per_micro_step() * es * uint64_t(accum);
+    on[int(CommRole::Node)][int(CommOp::AllToAll)] = w.intra() * uint64_t(accum);
+    on[int(CommRole::Cross)][int(CommOp::AllToAll)] = w.inter() * uint64_t(accum);
   }
   if (groups.replica()) {  // MiCS: every gradient shard across the replicas, once a step
     uint64_t shard_elems = 0;

@@ -63,6 +63,9 @@ struct StepStats {
   uint64_t grad_bytes_to_host = 0;  // gradient bytes copied out of backend memory (offload only)
   // qwZ: this rank's sampled quantization error of the step's parameter gathers (gathers == 0: off).
   QuantError quant_weights;
+  // qgZ: the same for the step's gradient reductions, both hops (calls == 0: off), and the elements
+  // of 1-D tensors it reduced exactly instead.
+  QuantError quant_grads;
 };
 
 struct ParamSummary {
@@ -128,6 +131,7 @@ class Engine {
   // ranks hold shards: 8 bytes per rank each, as all-gathers), split by the link model. Lamb's
   // per-tensor trust-ratio exchange is not in it.
   LinkBytes expected_link_bytes_per_step() const;
+  bool quantizes_gradients() const;  // qgZ is on (asked for, stage 3, more than one node)
   const NodeTopology& topology() const;
 
   // --- checkpoints (runtime/engine/engine_checkpoint.h maps these onto a ShardedState) ---------

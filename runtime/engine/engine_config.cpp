@@ -106,6 +106,7 @@ EngineOptions engine_options_from_config(const Config& c, uint64_t seed, bool re
   e.grad_accum = int(c.gradient_accumulation_steps.value);
   e.zero = zero_option_set(c);  // the ZeRO choices as validation read them ("ratio 0" offloads nothing)
   e.reduce = ReduceOptions{sizes.reduce_bucket, z.overlap_comm.value};
+  e.reduce.quantized_gradients = e.zero.stage == 3 && z.quantized_gradients.value;
   e.gather.overlap = z.overlap_comm.value;
   e.gather.prefetch_bucket_size = z.prefetch_bucket_size.value;
   e.gather.persistence_threshold = z.param_persistence_threshold.value;

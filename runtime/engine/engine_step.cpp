@@ -110,6 +110,7 @@ StepStats Engine::train_step(const BatchFn& fill) {
   st.seconds = seconds_since(t0);
   st.mem_peak = s.ledger.peak_total();
   st.quant_weights = s.gatherer->take_quant_error();
+  st.quant_grads = s.reducer->take_quant_error();
   return st;
 }
 

@@ -11,6 +11,7 @@
 
 #include "runtime/config/config_echo.h"
 #include "runtime/monitor/comm_overlap.h"
+#include "runtime/zero/quantized_reduce.h"
 
 namespace zt {
 
@@ -190,6 +191,7 @@ void RunReporter::start() {
           {"hpz_partition_size", engine_.options().gather.hpz_partition_size},
           {"mics_shard_size", engine_.options().zero.stage == 3 ? engine_.options().zero.mics_shard_size : 0},
           {"quantized_weights", engine_.options().gather.quantized_weights},
+          {"quantized_gradients", engine_.quantizes_gradients()},
           {"mics_hierarchical_params_gather", engine_.options().gather.mics_hierarchical},
           {"expected_comm_bytes_intra_per_step", engine_.expected_link_bytes_per_step().intra},
           {"expected_comm_bytes_inter_per_step", engine_.expected_link_bytes_per_step().inter},
@@ -293,11 +295,17 @@ double RunReporter::after_step(const StepStats& st) {
           {"comm_busy_s", busy},
           {"mem_peak", st.mem_peak}};
   if (!process.is_null()) step_record["process"] = process;
-  if (const QuantError& q = st.quant_weights; q.gathers)  // qwZ: rank 0's sampled blocks, beside the bound
+  if (const QuantError& q = st.quant_weights; q.calls)  // qwZ: rank 0's sampled blocks, beside the bound
     step_record["quant_weights"] = {{"max_rel_err", q.max_rel}, {"rms_rel_err", q.rms_rel()},
                                     {"bound_rel_err", QuantizedGather::kBoundRel}, {"sampled_elements", q.elements},
-                                    {"gathers", q.gathers}, {"blocks", q.blocks}, {"bad_blocks", q.bad_blocks},
+                                    {"gathers", q.calls}, {"blocks", q.blocks}, {"bad_blocks", q.bad_blocks},
                                     {"quantize_ms", 1e3 * q.quantize_s}, {"dequantize_ms", 1e3 * q.dequantize_s}};
+  if (const QuantError& q = st.quant_grads; q.calls)  // qgZ: rank 0's sampled blocks of both hops, beside one rounding's bound
+    step_record["quant_grads"] = {{"max_rel_err", q.max_rel}, {"rms_rel_err", q.rms_rel()},
+                                  {"bound_rel_err", QuantizedReduce::kBoundRel}, {"sampled_elements", q.elements},
+                                  {"reductions", q.calls}, {"blocks", q.blocks}, {"bad_blocks", q.bad_blocks},
+                                  {"exact_elements", q.exact_elements},
+                                  {"quantize_ms", 1e3 * q.quantize_s}, {"dequantize_ms", 1e3 * q.dequantize_s}};
   record(step_record);
   inst_.monitors.write(events(st, rate));
   if (inst_.profiler) backend_.attach_op_recorder(nullptr);

@@ -250,6 +250,15 @@ void check_start(Started& started, const RunOptions& run, Communicator& comm, Ba
                            "node-wide group would keep 1/" + n,
                        "set it to the ranks per node (" + n + ") unless memory is no concern");
   }
+  if (started.eo.reduce.quantized_gradients && W > 1) {
+    const int rpn = run.ranks_per_node > 0 ? run.ranks_per_node : W;  // 0: every rank on one node
+    if (rpn >= W)
+      problems.warning("zero_optimization.zero_quantized_gradients", "true",
+                       "every one of the " + std::to_string(W) + " ranks is on one node (--ranks-per-node " +
+                           std::to_string(rpn) + "): qgZ only quantizes what crosses nodes, so it is off and the "
+                           "gradients are reduced exactly (DeepSpeed does the same without a word)",
+                       "remove zero_quantized_gradients, or pass --ranks-per-node for a job spanning nodes");
+  }
   PlanInput plan_in = plan_input(started.cfg, run.model.total_params(), &run.model, run.local_ranks);
   plan_in.activation_checkpointing = run.recompute;  // the run recomputes with --recompute only, whatever the block says
   plan_in.emulates_16bit_in_fp32 = target == ComputeBackend::Cpu;

@@ -39,4 +39,25 @@ std::vector<OwnedPart> split_by_owner(const BucketPiece& piece, int64_t shard) {
   return out;
 }
 
+BucketSplit split_bucket(const Bucket& b, const std::vector<std::vector<BucketPiece>>& ranges) {
+  BucketSplit out;
+  out.inside.last_pos = out.outside.last_pos = b.last_pos;
+  auto add = [](Bucket& to, int u, int64_t begin, int64_t end) {
+    if (end > begin) to.pieces.push_back({u, begin, end - begin});
+  };
+  for (const BucketPiece& p : b.pieces) {
+    int64_t at = p.begin;
+    const int64_t end = p.begin + p.n;
+    for (const BucketPiece& r : ranges[size_t(p.unit)]) {
+      const int64_t lo = std::max(at, r.begin), hi = std::min(end, r.begin + r.n);
+      if (lo >= hi) continue;
+      add(out.outside, p.unit, at, lo);
+      add(out.inside, p.unit, lo, hi);
+      at = hi;
+    }
+    add(out.outside, p.unit, at, end);
+  }
+  return out;
+}
+
 }  // namespace zt

@@ -39,6 +39,14 @@ struct OwnedPart {
 };
 std::vector<OwnedPart> split_by_owner(const BucketPiece& piece, int64_t shard);
 
+// A bucket's pieces cut by element ranges of their units: the parts inside ranges[u] (sorted,
+// disjoint pieces of unit u) go to `inside`, the rest to `outside`, each in stream order — qgZ
+// sends the 1-D tensors of a bucket exactly and quantizes the rest.
+struct BucketSplit {
+  Bucket inside, outside;
+};
+BucketSplit split_bucket(const Bucket& b, const std::vector<std::vector<BucketPiece>>& ranges);
+
 // The buckets of one stream and the cursor of the next one to issue: once the unit at stream
 // position `done_pos` is done, every bucket whose last unit is at or before it is ready, in order.
 // Both sides of ZeRO walk their stream this way (gradients in backward order, updated parameters in

@@ -67,6 +67,14 @@ CommGroups::CommGroups(Communicator& world, const NodeTopology& topology, const 
     }
   } else {
     members_[size_t(CommRole::Shard)] = Member{&world, nullptr, members_[size_t(CommRole::World)].links};
+    qgz_ = shape.quantized_gradients && W / n > 1;
+    if (qgz_) {  // qgZ over more than one node
+      std::vector<std::vector<int>> crosses, nodes;
+      for (int local = 0; local < n; ++local) crosses.push_back(ascending(local, W / n, n));
+      for (int first = 0; first < W; first += n) nodes.push_back(ascending(first, n, 1));
+      add(CommRole::Cross, W / n, crosses, rank % n, rank);
+      if (n > 1) add(CommRole::Node, n, nodes, rank / n, rank);
+    }
   }
   const int hpz = shape.hpz_partition_size;
   if (hpz > 1 && W > 1) {
@@ -118,8 +126,11 @@ StepTraffic CommGroups::since(const std::vector<CommStats>& before) const {
 
 void CommGroups::reserve_buffers(uint64_t shard_call_bytes, uint64_t group_call_bytes) {
   world_.reserve_buffers(world_call_bytes(mics_, world_.world_size(), shard_call_bytes));
-  for (size_t r = 0; r < members_.size(); ++r)
-    if (members_[r].owned) members_[r].owned->reserve_buffers(r == size_t(CommRole::Shard) ? shard_call_bytes : group_call_bytes);
+  for (size_t r = 0; r < members_.size(); ++r) {
+    if (!members_[r].owned) continue;
+    if (qgz_ && (r == size_t(CommRole::Cross) || r == size_t(CommRole::Node))) continue;  // all-to-all only: no buffers
+    members_[r].owned->reserve_buffers(r == size_t(CommRole::Shard) ? shard_call_bytes : group_call_bytes);
+  }
 }
 
 uint64_t CommGroups::planned_buffer_bytes(const Communicator& world, const CommGroupShape& shape,
@@ -133,6 +144,7 @@ uint64_t CommGroups::planned_buffer_bytes(const Communicator& world, const CommG
     if (shape.mics_hierarchical) b += 2 * world.buffer_bytes_for(group_call_bytes);  // cross, node
   }
   if (shape.hpz_partition_size > 1 && W > 1) b += world.buffer_bytes_for(group_call_bytes);  // secondary
+  // qgZ's groups only all-to-all, which moves the caller's buffers: they reserve none.
   return b;
 }
 

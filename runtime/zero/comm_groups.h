@@ -8,7 +8,9 @@
 //              which all-reduce the gradient shards at the accumulation boundary;
 //   secondary  hpZ: zero_hpz_partition_size consecutive ranks, gathering the secondary slices;
 //   cross, node  MiCS's hierarchical gather inside a shard group that spans nodes: the group's
-//              ranks of one local index (one per node), then the group's ranks on one node.
+//              ranks of one local index (one per node), then the group's ranks on one node; or
+//              qgZ's two all-to-alls over the world (the ranks of one local index on every node,
+//              the ranks of one node). The two never run together.
 // A group that would equal the world, or hold one rank, is not split (shard() is the world;
 // the others are null), except that a MiCS shard group is always its own communicator.
 #pragma once
@@ -30,6 +32,7 @@ struct CommGroupShape {
   int mics_shard_size = 0;   // stage 3 MiCS
   bool mics_hierarchical = false;
   int hpz_partition_size = 0;  // stage 3 hpZ
+  bool quantized_gradients = false;  // stage 3 qgZ (not with MiCS): cross and node over the world
 };
 
 // One group's calls and algorithm bytes per op over a span of time (a step).
@@ -90,6 +93,7 @@ class CommGroups {
   Communicator& world_;
   NodeTopology topology_;
   bool mics_ = false;
+  bool qgz_ = false;  // cross and node are qgZ's (they reserve no working buffers)
   std::vector<Member> members_;
 };
 

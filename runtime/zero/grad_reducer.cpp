@@ -1,6 +1,7 @@
 // GradReducer: bucketed gradient reduction in backward order, with each stage's timing.
 #include "runtime/zero/grad_reducer.h"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -9,7 +10,37 @@ namespace zt {
 namespace {
 // Backward walk: unit u is done at position U-1-u.
 int position_of(int u, int U) { return U - 1 - u; }
+
+// qgZ's exact part and quantized part of one bucket, waited as one.
+class BothHandle final : public CommHandle {
+ public:
+  BothHandle(CommHandlePtr exact, CommHandlePtr quantized) : exact_(std::move(exact)), quantized_(std::move(quantized)) {}
+  void wait() override {
+    if (exact_) exact_->wait();
+    quantized_->wait();
+  }
+  bool done() override { return (!exact_ || exact_->done()) && quantized_->done(); }
+
+ private:
+  CommHandlePtr exact_, quantized_;
+};
+
+// The elements qgZ sends exactly: each unit's 1-D tensors (DeepSpeed's fallback for them).
+std::vector<std::vector<BucketPiece>> exact_tensor_ranges(const ShardMap& map) {
+  std::vector<std::vector<BucketPiece>> r(size_t(map.units()));
+  for (int u = 0; u < map.units(); ++u)
+    for (const TensorSpec& t : map.unit(u).tensors)
+      if (t.dims < 2) r[size_t(u)].push_back({u, t.offset, t.size});
+  return r;
+}
 }  // namespace
+
+QuantError GradReducer::take_quant_error() {
+  QuantError e = qgz_.take_error();
+  e.exact_elements = exact_elements_;
+  exact_elements_ = 0;
+  return e;
+}
 
 GradReducer::GradReducer(ZeroContext& z, UnitBufferPool& pool, const ReduceOptions& o)
     : z_(z), pool_(pool), overlap_(o.overlap) {
@@ -28,6 +59,14 @@ GradReducer::GradReducer(ZeroContext& z, UnitBufferPool& pool, const ReduceOptio
     for (const BucketPiece& piece : b.pieces) ++buckets_of_unit_[size_t(piece.unit)];
   full_.assign(size_t(U), nullptr);
   pending_.assign(size_t(U), 0);
+  if (o.quantized_gradients && p.reduces_each_micro_step() && !p.all_reduces_grads() && z.groups && z.groups->cross()) {
+    if (!p.config().backend_is_host || z.working_type() != DType::F32)
+      throw std::invalid_argument("zero_quantized_gradients: quantized reductions run on the host backend's fp32 buffers "
+                                  "only (this backend's gradients are " + std::string(dtype_name(z.working_type())) + ")");
+    qgz_ = QuantizedReduce(z.ledger, z.groups->node(), *z.groups->cross());
+    const auto ranges = exact_tensor_ranges(p.map());
+    for (const Bucket& b : stream_.buckets()) qgz_split_.push_back(split_bucket(b, ranges));
+  }
 }
 
 GradReducer::~GradReducer() {
@@ -40,6 +79,30 @@ ReducedGrads GradReducer::reduced() const {
   ReducedGrads r;
   for (int u = 0; u < z_.part.units(); ++u) r.unit.push_back(z_.element_at(grads_[size_t(u)], z_.part.unit(u).state_in_grad));
   return r;
+}
+
+QuantizedReduce::WireBytes GradReducer::quantized_wire_bytes() const {
+  QuantizedReduce::WireBytes w;
+  if (!qgz_.on()) return w;
+  const int n = z_.groups->node() ? z_.groups->node()->world_size() : 1, k = z_.groups->cross()->world_size();
+  for (const BucketSplit& split : qgz_split_) {
+    std::vector<size_t> owned(size_t(n) * size_t(k), 0);
+    for (const BucketPiece& piece : split.outside.pieces)
+      for (const OwnedPart& part : split_by_owner(piece, z_.part.shard(piece.unit).shard)) owned[size_t(part.owner)] += size_t(part.n);
+    const QuantizedReduce::WireBytes b = QuantizedReduce::wire_bytes(*std::max_element(owned.begin(), owned.end()), n, k);
+    w.intra_levels += b.intra_levels;
+    w.intra_scales += b.intra_scales;
+    w.inter_levels += b.inter_levels;
+    w.inter_scales += b.inter_scales;
+  }
+  return w;
+}
+
+uint64_t GradReducer::exact_elements_per_micro_step() const {
+  uint64_t n = 0;
+  for (const BucketSplit& split : qgz_split_)
+    for (const BucketPiece& piece : split.inside.pieces) n += uint64_t(piece.n);
+  return n;
 }
 
 void GradReducer::start_step() {
@@ -94,14 +157,26 @@ void GradReducer::issue(size_t k) {
   const Bucket& bucket = stream_.buckets()[k];
   if (!each)  // stages 0–1: the accumulated gradient is sent in the communication type
     for (const BucketPiece& piece : bucket.pieces) z_.emulate(z_.element_at(grads_[size_t(piece.unit)], piece.begin), piece.n, z_.comm_precision);
-  const std::vector<Segment> segs = bucket_segments(z_, bucket, !p.all_reduces_grads(), [&](const BucketPiece& piece) {
+  auto buffer = [&](const BucketPiece& piece) {
     void* buf = each ? full_[size_t(piece.unit)] : grads_[size_t(piece.unit)];
     if (!buf) throw std::logic_error("GradReducer: bucket " + std::to_string(k) + " issued before unit " +
                                      std::to_string(piece.unit) + "'s gradient exists");
     return buf;
-  });
-  CommHandlePtr h = p.all_reduces_grads() ? z_.comm.all_reduce_segments_async(segs, z_.working_type(), ReduceOp::Sum)
-                                          : z_.comm.reduce_scatter_segments_async(segs, z_.working_type(), ReduceOp::Sum);
+  };
+  CommHandlePtr h;
+  if (qgz_.on()) {  // qgZ: the 1-D tensors exactly, the rest through the two quantized hops
+    const BucketSplit& split = qgz_split_[k];
+    const std::vector<Segment> exact = bucket_segments(z_, split.inside, true, buffer);
+    CommHandlePtr e;
+    if (!exact.empty()) e = z_.comm.reduce_scatter_segments_async(exact, z_.working_type(), ReduceOp::Sum);
+    CommHandlePtr q = qgz_.reduce_async(bucket_segments(z_, split.outside, true, buffer));
+    h = std::make_shared<BothHandle>(std::move(e), std::move(q));
+    for (const Segment& s : exact) exact_elements_ += s.count;
+  } else {
+    const std::vector<Segment> segs = bucket_segments(z_, bucket, !p.all_reduces_grads(), buffer);
+    h = p.all_reduces_grads() ? z_.comm.all_reduce_segments_async(segs, z_.working_type(), ReduceOp::Sum)
+                              : z_.comm.reduce_scatter_segments_async(segs, z_.working_type(), ReduceOp::Sum);
+  }
   in_flight_.push_back({k, std::move(h), Clock::now()});
   drain(reduce_calls_kept_in_flight(overlap_, each));
 }

@@ -6,7 +6,10 @@
 //   stages 2–3: reduce-scattered every micro-step, this rank's part added into its gradient shard,
 //     and the full buffer released once every bucket holding a piece of it is done;
 //   MiCS (stage 3 over shard groups): the reduce-scatters run inside the shard group, and at the
-//     boundary every gradient shard is all-reduced across the replica group in one call.
+//     boundary every gradient shard is all-reduced across the replica group in one call;
+//   qgZ (stage 3 over more than one node, zero_quantized_gradients): each bucket's 1-D tensors
+//     (biases, norms) are reduce-scattered exactly and the rest goes through QuantizedReduce's two
+//     int4 all-to-alls, both issued together and waited as one.
 // With overlap_comm the collectives run while backward continues (stages 2–3 keep one bucket in
 // flight, stages 0–1 all of them until the boundary); without it each is waited where it is issued.
 // Reductions are element-wise sums in rank order, so no bucket size ever changes a result.
@@ -17,6 +20,7 @@
 #include <vector>
 
 #include "runtime/zero/buckets.h"
+#include "runtime/zero/quantized_reduce.h"
 #include "runtime/zero/reduced_grads.h"
 #include "runtime/zero/unit_buffers.h"
 #include "runtime/zero/zero_context.h"
@@ -34,6 +38,7 @@ inline size_t reduce_calls_kept_in_flight(bool overlap, bool reduces_each_micro_
 struct ReduceOptions {
   int64_t bucket_elems = 500000000;  // reduce_bucket_size: elements per gradient collective
   bool overlap = false;              // overlap_comm
+  bool quantized_gradients = false;  // qgZ (stage 3; off on one node)
 };
 
 class GradReducer {
@@ -57,6 +62,15 @@ class GradReducer {
   ReducedGrads reduced() const;
 
   const std::vector<Bucket>& buckets() const { return stream_.buckets(); }
+  // qgZ: each bucket's parts sent exactly (inside: the 1-D tensors) and quantized (outside); empty when off.
+  const std::vector<BucketSplit>& quantized_split() const { return qgz_split_; }
+  bool quantizes() const { return qgz_.on(); }
+  // qgZ's sampled error and its exact elements since the last take (calls == 0: off).
+  QuantError take_quant_error();
+  // qgZ's traffic in one micro-step's reduction: every bucket's two all-to-alls, and the elements
+  // it reduce-scatters exactly (the predictor's terms; zero when off).
+  QuantizedReduce::WireBytes quantized_wire_bytes() const;
+  uint64_t exact_elements_per_micro_step() const;
 
  private:
   struct InFlight {
@@ -80,6 +94,9 @@ class GradReducer {
   std::vector<int> pending_;         // of those, still to complete this micro-step
   std::deque<InFlight> in_flight_;
   bool reducing_now_ = false;        // this micro-step issues reductions
+  QuantizedReduce qgz_;              // qgZ, when on
+  std::vector<BucketSplit> qgz_split_;
+  uint64_t exact_elements_ = 0;      // qgZ: elements reduced exactly since the last take
 };
 
 }  // namespace zt

@@ -100,19 +100,6 @@ class DequantizingHandle final : public CommHandle {
 
 }  // namespace
 
-double QuantError::rms_rel() const { return elements ? std::sqrt(sum_sq_rel / double(elements)) : 0.0; }
-
-void QuantError::add(const QuantError& o) {
-  max_rel = std::max(max_rel, o.max_rel);
-  sum_sq_rel += o.sum_sq_rel;
-  elements += o.elements;
-  gathers += o.gathers;
-  blocks += o.blocks;
-  bad_blocks += o.bad_blocks;
-  quantize_s += o.quantize_s;
-  dequantize_s += o.dequantize_s;
-}
-
 QuantizedGather::WireBytes QuantizedGather::wire_bytes(size_t padded, int group) {
   const Record rec(quant::BlockPlan(size_t(group), padded / size_t(group)));
   return {uint64_t(group) * rec.level_words * kWord, uint64_t(group) * rec.scale_words * kWord};
@@ -135,7 +122,7 @@ CommHandlePtr QuantizedGather::gather_async(Communicator& c, const float* shard,
   const quant::QuantStatus st = quant::quantize(shard, plan.shard_layout(quant::QuantBits::Int8), mine,
                                                 reinterpret_cast<float*>(mine + rec.level_words * kWord));
   error_.quantize_s += seconds_since(t0);
-  error_.gathers += 1;
+  error_.calls += 1;
   error_.blocks += bps;
   error_.bad_blocks += st.bad_blocks;
   blocks_ += bps;

@@ -23,21 +23,9 @@
 
 #include "collectives/communicator.h"
 #include "runtime/zero/memory_ledger.h"
+#include "runtime/zero/quant_error.h"
 
 namespace zt {
-
-struct QuantError {
-  double max_rel = 0;      // max |deq - x| / absmax of its block over the sampled elements
-  double sum_sq_rel = 0;   // sum of the squares of the same ratio
-  uint64_t elements = 0;   // sampled elements (a zero block counts: its error is 0)
-  uint64_t gathers = 0;    // quantized gathers issued
-  uint64_t blocks = 0;     // blocks quantized by this rank
-  uint64_t bad_blocks = 0; // blocks refused for holding an inf or NaN (NaN after the gather)
-  double quantize_s = 0;   // this rank's time quantizing its shards
-  double dequantize_s = 0; // and dequantizing (and rounding) the gathered units, sampling included
-  double rms_rel() const;
-  void add(const QuantError& o);
-};
 
 class QuantizedGather {
  public:

@@ -12,6 +12,7 @@ struct TensorSpec {
   std::string name;
   int64_t offset = 0;  // element offset inside its unit's flat buffer
   int64_t size = 0;    // elements
+  int dims = 2;        // its shape's rank (1: a bias or a norm's weight)
 };
 
 struct UnitSpec {

@@ -106,6 +106,12 @@ const ComboCase kCombos[] = {
      "zero_optimization.zero_quantized_weights", "true", "qwZ quantizes stage 3's parameter all-gathers", false},
     {"qwz_with_hierarchical_mics", R"("zero_optimization": {"stage": 3, "mics_shard_size": 2, "mics_hierarchical_params_gather": true, "zero_quantized_weights": true})",
      "zero_optimization.zero_quantized_weights", "true", "the two are not combined", false},
+    {"qgz_below_stage3", R"("zero_optimization": {"stage": 2, "zero_quantized_gradients": true})",
+     "zero_optimization.zero_quantized_gradients", "true", "qgZ quantizes stage 3's gradient reduce-scatters", false},
+    {"qgz_without_reduce_scatter", R"("zero_optimization": {"stage": 3, "reduce_scatter": false, "zero_quantized_gradients": true})",
+     "zero_optimization.zero_quantized_gradients", "true", "reduce_scatter is false", false},
+    {"qgz_with_mics", R"("zero_optimization": {"stage": 3, "mics_shard_size": 2, "zero_quantized_gradients": true})",
+     "zero_optimization.zero_quantized_gradients", "true", "qgZ's two hops are not combined with it", false},
     {"clipping_negative", R"("gradient_clipping": -1)", "gradient_clipping", "-1", "turns clipping off", true},
     // Warnings.
     {"stage3_key_at_stage2", R"("zero_optimization": {"stage": 2, "stage3_max_live_parameters": 1e9})",
@@ -187,6 +193,23 @@ TEST(Validate, QuantizedWeightsNeedTheCpuBackend) {
   const auto cpu = load(text);
   ASSERT_TRUE(cpu.valid()) << test::dump(cpu);
   EXPECT_TRUE(cpu.config.zero_optimization.quantized_weights.value);
+}
+
+// qgZ likewise: refused on cuda with the way out, read at stage 3 on the cpu backend into the
+// config; LoCo is still refused as not built.
+TEST(Validate, QuantizedGradientsNeedTheCpuBackend) {
+  const char* text = R"({"train_micro_batch_size_per_gpu": 1, "zero_optimization": {"stage": 3, "zero_quantized_gradients": true}})";
+  LoadOptions o;
+  o.backend = ComputeBackend::Cuda;
+  const auto cuda = load(text, o);
+  const Diagnostic* d = find(cuda, "zero_optimization.zero_quantized_gradients", "cpu backend only", Severity::Error);
+  ASSERT_NE(d, nullptr) << test::dump(cuda);
+  EXPECT_NE(d->fix.find("--backend cpu"), std::string::npos) << d->fix;
+  const auto cpu = load(text);
+  ASSERT_TRUE(cpu.valid()) << test::dump(cpu);
+  EXPECT_TRUE(cpu.config.zero_optimization.quantized_gradients.value);
+  const auto loco = load(R"({"train_micro_batch_size_per_gpu": 1, "zero_optimization": {"stage": 3, "zero_quantized_gradients": true, "zeropp_loco_param": {"err_beta": 0.8, "reset_T": 1024}}})");
+  EXPECT_FALSE(loco.valid()) << test::dump(loco);
 }
 
 TEST(Validate, MessagesAreDistinct) {

@@ -75,7 +75,7 @@ TEST(Qwz, GatheredElementsWithinHalfAStepOfEveryRanksSource) {
       }
     }
     const QuantError e = qg.take_error();
-    EXPECT_EQ(e.gathers, 1u);
+    EXPECT_EQ(e.calls, 1u);
     EXPECT_EQ(e.blocks, plan.blocks_per_shard());
     EXPECT_EQ(e.bad_blocks, my_bad);
     EXPECT_GT(e.max_rel, 0.0);
@@ -158,13 +158,13 @@ TEST(Qwz, TrainsWithQuarterGatherBytesEqualToThePredictor) {
                            double(exact.stats[s].comm_bytes[int(CommOp::AllGather)]);
       EXPECT_GT(ratio, 0.25);
       EXPECT_LT(ratio, 0.27);
-      ASSERT_GT(st.quant_weights.gathers, 0u);
+      ASSERT_GT(st.quant_weights.calls, 0u);
       sampled.add(st.quant_weights);
       EXPECT_LE(st.quant_weights.max_rel, QuantizedGather::kBoundRel) << "within half a step of the block's absmax";
       EXPECT_LE(st.quant_weights.rms_rel(), st.quant_weights.max_rel);
       EXPECT_EQ(st.quant_weights.bad_blocks, 0u);
       EXPECT_TRUE(std::isfinite(q.losses[s]));
-      EXPECT_EQ(exact.stats[s].quant_weights.gathers, 0u);
+      EXPECT_EQ(exact.stats[s].quant_weights.calls, 0u);
     }
     EXPECT_GT(sampled.elements, 0u) << "blocks were sampled";
     EXPECT_GT(sampled.quantize_s, 0.0);

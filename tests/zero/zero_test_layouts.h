@@ -25,7 +25,7 @@ inline std::vector<UnitSpec> gpt2_units(bool tied) {
   std::vector<UnitSpec> specs;
   for (const UnitLayout& l : build_unit_layouts(m)) {
     UnitSpec s{l.name, l.numel, {}};
-    for (const TensorView& t : l.tensors) s.tensors.push_back({t.name, t.offset, t.numel});
+    for (const TensorView& t : l.tensors) s.tensors.push_back({t.name, t.offset, t.numel, int(t.shape.size())});
     specs.push_back(std::move(s));
   }
   return specs;
