@@ -187,7 +187,9 @@ Engine::State::State(const ModelConfig& model_config, const EngineOptions& optio
         std::make_unique<HostTransfer>(*z, pinned, opt.offload.state.buffer_count, opt.offload.chunk_elems, largest);
   }
   store = std::make_unique<ParamStore>(*z, pinned, transfer.get(), opt.offload.params);
-  reducer = std::make_unique<GradReducer>(*z, *pool, opt.reduce);
+  ReduceOptions reduce = opt.reduce;
+  reduce.quantized_block = int64_t(QuantizedReduce::block_for_width(model_cfg.dim));  // qgZ: DeepSpeed's block for a matrix
+  reducer = std::make_unique<GradReducer>(*z, *pool, reduce);
   gatherer = std::make_unique<ParamGatherer>(*z, *pool, *store, opt.gather, model_cfg.tied_embeddings);
   optimizer = std::make_unique<ShardOptimizer>(*z, opt.optimizer, opt.update, opt.sub_group_size, opt.offload.state,
                                                pinned, transfer.get(), *store);

@@ -63,7 +63,7 @@ GradReducer::GradReducer(ZeroContext& z, UnitBufferPool& pool, const ReduceOptio
     if (!p.config().backend_is_host || z.working_type() != DType::F32)
       throw std::invalid_argument("zero_quantized_gradients: quantized reductions run on the host backend's fp32 buffers "
                                   "only (this backend's gradients are " + std::string(dtype_name(z.working_type())) + ")");
-    qgz_ = QuantizedReduce(z.ledger, z.groups->node(), *z.groups->cross());
+    qgz_ = QuantizedReduce(z.ledger, z.groups->node(), *z.groups->cross(), size_t(o.quantized_block));
     const auto ranges = exact_tensor_ranges(p.map());
     for (const Bucket& b : stream_.buckets()) qgz_split_.push_back(split_bucket(b, ranges));
   }
@@ -89,7 +89,7 @@ QuantizedReduce::WireBytes GradReducer::quantized_wire_bytes() const {
     std::vector<size_t> owned(size_t(n) * size_t(k), 0);
     for (const BucketPiece& piece : split.outside.pieces)
       for (const OwnedPart& part : split_by_owner(piece, z_.part.shard(piece.unit).shard)) owned[size_t(part.owner)] += size_t(part.n);
-    const QuantizedReduce::WireBytes b = QuantizedReduce::wire_bytes(*std::max_element(owned.begin(), owned.end()), n, k);
+    const QuantizedReduce::WireBytes b = QuantizedReduce::wire_bytes(*std::max_element(owned.begin(), owned.end()), qgz_.block(), n, k);
     w.intra_levels += b.intra_levels;
     w.intra_scales += b.intra_scales;
     w.inter_levels += b.inter_levels;

@@ -39,6 +39,7 @@ struct ReduceOptions {
   int64_t bucket_elems = 500000000;  // reduce_bucket_size: elements per gradient collective
   bool overlap = false;              // overlap_comm
   bool quantized_gradients = false;  // qgZ (stage 3; off on one node)
+  int64_t quantized_block = 8;       // qgZ: elements per scale (the engine: the model's width)
 };
 
 class GradReducer {

@@ -31,10 +31,10 @@ class DoneHandle final : public CommHandle {
 
 }  // namespace
 
-QgzRecord QgzRecord::for_elems(size_t elems) {
+QgzRecord QgzRecord::for_elems(size_t elems, size_t block) {
   QgzRecord r;
   r.elems = elems;
-  r.block = std::min(elems, QuantizedReduce::kBlock);
+  r.block = std::min(elems, block);
   r.level_words = words_for(r.layout().q_bytes());
   r.scale_words = words_for(r.layout().blocks() * sizeof(float));
   return r;
@@ -45,7 +45,7 @@ QgzRecord QgzRecord::for_elems(size_t elems) {
 class QgzHandle final : public CommHandle {
  public:
   QgzHandle(QuantizedReduce& q, std::vector<Segment> mine, size_t elems)
-      : q_(q), mine_(std::move(mine)), rec_(QgzRecord::for_elems(elems)) {
+      : q_(q), mine_(std::move(mine)), rec_(QgzRecord::for_elems(elems, q.block_)) {
     n_ = q.node_ ? size_t(q.node_->world_size()) : 1;
     k_ = size_t(q.cross_->world_size());
     const size_t rb = rec_.bytes(), fb = (rec_.elems * sizeof(float) + kWord - 1) / kWord * kWord;
@@ -151,17 +151,22 @@ class QgzHandle final : public CommHandle {
   bool finished_ = false;
 };
 
-QuantizedReduce::QuantizedReduce(MemoryLedger& ledger, Communicator* node, Communicator& cross)
-    : ledger_(&ledger), node_(node), cross_(&cross) {
+size_t QuantizedReduce::block_for_width(int64_t width) { return size_t(std::max<int64_t>(1, (width + 7) / 8)) * 8; }
+
+QuantizedReduce::QuantizedReduce(MemoryLedger& ledger, Communicator* node, Communicator& cross, size_t block)
+    : ledger_(&ledger), node_(node), cross_(&cross), block_(block) {
+  if (block == 0 || block % 8 != 0)
+    throw std::invalid_argument("QuantizedReduce: the block of " + std::to_string(block) +
+                                " elements must be a positive multiple of 8 (int4 blocks start on a byte)");
   if (cross.world_size() < 2)
     throw std::invalid_argument("QuantizedReduce: qgZ needs more than one node (the cross group has " +
                                 std::to_string(cross.world_size()) + " rank)");
 }
 
-QuantizedReduce::WireBytes QuantizedReduce::wire_bytes(size_t elems, int ranks_per_node, int nodes) {
+QuantizedReduce::WireBytes QuantizedReduce::wire_bytes(size_t elems, size_t block, int ranks_per_node, int nodes) {
   WireBytes w;
   if (elems == 0) return w;
-  const QgzRecord r = QgzRecord::for_elems(elems);
+  const QgzRecord r = QgzRecord::for_elems(elems, block);
   const uint64_t n = uint64_t(ranks_per_node), k = uint64_t(nodes);
   if (n > 1) {
     w.intra_levels = n * k * r.level_words * kWord;
@@ -200,7 +205,7 @@ void QuantizedReduce::quantize_record(const float* x, const QgzRecord& rec, uint
   error_.bad_blocks += st.bad_blocks;
   // Block b is sampled when it is the (m · kSampleEvery)-th block this rank quantized.
   const float* scales = scales_of(out, rec);
-  float deq[kBlock];
+  std::vector<float> deq(rec.block);
   for (size_t b = size_t((kSampleEvery - blocks_ % kSampleEvery) % kSampleEvery); b < blocks; b += kSampleEvery) {
     const size_t begin = b * rec.block, m = std::min(rec.block, rec.elems - begin);
     double absmax = 0;
@@ -210,7 +215,7 @@ void QuantizedReduce::quantize_record(const float* x, const QgzRecord& rec, uint
       absmax = std::max(absmax, double(std::fabs(x[begin + i])));
     }
     if (!finite) continue;  // a refused block (inf or NaN): counted as bad, not as error
-    quant::dequantize(out + begin / 2, scales + b, {quant::QuantBits::Int4, m, m}, deq);
+    quant::dequantize(out + begin / 2, scales + b, {quant::QuantBits::Int4, m, m}, deq.data());
     for (size_t i = 0; i < m; ++i) {
       const double rel = absmax > 0 ? std::fabs(double(deq[i]) - double(x[begin + i])) / absmax : 0.0;
       error_.max_rel = std::max(error_.max_rel, rel);

@@ -37,7 +37,7 @@ namespace zt {
 // to whole 8-byte words (the calls move int64 bit patterns).
 struct QgzRecord {
   size_t elems = 0, block = 0, level_words = 0, scale_words = 0;
-  static QgzRecord for_elems(size_t elems);
+  static QgzRecord for_elems(size_t elems, size_t block);
   size_t words() const { return level_words + scale_words; }
   size_t bytes() const { return words() * sizeof(int64_t); }
   quant::QuantLayout layout() const { return {quant::QuantBits::Int4, elems, block}; }
@@ -45,7 +45,10 @@ struct QgzRecord {
 
 class QuantizedReduce {
  public:
-  static constexpr size_t kBlock = 512;  // elements per scale: 256 bytes of levels, 4 of scale
+  // Elements per scale. DeepSpeed cuts each 2-D gradient into max(rows, cols, world) groups, so its
+  // blocks are the tensor's shorter side: the model's width for every matrix of GPT-2 (and most of
+  // Llama's). A bucket here spans tensors, so it takes one block for all: block_for_width(dim).
+  static size_t block_for_width(int64_t width);  // width rounded up to a multiple of 8 (int4 bytes)
   static constexpr uint64_t kSampleEvery = 16;
   // The bound on |deq - x| / absmax of its block for one int4 rounding: half a step (absmax / 7 / 2),
   // the scale's fp32 rounding and half an fp32 ulp of the result, each rounded up to 2^-23.
@@ -54,7 +57,8 @@ class QuantizedReduce {
   QuantizedReduce() = default;
   // node: this rank's node's ranks (n of them; null when n == 1); cross: the ranks of this rank's
   // local index on every node (k > 1 of them). Both stay alive while this object is used.
-  QuantizedReduce(MemoryLedger& ledger, Communicator* node, Communicator& cross);
+  // block: elements per scale (a multiple of 8).
+  QuantizedReduce(MemoryLedger& ledger, Communicator* node, Communicator& cross, size_t block);
   bool on() const { return cross_ != nullptr; }
 
   // The two all-to-alls' algorithm bytes (as the communicators count them) for a bucket whose
@@ -64,7 +68,8 @@ class QuantizedReduce {
     uint64_t intra() const { return intra_levels + intra_scales; }
     uint64_t inter() const { return inter_levels + inter_scales; }
   };
-  static WireBytes wire_bytes(size_t elems, int ranks_per_node, int nodes);
+  static WireBytes wire_bytes(size_t elems, size_t block, int ranks_per_node, int nodes);
+  size_t block() const { return block_; }
 
   // segments: fp32 elements with world-rank owners, the same counts and owners on every rank.
   // Each owner's segments receive the sum of every rank's copies (within the bound); the other
@@ -82,6 +87,7 @@ class QuantizedReduce {
   MemoryLedger* ledger_ = nullptr;
   Communicator* node_ = nullptr;
   Communicator* cross_ = nullptr;
+  size_t block_ = 0;
   QuantError error_;
   uint64_t blocks_ = 0;  // blocks quantized so far: which ones are sampled
 };

@@ -22,6 +22,9 @@
 namespace zt::test {
 namespace {
 
+// Elements per scale in the reduction tests (the engine takes the model's width).
+constexpr size_t kBlock = 256;
+
 // The test's bucket: segments of these counts, owned round-robin with a twist (owner (i * 3) % W),
 // so owners hold unequal totals and some hold pieces in several places.
 const size_t kCounts[] = {700, 1029, 3, 0, 2048, 513, 96, 1500};
@@ -76,7 +79,7 @@ void check_reduce(int n) {
   SCOPED_TRACE(std::to_string(W / n) + " nodes of " + std::to_string(n));
   Groups g = split_groups(c, n);
   MemoryLedger ledger(*world().backend);
-  QuantizedReduce q(ledger, g.node.get(), *g.cross);
+  QuantizedReduce q(ledger, g.node.get(), *g.cross, kBlock);
   const size_t S = std::size(kCounts);
   std::vector<std::vector<float>> bufs(S);
   std::vector<Segment> segs;
@@ -91,7 +94,7 @@ void check_reduce(int n) {
   std::vector<size_t> owned(size_t(W), 0);
   for (size_t i = 0; i < S; ++i) owned[size_t(owner_of(i, W))] += kCounts[i];
   const size_t M = *std::max_element(owned.begin(), owned.end());
-  const QgzRecord rec = QgzRecord::for_elems(M);
+  const QgzRecord rec = QgzRecord::for_elems(M, kBlock);
   std::vector<std::vector<float>> packed(size_t(W), std::vector<float>(M, 0.0f));
   size_t at = 0;
   bool nan_block = false;
@@ -133,9 +136,10 @@ void check_reduce(int n) {
   EXPECT_EQ(err.bad_blocks > 0, me == 1 || (n > 1 && me == summer)) << "refused blocks are counted where quantized";
   EXPECT_EQ(nan_block, me == nan_owner);
   // The bytes of each hop: n·k records inside the node, k across nodes.
-  const QuantizedReduce::WireBytes w = QuantizedReduce::wire_bytes(M, n, W / n);
+  const QuantizedReduce::WireBytes w = QuantizedReduce::wire_bytes(M, kBlock, n, W / n);
   EXPECT_EQ(g.cross->stats()[CommOp::AllToAll].bytes, w.inter());
   EXPECT_EQ(w.inter_levels, uint64_t(W / n) * (((M + 1) / 2 + 7) / 8 * 8));
+  EXPECT_EQ(w.inter_scales, uint64_t(W / n) * (((M + kBlock - 1) / kBlock * 4 + 7) / 8 * 8));
   if (n > 1) EXPECT_EQ(g.node->stats()[CommOp::AllToAll].bytes, w.intra());
   else EXPECT_EQ(w.intra(), 0u);
   EXPECT_EQ(ledger.current().total(), 0u) << "the buffers go with the handle";
@@ -157,7 +161,7 @@ TEST(Qgz, TheResultIsTheSumNotNTimesTheMean) {
   if (W < 4) GTEST_SKIP() << "needs two nodes of two ranks";
   Groups g = split_groups(c, 2);
   MemoryLedger ledger(*world().backend);
-  QuantizedReduce q(ledger, g.node.get(), *g.cross);
+  QuantizedReduce q(ledger, g.node.get(), *g.cross, kBlock);
   std::vector<float> buf(size_t(W) * 1000, 1.0f);
   std::vector<Segment> segs;
   for (int r = 0; r < W; ++r) segs.push_back({buf.data() + size_t(r) * 1000, 1000, r});
@@ -165,17 +169,24 @@ TEST(Qgz, TheResultIsTheSumNotNTimesTheMean) {
   for (size_t i = 0; i < 1000; ++i) ASSERT_EQ(buf[size_t(c.rank()) * 1000 + i], float(W)) << i;
 }
 
-// A bucket holding nothing issues no call; a one-node cross group is refused.
+// A bucket holding nothing issues no call; a one-node cross group and a block off whole bytes are refused.
 TEST(Qgz, AnEmptyBucketSendsNothing) {
   Communicator& c = *world().comm;
   if (c.world_size() < 4) GTEST_SKIP() << "needs two nodes of two ranks";
   Groups g = split_groups(c, 2);
   MemoryLedger ledger(*world().backend);
-  QuantizedReduce q(ledger, g.node.get(), *g.cross);
+  QuantizedReduce q(ledger, g.node.get(), *g.cross, kBlock);
   EXPECT_TRUE(q.reduce_async({{nullptr, 0, 0}, {nullptr, 0, 3}})->done());
   EXPECT_EQ(g.cross->stats()[CommOp::AllToAll].calls, 0u);
   Groups one = split_groups(c, c.world_size());
-  EXPECT_THROW(QuantizedReduce(ledger, one.node.get(), *one.cross), std::invalid_argument);
+  EXPECT_THROW(QuantizedReduce(ledger, one.node.get(), *one.cross, kBlock), std::invalid_argument);
+  EXPECT_THROW(QuantizedReduce(ledger, g.node.get(), *g.cross, 12), std::invalid_argument);  // not a multiple of 8
+  // The engine's block: the model's width, as DeepSpeed's max(rows, cols, world) groups give for a
+  // GPT-2 matrix, rounded up to whole int4 bytes.
+  EXPECT_EQ(QuantizedReduce::block_for_width(768), 768u);
+  EXPECT_EQ(QuantizedReduce::block_for_width(16), 16u);
+  EXPECT_EQ(QuantizedReduce::block_for_width(61), 64u);
+  EXPECT_EQ(QuantizedReduce::block_for_width(0), 8u);
 }
 
 struct QgzCase {
