@@ -47,12 +47,13 @@ LEDGER_KEYS = {"params": "params", "grads": "grads", "master": "master_weights",
 # Stage 3 as the paper counts it (every unit gathered for its forward and again for its backward),
 # unless the config or --set/--vary say otherwise; sweep these to see what reuse and persistence save.
 PAPER_STAGE3 = {"zero_optimization.stage3_max_reuse_distance": 0, "zero_optimization.stage3_param_persistence_threshold": 0}
-COLLECTIVES = ["all_reduce", "reduce_scatter", "all_gather"]
+COLLECTIVES = ["all_reduce", "reduce_scatter", "all_gather", "all_to_all"]
 # Swept keys that exist at stage 3 alone, with the test for "on": a sweep runs the lower stages with
 # them off only, so --vary zero_optimization.zero_hpz_partition_size=1,8 keeps stages 0-2 as baselines.
 STAGE3_ONLY = {"zero_optimization.zero_hpz_partition_size": lambda v: int(v) > 1,
                "zero_optimization.mics_shard_size": lambda v: int(v) > 0,
-               "zero_optimization.zero_quantized_weights": lambda v: bool(v)}
+               "zero_optimization.zero_quantized_weights": lambda v: str(v).lower() == "true",
+               "zero_optimization.zero_quantized_gradients": lambda v: str(v).lower() == "true"}
 LINK_TEXT = ""  # the modelled links in words (main sets it from the flags)
 GiB = float(1 << 30)
 MiB = float(1 << 20)
@@ -174,7 +175,8 @@ def summarize(run, start, steps, end, n, link):
     # Bytes per step (this rank's algorithm bytes, a step after the first): the median step.
     for c in COLLECTIVES:
         row[f"{c}_bytes_per_step"] = statistics.median(s["comm_bytes"][c] for s in later)
-    wire = 2 * row["all_reduce_bytes_per_step"] + row["reduce_scatter_bytes_per_step"] + row["all_gather_bytes_per_step"]
+    wire = (2 * row["all_reduce_bytes_per_step"] + row["reduce_scatter_bytes_per_step"] + row["all_gather_bytes_per_step"] +
+            row["all_to_all_bytes_per_step"])
     row["paper_volume_measured_bytes"] = wire
     comm_w = w  # gradients and parameters travel in the working type unless communication_data_type says otherwise
     # MiCS (s < N): stage 3 inside the shard group, plus the replica all-reduce of a 1/s shard (2Psi/s
@@ -190,6 +192,18 @@ def summarize(run, start, steps, end, n, link):
     if row["quantized_weights"]:
         row["formula_volume_bytes"] = (comm_w * (1 + replica) + 2) * psi
         row["qwz_scale_slack_bytes"] = 2 * sum(4 * (u["padded"] / 4000 + n) + 8 * n for u in units)
+    # qgZ: the reduce-scatter's Psi becomes two int4 all-to-alls, Psi/2 inside the node and Psi/(2n) to
+    # the other nodes, plus a 4-byte scale per block of the model's width and each owner's record
+    # padded (to the bucket's largest owner, to whole words); the 1-D tensors go exactly.
+    row["quantized_gradients"] = bool(stage == 3 and start.get("quantized_gradients"))
+    row["qgz_slack_bytes"] = 0
+    if row["quantized_gradients"]:
+        rpn = start["ranks_per_node"]
+        qg = [s["quant_grads"] for s in later if "quant_grads" in s]
+        exact = statistics.median(x["exact_elements"] for x in qg) if qg else 0
+        row["formula_volume_bytes"] += (0.5 * (1 + 1 / rpn) - comm_w) * psi
+        block = start.get("quantized_gradient_block", 8)
+        row["qgz_slack_bytes"] = (4 * psi / block + 16 * n) * (1 + 1 / rpn) + exact * comm_w + row["padding_elements"]
     row["padding_bytes"] = row["padding_elements"] * comm_w
     row["step_ms"] = statistics.median(s["step_ms"] for s in later)
     row["tokens_per_s"] = statistics.median(s["tokens_per_s"] for s in later)
@@ -216,6 +230,12 @@ def summarize(run, start, steps, end, n, link):
     row["quantize_ms_per_step"] = statistics.median(x["quantize_ms"] for x in q) if q else None
     row["dequantize_ms_per_step"] = statistics.median(x["dequantize_ms"] for x in q) if q else None
     row["quant_max_rel_err"] = max(x["max_rel_err"] for x in q) if q else None
+    g = [s["quant_grads"] for s in later if "quant_grads" in s]  # qgZ's, both hops
+    row["qgz_quantize_ms_per_step"] = statistics.median(x["quantize_ms"] for x in g) if g else None
+    row["qgz_dequantize_ms_per_step"] = statistics.median(x["dequantize_ms"] for x in g) if g else None
+    row["qgz_max_rel_err"] = max(x["max_rel_err"] for x in g) if g else None
+    row["qgz_rms_rel_err"] = statistics.median(x["rms_rel_err"] for x in g) if g else None
+    row["qgz_bound_rel_err"] = g[0]["bound_rel_err"] if g else None
     row["final_loss"] = steps[-1]["loss"]
     row["param_checksum"] = end.get("param_checksum") if end else None
     return row
@@ -257,7 +277,7 @@ def check_rows(rows, n):
         slack = (3 if r["stage"] == 3 else 2) * r["padding_bytes"] + control
         if r.get("mics_shard_size"):
             slack += 2 * r["padding_bytes"] / r["mics_shard_size"]
-        slack += r.get("qwz_scale_slack_bytes", 0)
+        slack += r.get("qwz_scale_slack_bytes", 0) + r.get("qgz_slack_bytes", 0)
         if r["stage"] == 3:
             slack += 2 * r["embedding_unit_bytes"]
         if extra < -1 or extra > slack + 1:
@@ -290,14 +310,16 @@ def write_markdown(path, rows, title, n):
                    f"{', s=%d' % r['mics_shard_size'] if r.get('mics_shard_size') else ''}"
                    f" | {fmt_mib(r['formula_model_states_bytes'])} |")
     out += ["", "## Bytes per step (MiB, this rank's algorithm bytes)", "",
-            "| run | all_reduce | reduce_scatter | all_gather | on the wire (2·AR + RS + AG) | paper | formula | padding |",
-            "|---|---|---|---|---|---|---|---|"]
+            "| run | all_reduce | reduce_scatter | all_gather | all_to_all | on the wire (2·AR + RS + AG + A2A) | paper | formula | padding |",
+            "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         paper = "3Ψ" if r["stage"] == 3 else "2Ψ"
         if r.get("mics_shard_size"):
             paper = f"3Ψ + 2Ψ/{r['mics_shard_size']}"  # stage 3 in the shard group, the replica all-reduce
         if r.get("quantized_weights"):
             paper = "Ψ + 2Ψ int8 (+ scales)"  # qwZ: the reduce-scatter exact, both gathers in int8
+        if r.get("quantized_gradients"):  # qgZ: the reduce-scatter's Ψ as int4, inside the node and across
+            paper = ("2Ψ int8" if r.get("quantized_weights") else "2Ψ") + " + (Ψ/2 + Ψ/2n) int4 (+ scales, 1-D exact)"
         out.append(f"| {r['name']} | " + " | ".join(fmt_mib(r[f"{c}_bytes_per_step"]) for c in COLLECTIVES) +
                    f" | {fmt_mib(r['paper_volume_measured_bytes'])} | {paper} | {fmt_mib(r['formula_volume_bytes'])}"
                    f" | {fmt_mib(r['padding_bytes'])} |")
@@ -331,6 +353,17 @@ def write_markdown(path, rows, title, n):
         rss = "-" if r.get("rss_peak_bytes") is None else fmt_mib(r["rss_peak_bytes"])
         out.append(f"| {r['name']} | {r['step_ms']:.1f} | {r['tokens_per_s']:.0f} | {fmt_mib(r['peak_bytes'])} | {rss} | "
                    f"{r['comm_busy_ms_per_step']:.1f} | {hidden} | {r['final_loss']:.4f} |")
+    qgz = [r for r in rows if r.get("qgz_quantize_ms_per_step") is not None]
+    if qgz:
+        out += ["", "## Quantized gradient reductions (qgZ, rank 0, median step; error of each int4 rounding)", "",
+                "| run | quantize (ms) | dequantize + sum (ms) | share of the step | max sampled error / block absmax | "
+                "RMS | bound |",
+                "|---|---|---|---|---|---|---|"]
+        for r in qgz:
+            q_ms = r["qgz_quantize_ms_per_step"] + r["qgz_dequantize_ms_per_step"]
+            out.append(f"| {r['name']} | {r['qgz_quantize_ms_per_step']:.2f} | {r['qgz_dequantize_ms_per_step']:.2f} | "
+                       f"{100 * q_ms / r['step_ms']:.1f}% | {r['qgz_max_rel_err']:.5f} | {r['qgz_rms_rel_err']:.5f} | "
+                       f"{r['qgz_bound_rel_err']:.5f} |")
     quant = [r for r in rows if r.get("quantize_ms_per_step") is not None]
     if quant:
         out += ["", "## Quantized gathers (qwZ, rank 0, median step)", "",
@@ -362,7 +395,7 @@ def plot(out_dir, rows, title):
     x = list(range(len(rows)))
     colors = {"params": "#4878d0", "grads": "#ee854a", "master": "#6acc64", "optimizer": "#d65f5f",
               "activations": "#956cb4", "buffers": "#8c613c", "all_reduce": "#4878d0", "reduce_scatter": "#ee854a",
-              "all_gather": "#6acc64"}
+              "all_gather": "#6acc64", "all_to_all": "#d65f5f"}
     files = []
 
     width = max(7.5, 1.1 * len(rows) + 4)

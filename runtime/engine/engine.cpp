@@ -265,6 +265,7 @@ int64_t Engine::params() const { return s_->part->map().total_numel(); }
 uint64_t Engine::expected_comm_bytes_per_step() const { return s_->part->expected_comm_bytes_per_step(s_->z->element_bytes()); }
 
 bool Engine::quantizes_gradients() const { return s_->reducer->quantizes(); }
+int64_t Engine::quantized_gradient_block() const { return int64_t(s_->reducer->quantized_block()); }
 
 LinkBytes Engine::expected_link_bytes_per_step() const {
   const Partition& p = *s_->part;

@@ -132,6 +132,7 @@ class Engine {
   // per-tensor trust-ratio exchange is not in it.
   LinkBytes expected_link_bytes_per_step() const;
   bool quantizes_gradients() const;  // qgZ is on (asked for, stage 3, more than one node)
+  int64_t quantized_gradient_block() const;  // qgZ's elements per scale (0: off)
   const NodeTopology& topology() const;
 
   // --- checkpoints (runtime/engine/engine_checkpoint.h maps these onto a ShardedState) ---------

@@ -192,6 +192,7 @@ void RunReporter::start() {
           {"mics_shard_size", engine_.options().zero.stage == 3 ? engine_.options().zero.mics_shard_size : 0},
           {"quantized_weights", engine_.options().gather.quantized_weights},
           {"quantized_gradients", engine_.quantizes_gradients()},
+          {"quantized_gradient_block", engine_.quantized_gradient_block()},
           {"mics_hierarchical_params_gather", engine_.options().gather.mics_hierarchical},
           {"expected_comm_bytes_intra_per_step", engine_.expected_link_bytes_per_step().intra},
           {"expected_comm_bytes_inter_per_step", engine_.expected_link_bytes_per_step().inter},

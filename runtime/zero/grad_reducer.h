@@ -66,6 +66,7 @@ class GradReducer {
   // qgZ: each bucket's parts sent exactly (inside: the 1-D tensors) and quantized (outside); empty when off.
   const std::vector<BucketSplit>& quantized_split() const { return qgz_split_; }
   bool quantizes() const { return qgz_.on(); }
+  size_t quantized_block() const { return qgz_.on() ? qgz_.block() : 0; }  // qgZ's elements per scale
   // qgZ's sampled error and its exact elements since the last take (calls == 0: off).
   QuantError take_quant_error();
   // qgZ's traffic in one micro-step's reduction: every bucket's two all-to-alls, and the elements

@@ -74,5 +74,22 @@ assert float(qwz["quantize_ms_per_step"]) > 0 and float(qwz["dequantize_ms_per_s
 assert exact["quantize_ms_per_step"] in ("", "None"), exact["quantize_ms_per_step"]
 print("sweep_test: qwZ row ok")
 PY
+# qgZ likewise: --check holds with the reduce-scatter's Psi as two int4 all-to-alls (and the 1-D
+# tensors exact), link bytes equal to the predictor; fewer bytes cross nodes; the error is tabled.
+/usr/bin/python3 "$sweep" --config "$config" --model tiny --world-size 8 --ranks-per-node 4 --stages 3 --steps 3 \
+  --vary zero_optimization.zero_quantized_gradients=false,true --out "$work/qgz" --zerotrain "$zt" --mpirun "$mpirun" --check \
+  > "$work/qgz.log" 2>&1 || { cat "$work/qgz.log"; echo "FAIL: the qgZ sweep exited non-zero"; status=1; }
+grep -q "sweep: check ok: 2 runs" "$work/qgz.log" || { echo "FAIL: no qgZ check line"; status=1; }
+grep -q "Quantized gradient reductions" "$work/qgz/sweep.md" || { echo "FAIL: no qgZ table"; status=1; }
+/usr/bin/python3 - "$work/qgz/sweep.csv" <<'PY' || status=1
+import csv, sys
+exact, qgz = list(csv.DictReader(open(sys.argv[1])))
+assert qgz["quantized_gradients"] == "True" and exact["quantized_gradients"] == "False", (exact["name"], qgz["name"])
+assert float(qgz["inter_bytes_per_step"]) < float(exact["inter_bytes_per_step"])
+assert float(qgz["all_to_all_bytes_per_step"]) > 0 and float(exact["all_to_all_bytes_per_step"]) == 0
+assert float(qgz["reduce_scatter_bytes_per_step"]) < 0.1 * float(exact["reduce_scatter_bytes_per_step"])
+assert 0 < float(qgz["qgz_max_rel_err"]) <= float(qgz["qgz_bound_rel_err"]), qgz["qgz_max_rel_err"]
+print("sweep_test: qgZ row ok")
+PY
 [ $status = 0 ] && echo "sweep_test: ok"
 exit $status

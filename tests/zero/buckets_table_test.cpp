@@ -318,5 +318,29 @@ TEST(BucketsTable, OwnersAgreeWithTheShardMap) {
 
 TEST(BucketsTable, EmptyPieceHasNoParts) { EXPECT_TRUE(split_by_owner({0, 5, 0}, 4).empty()); }
 
+// split_bucket (qgZ's exact 1-D tensors): pieces cut at the ranges, both halves in stream order,
+// every element in exactly one of them, ranges outside the bucket ignored.
+TEST(BucketsTable, SplitBucketCutsPiecesAtTheRanges) {
+  Bucket b;
+  b.pieces = {{1, 10, 30}, {0, 0, 8}};  // unit 1 [10, 40), then unit 0 [0, 8)
+  b.last_pos = 1;
+  const std::vector<std::vector<BucketPiece>> ranges = {{{0, 0, 2}, {0, 6, 10}},           // unit 0: [0,2) and [6,16)
+                                                        {{1, 0, 12}, {1, 20, 5}, {1, 39, 9}}};  // unit 1
+  const BucketSplit s = split_bucket(b, ranges);
+  auto same = [](const std::vector<BucketPiece>& got, const std::vector<BucketPiece>& want) {
+    if (got.size() != want.size()) return false;
+    for (size_t i = 0; i < got.size(); ++i)
+      if (got[i].unit != want[i].unit || got[i].begin != want[i].begin || got[i].n != want[i].n) return false;
+    return true;
+  };
+  EXPECT_TRUE(same(s.inside.pieces, {{1, 10, 2}, {1, 20, 5}, {1, 39, 1}, {0, 0, 2}, {0, 6, 2}}));
+  EXPECT_TRUE(same(s.outside.pieces, {{1, 12, 8}, {1, 25, 14}, {0, 2, 4}}));
+  EXPECT_EQ(s.inside.last_pos, 1);
+  EXPECT_EQ(s.outside.last_pos, 1);
+  const BucketSplit none = split_bucket(b, {{}, {}});
+  EXPECT_TRUE(none.inside.pieces.empty());
+  EXPECT_TRUE(same(none.outside.pieces, b.pieces));
+}
+
 }  // namespace
 }  // namespace zt::test
