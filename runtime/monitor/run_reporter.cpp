@@ -8,6 +8,7 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
+#include <tuple>
 
 #include "runtime/config/config_echo.h"
 #include "runtime/monitor/comm_overlap.h"
@@ -296,16 +297,20 @@ double RunReporter::after_step(const StepStats& st) {
           {"comm_busy_s", busy},
           {"mem_peak", st.mem_peak}};
   if (!process.is_null()) step_record["process"] = process;
+  quant_weights_.add(st.quant_weights);
+  quant_grads_.add(st.quant_grads);
   if (const QuantError& q = st.quant_weights; q.calls)  // qwZ: rank 0's sampled blocks, beside the bound
     step_record["quant_weights"] = {{"max_rel_err", q.max_rel}, {"rms_rel_err", q.rms_rel()},
                                     {"bound_rel_err", QuantizedGather::kBoundRel}, {"sampled_elements", q.elements},
                                     {"gathers", q.calls}, {"blocks", q.blocks}, {"bad_blocks", q.bad_blocks},
+                                    {"level_bytes", q.level_bytes}, {"scale_bytes", q.scale_bytes},
                                     {"quantize_ms", 1e3 * q.quantize_s}, {"dequantize_ms", 1e3 * q.dequantize_s}};
   if (const QuantError& q = st.quant_grads; q.calls)  // qgZ: rank 0's sampled blocks of both hops, beside one rounding's bound
     step_record["quant_grads"] = {{"max_rel_err", q.max_rel}, {"rms_rel_err", q.rms_rel()},
                                   {"bound_rel_err", QuantizedReduce::kBoundRel}, {"sampled_elements", q.elements},
                                   {"reductions", q.calls}, {"blocks", q.blocks}, {"bad_blocks", q.bad_blocks},
                                   {"exact_elements", q.exact_elements},
+                                  {"level_bytes", q.level_bytes}, {"scale_bytes", q.scale_bytes},
                                   {"quantize_ms", 1e3 * q.quantize_s}, {"dequantize_ms", 1e3 * q.dequantize_s}};
   record(step_record);
   inst_.monitors.write(events(st, rate));
@@ -370,6 +375,16 @@ void RunReporter::finish(int64_t steps, double final_val_loss, double unigram_en
     const CommStats& now = final_stats_;
     if (s_.say) std::fprintf(s_.say, "comms_logger summary (rank 0):\n%s", comms_.summary(now).c_str());
     end["comms"] = comms_.summary_json(now);
+    // The quantized collectives' bytes split into levels and scales (they travel in one call, so the
+    // table above counts them together; qgZ's all-to-alls run on the node and cross groups).
+    for (const auto& [name, op, q] : {std::tuple{"qwZ", "all_gather", &quant_weights_}, std::tuple{"qgZ", "all_to_all", &quant_grads_}}) {
+      if (!q->calls) continue;
+      if (s_.say)
+        std::fprintf(s_.say, "  %s %s: %s of levels, %s of scales in %llu calls\n", name, op,
+                     human_bytes(q->level_bytes).c_str(), human_bytes(q->scale_bytes).c_str(), (unsigned long long)q->calls);
+      end["comms_quantized"][name] = {{"op", op}, {"level_bytes", q->level_bytes}, {"scale_bytes", q->scale_bytes},
+                                      {"calls", q->calls}};
+    }
   }
   if (inst_.profiler && inst_.profiler->peak().flops_per_s > 0 && median_tokens_per_s > 0) {
     const double step_s = tokens_per_step_ / median_tokens_per_s;

@@ -95,6 +95,7 @@ class RunReporter {
   double tokens_per_step_ = 0;
   int64_t samples_per_step_ = 0;
   CommStats step_before_, final_stats_;
+  QuantError quant_weights_, quant_grads_;  // the run's qwZ and qgZ totals (the comms logger's levels and scales)
   nlohmann::json resident_, peak_by_category_;  // the ledger when training and validation ended
   double comm_busy_s_ = 0;                      // this rank's communicator, steps after the first
   size_t trace_before_ = 0;

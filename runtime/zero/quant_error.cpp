@@ -14,6 +14,8 @@ void QuantError::add(const QuantError& o) {
   elements += o.elements;
   calls += o.calls;
   exact_elements += o.exact_elements;
+  level_bytes += o.level_bytes;
+  scale_bytes += o.scale_bytes;
   blocks += o.blocks;
   bad_blocks += o.bad_blocks;
   quantize_s += o.quantize_s;

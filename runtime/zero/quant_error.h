@@ -15,6 +15,8 @@ struct QuantError {
   uint64_t blocks = 0;      // blocks quantized by this rank
   uint64_t bad_blocks = 0;  // blocks refused for holding an inf or NaN (NaN after the collective)
   uint64_t exact_elements = 0;  // elements sent unquantized instead (qgZ's 1-D tensors)
+  uint64_t level_bytes = 0;     // this rank's algorithm bytes of the calls: the quantized levels,
+  uint64_t scale_bytes = 0;     // and the scales (each padded to whole words), as counted per op
   double quantize_s = 0;    // this rank's time quantizing
   double dequantize_s = 0;  // and dequantizing (summing, rounding), sampling included
   double rms_rel() const;

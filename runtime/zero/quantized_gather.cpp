@@ -123,6 +123,8 @@ CommHandlePtr QuantizedGather::gather_async(Communicator& c, const float* shard,
                                                 reinterpret_cast<float*>(mine + rec.level_words * kWord));
   error_.quantize_s += seconds_since(t0);
   error_.calls += 1;
+  error_.level_bytes += G * rec.level_words * kWord;
+  error_.scale_bytes += G * rec.scale_words * kWord;
   error_.blocks += bps;
   error_.bad_blocks += st.bad_blocks;
   blocks_ += bps;

@@ -79,6 +79,9 @@ class QgzHandle final : public CommHandle {
       }
     q_.error_.quantize_s += seconds_since(t0);
     q_.error_.calls += 1;
+    const QuantizedReduce::WireBytes w = QuantizedReduce::wire_bytes(rec_.elems, rec_.block, int(n_), int(k_));
+    q_.error_.level_bytes += w.intra_levels + w.inter_levels;
+    q_.error_.scale_bytes += w.intra_scales + w.inter_scales;
     if (n_ > 1) {
       call_ = q_.node_->all_to_all_async(send1_, recv1_, n_ * k_ * rec_.words(), DType::I64);
     } else {

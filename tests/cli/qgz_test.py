@@ -30,9 +30,9 @@ def check(ok, what):
         FAILURES.append(what)
 
 
-def run(name, model, zero, steps=STEPS, extra=(), rpn=4):
+def run(name, model, zero, steps=STEPS, extra=(), rpn=4, more=None):
     cfg = os.path.join(ROOT, name + ".json")
-    json.dump({"train_micro_batch_size_per_gpu": 1, "zero_optimization": zero}, open(cfg, "w"))
+    json.dump(dict({"train_micro_batch_size_per_gpu": 1, "zero_optimization": zero}, **(more or {})), open(cfg, "w"))
     m = os.path.join(ROOT, name + ".jsonl")
     p = subprocess.run(MPI + ["-np", "8", ZT, "--config", cfg, "--model", model, "--steps", str(steps),
                               "--eval-every", "0", "--ranks-per-node", str(rpn), "--metrics", m] + list(extra),
@@ -105,6 +105,19 @@ for name, extra in (("straight", []), ("saved", ["--save", ck, "--save-every", "
     sums.append(end[0]["param_checksum"] if end else None)
 check(sums[0] is not None and sums[0] == sums[1] == sums[2],
       f"qgZ saved at step 2 and loaded continues to the uninterrupted run's parameters ({sums})")
+
+# The comms logger names each quantized collective's levels and scales apart (one call carries both),
+# the step records' sums.
+p, lines = run("comms_logger", "tiny", ALL3, steps=3, more={"comms_logger": {"enabled": True}})
+end = [l for l in lines if l["event"] == "end"]
+steps = [l for l in lines if l["event"] == "step"]
+cq = end[0].get("comms_quantized", {}) if end else {}
+for name, key in (("qwZ", "quant_weights"), ("qgZ", "quant_grads")):
+    got = cq.get(name, {})
+    want = (sum(s[key]["level_bytes"] for s in steps), sum(s[key]["scale_bytes"] for s in steps))
+    check(p.returncode == 0 and (got.get("level_bytes"), got.get("scale_bytes")) == want and want[0] > want[1] > 0 and
+          p.stdout.count(f"  {name} ") == 1,
+          f"comms logger: {name}'s levels and scales apart, once, equal to the step records' ({got} vs {want})")
 
 # One node: off, one warning for the job, and the run is the exact one.
 p, lines = run("one_node", "tiny", QGZ, steps=3, rpn=8)
