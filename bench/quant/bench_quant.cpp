@@ -83,7 +83,14 @@ int main(int argc, char** argv) {
   app.add_option("--melems", melems, "elements per shard, in millions")->check(CLI::Range(1, 2048));
   app.add_option("--rounds", rounds, "interleaved rounds")->check(CLI::Range(1, 100));
   app.add_option("--threads", thread_counts, "OpenMP thread counts to measure")->check(CLI::Range(1, 1024));
+  size_t block = 0;
+  app.add_option("--block", block, "elements per scale, a multiple of 8 (default: DeepSpeed's weight rule, "
+                                   "~8,000; qgZ's gradients take the model's width, e.g. 768)");
   CLI11_PARSE(app, argc, argv);
+  if (block % 8 != 0) {
+    std::fprintf(stderr, "bench_quant: --block %zu is not a multiple of 8 (int4 blocks start on a byte)\n", block);
+    return 2;
+  }
   std::sort(thread_counts.begin(), thread_counts.end());
   thread_counts.erase(std::unique(thread_counts.begin(), thread_counts.end()), thread_counts.end());
 
@@ -92,7 +99,7 @@ int main(int argc, char** argv) {
     if (zt::cpu::simd_level_supported(l)) levels.push_back(l);
 
   const size_t n = melems * 1000000;
-  const zt::quant::BlockPlan plan(1, n);
+  const zt::quant::BlockPlan plan = block ? zt::quant::BlockPlan(1, n, block) : zt::quant::BlockPlan(1, n);
   std::vector<float> x(n), out(n);
   std::vector<uint16_t> xb(n), outb(n);
   std::vector<uint8_t> q(n);
