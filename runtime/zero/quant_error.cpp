@@ -6,6 +6,25 @@
 
 namespace zt {
 
+bool QuantError::finite_absmax(const float* x, size_t n, double& absmax) {
+  absmax = 0;
+  bool finite = true;
+  for (size_t i = 0; i < n; ++i) {
+    finite &= std::isfinite(x[i]);
+    absmax = std::max(absmax, double(std::fabs(x[i])));
+  }
+  return finite;
+}
+
+void QuantError::add_sample(const float* x, const float* deq, size_t n, double absmax) {
+  for (size_t i = 0; i < n; ++i) {
+    const double rel = absmax > 0 ? std::fabs(double(deq[i]) - double(x[i])) / absmax : 0.0;
+    max_rel = std::max(max_rel, rel);
+    sum_sq_rel += rel * rel;
+  }
+  elements += n;
+}
+
 double QuantError::rms_rel() const { return elements ? std::sqrt(sum_sq_rel / double(elements)) : 0.0; }
 
 void QuantError::add(const QuantError& o) {

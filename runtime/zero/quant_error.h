@@ -3,6 +3,7 @@
 // refused, and its time quantizing and dequantizing. qwZ's gathers and qgZ's reductions each keep one.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 namespace zt {
@@ -21,6 +22,14 @@ struct QuantError {
   double dequantize_s = 0;  // and dequantizing (summing, rounding), sampling included
   double rms_rel() const;
   void add(const QuantError& o);
+
+  // Sampling: every `every`-th block a rank quantizes, counted across calls; a call whose first
+  // block is the `before`-th samples from this block of its own on.
+  static size_t first_sampled_block(uint64_t before, uint64_t every) { return size_t((every - before % every) % every); }
+  // A block's absmax, or false when it holds an inf or NaN (a refused block: counted as bad, not sampled).
+  static bool finite_absmax(const float* x, size_t n, double& absmax);
+  // One sampled block of n elements: |deq - x| / absmax of each.
+  void add_sample(const float* x, const float* deq, size_t n, double absmax);
 };
 
 }  // namespace zt

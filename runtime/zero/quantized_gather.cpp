@@ -65,23 +65,11 @@ class DequantizingHandle final : public CommHandle {
   // The sampled blocks of this rank's shard: dequantized beside exact, relative to the block's absmax.
   void measure(const float* deq) {
     const size_t bps = plan_.blocks_per_shard(), B = plan_.block_size(), S = plan_.shard_elems();
-    // Block b is sampled when it is the (k * kSampleEvery)-th block this rank quantized.
     const uint64_t every = QuantizedGather::kSampleEvery;
-    for (size_t b = size_t((every - phase_ % every) % every); b < bps; b += every) {
+    for (size_t b = QuantError::first_sampled_block(phase_, every); b < bps; b += every) {
       const size_t begin = b * B, n = std::min(B, S - begin);
       double absmax = 0;
-      bool finite = true;
-      for (size_t i = 0; i < n; ++i) {
-        finite &= std::isfinite(shard_[begin + i]);
-        absmax = std::max(absmax, double(std::fabs(shard_[begin + i])));
-      }
-      if (!finite) continue;  // a refused block (inf or NaN): counted as bad, not as error
-      for (size_t i = 0; i < n; ++i) {
-        const double rel = absmax > 0 ? std::fabs(double(deq[begin + i]) - double(shard_[begin + i])) / absmax : 0.0;
-        error_.max_rel = std::max(error_.max_rel, rel);
-        error_.sum_sq_rel += rel * rel;
-      }
-      error_.elements += n;
+      if (QuantError::finite_absmax(shard_ + begin, n, absmax)) error_.add_sample(shard_ + begin, deq + begin, n, absmax);
     }
   }
 

@@ -206,25 +206,14 @@ void QuantizedReduce::quantize_record(const float* x, const QgzRecord& rec, uint
   const size_t blocks = layout.blocks();
   error_.blocks += blocks;
   error_.bad_blocks += st.bad_blocks;
-  // Block b is sampled when it is the (m · kSampleEvery)-th block this rank quantized.
   const float* scales = scales_of(out, rec);
   std::vector<float> deq(rec.block);
-  for (size_t b = size_t((kSampleEvery - blocks_ % kSampleEvery) % kSampleEvery); b < blocks; b += kSampleEvery) {
+  for (size_t b = QuantError::first_sampled_block(blocks_, kSampleEvery); b < blocks; b += kSampleEvery) {
     const size_t begin = b * rec.block, m = std::min(rec.block, rec.elems - begin);
     double absmax = 0;
-    bool finite = true;
-    for (size_t i = 0; i < m; ++i) {
-      finite &= std::isfinite(x[begin + i]);
-      absmax = std::max(absmax, double(std::fabs(x[begin + i])));
-    }
-    if (!finite) continue;  // a refused block (inf or NaN): counted as bad, not as error
+    if (!QuantError::finite_absmax(x + begin, m, absmax)) continue;
     quant::dequantize(out + begin / 2, scales + b, {quant::QuantBits::Int4, m, m}, deq.data());
-    for (size_t i = 0; i < m; ++i) {
-      const double rel = absmax > 0 ? std::fabs(double(deq[i]) - double(x[begin + i])) / absmax : 0.0;
-      error_.max_rel = std::max(error_.max_rel, rel);
-      error_.sum_sq_rel += rel * rel;
-    }
-    error_.elements += m;
+    error_.add_sample(x + begin, deq.data(), m, absmax);
   }
   blocks_ += blocks;
 }
