@@ -14,12 +14,12 @@ namespace zt {
 
 namespace {
 
-constexpr size_t kWord = sizeof(int64_t);
+constexpr size_t kQgzWord = sizeof(int64_t);
 
-size_t words_for(size_t bytes) { return (bytes + kWord - 1) / kWord; }
+size_t words_for(size_t bytes) { return (bytes + kQgzWord - 1) / kQgzWord; }
 
 const float* scales_of(const uint8_t* record, const QgzRecord& r) {
-  return reinterpret_cast<const float*>(record + r.level_words * kWord);
+  return reinterpret_cast<const float*>(record + r.level_words * kQgzWord);
 }
 
 // A reduce with nothing in it: complete at once.
@@ -48,7 +48,7 @@ class QgzHandle final : public CommHandle {
       : q_(q), mine_(std::move(mine)), rec_(QgzRecord::for_elems(elems, q.block_)) {
     n_ = q.node_ ? size_t(q.node_->world_size()) : 1;
     k_ = size_t(q.cross_->world_size());
-    const size_t rb = rec_.bytes(), fb = (rec_.elems * sizeof(float) + kWord - 1) / kWord * kWord;
+    const size_t rb = rec_.bytes(), fb = (rec_.elems * sizeof(float) + kQgzWord - 1) / kQgzWord * kQgzWord;
     bytes_ = 2 * n_ * k_ * rb + 2 * k_ * rb + 2 * fb;
     base_ = static_cast<uint8_t*>(q.ledger_->alloc(MemCategory::CommBuffers, bytes_));  // zero-filled
     send1_ = base_;
@@ -172,11 +172,11 @@ QuantizedReduce::WireBytes QuantizedReduce::wire_bytes(size_t elems, size_t bloc
   const QgzRecord r = QgzRecord::for_elems(elems, block);
   const uint64_t n = uint64_t(ranks_per_node), k = uint64_t(nodes);
   if (n > 1) {
-    w.intra_levels = n * k * r.level_words * kWord;
-    w.intra_scales = n * k * r.scale_words * kWord;
+    w.intra_levels = n * k * r.level_words * kQgzWord;
+    w.intra_scales = n * k * r.scale_words * kQgzWord;
   }
-  w.inter_levels = k * r.level_words * kWord;
-  w.inter_scales = k * r.scale_words * kWord;
+  w.inter_levels = k * r.level_words * kQgzWord;
+  w.inter_scales = k * r.scale_words * kQgzWord;
   return w;
 }
 
@@ -202,7 +202,7 @@ CommHandlePtr QuantizedReduce::reduce_async(const std::vector<Segment>& segments
 
 void QuantizedReduce::quantize_record(const float* x, const QgzRecord& rec, uint8_t* out) {
   const quant::QuantLayout layout = rec.layout();
-  const quant::QuantStatus st = quant::quantize(x, layout, out, reinterpret_cast<float*>(out + rec.level_words * kWord));
+  const quant::QuantStatus st = quant::quantize(x, layout, out, reinterpret_cast<float*>(out + rec.level_words * kQgzWord));
   const size_t blocks = layout.blocks();
   error_.blocks += blocks;
   error_.bad_blocks += st.bad_blocks;
