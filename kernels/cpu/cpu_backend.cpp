@@ -42,8 +42,11 @@ class CpuBackend final : public Backend {
   DType act_dtype() const override { return DType::F32; }
 
   void* alloc(size_t bytes) override {
-    const size_t rounded = (bytes + 63) / 64 * 64;
-    void* p = std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
+    // Cache lines for SIMD; a whole page for large buffers (the parameter and state arrays), so a
+    // checkpoint's O_DIRECT load lands in them in place (the shard files align tensors to pages).
+    const size_t align = bytes >= (size_t(1) << 20) ? 4096 : 64;
+    const size_t rounded = (bytes + align - 1) / align * align;
+    void* p = std::aligned_alloc(align, rounded == 0 ? align : rounded);
     if (!p) throw std::bad_alloc();
     return p;
   }

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -60,10 +61,14 @@ ShardOptimizer::~ShardOptimizer() = default;
 // Host fp32 storage the ledger counts: as host memory when offload keeps it apart from the
 // backend's, else as backend memory (the CPU backend's own state).
 float* ShardOptimizer::host_array(MemCategory c, int64_t n, bool apart) {
-  store_h_.emplace_back(size_t(n), 0.0f);
+  const size_t page = offload::kDirectIoAlignment, bytes = std::max<size_t>(page, (size_t(n) * 4 + page - 1) / page * page);
+  auto* p = static_cast<float*>(std::aligned_alloc(page, bytes));
+  if (!p) throw std::bad_alloc();
+  std::memset(p, 0, bytes);
+  store_h_.emplace_back(p);
   if (apart) z_.ledger.record_host(c, uint64_t(n) * 4);
   else z_.ledger.record_external(c, uint64_t(n) * 4);
-  return store_h_.back().data();
+  return p;
 }
 
 size_t ShardOptimizer::record_floats(int64_t n) const {

@@ -9,6 +9,7 @@
 // count of applied updates (the scheduler's position).
 #pragma once
 
+#include <cstdlib>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -139,7 +140,12 @@ class ShardOptimizer {
   float pending_mean_factor_ = 1.0f;  // averaging factor still to apply (16-bit gradients)
   std::vector<float*> master_, m_, v_;     // per unit; null when paged to NVMe
   std::vector<float*> grad_host_;          // staged units: fp32 host copy of the reduced gradients
-  std::vector<std::vector<float>> store_h_;  // owns the host arrays
+  // Owns the host arrays, each page-aligned and zeroed: a checkpoint's O_DIRECT load lands in
+  // them in place (the shard files align every tensor to a page) instead of through scratch.
+  struct FreeDeleter {
+    void operator()(float* p) const { std::free(p); }
+  };
+  std::vector<std::unique_ptr<float[], FreeDeleter>> store_h_;
   std::vector<SubGroup> subgroups_;
   std::unique_ptr<offload::NvmeSwapper> swapper_;
   std::unique_ptr<offload::SwapPipeline> pipeline_;
