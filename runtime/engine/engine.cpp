@@ -132,6 +132,7 @@ static UnitBufferWalk unit_buffer_walk(const ShardMap& map, const ModelConfig& m
   walk.stage = o.zero.stage;
   walk.micro_steps = o.grad_accum;
   walk.reduce = o.reduce;
+  walk.ranks = map.world_size();
   walk.gather = o.gather;
   walk.tied_head = model.tied_embeddings;
   return walk;
@@ -296,7 +297,7 @@ LinkBytes Engine::expected_link_bytes_per_step() const {
                      QuantizedGather::wire_bytes(P, int(o.gather.hpz_partition_size)).total();
       }
     }
-    if (o.gather.mics_hierarchical && groups.cross()) {
+    if (o.gather.mics_hierarchical && groups.mics() && groups.cross()) {
       v.bytes[int(CommOp::AllGather)] = 0;
       on[int(CommRole::Cross)][int(CommOp::AllGather)] = primary / uint64_t(groups.node()->world_size());
       on[int(CommRole::Node)][int(CommOp::AllGather)] = primary;

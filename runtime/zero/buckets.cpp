@@ -28,6 +28,34 @@ std::vector<Bucket> cut_buckets(const std::vector<int>& order, const std::vector
   return out;
 }
 
+std::vector<Bucket> cut_balanced_buckets(const std::vector<int>& order, const std::vector<int64_t>& len,
+                                         int64_t bucket_elems, int ranks) {
+  if (bucket_elems < 1) throw std::invalid_argument("cut_balanced_buckets: bucket size must be >= 1, got " + std::to_string(bucket_elems));
+  if (ranks < 1) throw std::invalid_argument("cut_balanced_buckets: ranks must be >= 1, got " + std::to_string(ranks));
+  const int64_t per_shard = std::max<int64_t>(1, bucket_elems / ranks);
+  std::vector<Bucket> out;
+  int64_t room = 0;  // shard-relative elements left in the open bucket
+  for (int pos = 0; pos < int(order.size()); ++pos) {
+    const int u = order[size_t(pos)];
+    if (len[size_t(u)] % ranks != 0)
+      throw std::invalid_argument("cut_balanced_buckets: unit " + std::to_string(u) + "'s " + std::to_string(len[size_t(u)]) +
+                                  " elements do not split into " + std::to_string(ranks) + " shards");
+    const int64_t S = len[size_t(u)] / ranks;
+    for (int64_t at = 0; at < S;) {
+      if (room == 0) {
+        out.emplace_back();
+        room = per_shard;
+      }
+      const int64_t n = std::min(room, S - at);
+      for (int r = 0; r < ranks; ++r) out.back().pieces.push_back({u, int64_t(r) * S + at, n});
+      out.back().last_pos = pos;
+      at += n;
+      room -= n;
+    }
+  }
+  return out;
+}
+
 std::vector<OwnedPart> split_by_owner(const BucketPiece& piece, int64_t shard) {
   std::vector<OwnedPart> out;
   for (int64_t at = piece.begin, end = piece.begin + piece.n; at < end;) {

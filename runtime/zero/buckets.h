@@ -30,6 +30,13 @@ struct Bucket {
 // order: the units in stream order; len[u]: elements unit u contributes (its padded length).
 // bucket_elems >= 1.
 std::vector<Bucket> cut_buckets(const std::vector<int>& order, const std::vector<int64_t>& len, int64_t bucket_elems);
+// The same stream cut so that every bucket holds the same elements of each of `ranks` shards (each
+// unit's len[u] split into `ranks` equal shards, len[u] a multiple of it): the stream of shard-
+// relative positions is cut every max(1, bucket_elems / ranks) elements, and each cut piece becomes
+// one piece per shard, in shard order. qgZ sends every owner's part in a record of one size, so a
+// bucket whose owners held unequal parts would pad the smaller ones (up to ranks times the data).
+std::vector<Bucket> cut_balanced_buckets(const std::vector<int>& order, const std::vector<int64_t>& len,
+                                         int64_t bucket_elems, int ranks);
 
 // A piece's parts by owning rank when each rank owns `shard` consecutive elements of the unit:
 // (owner, begin, n) in element order.
@@ -54,8 +61,11 @@ BucketSplit split_bucket(const Bucket& b, const std::vector<std::vector<BucketPi
 class BucketStream {
  public:
   BucketStream() = default;
-  BucketStream(const std::vector<int>& order, const std::vector<int64_t>& len, int64_t bucket_elems)
-      : buckets_(cut_buckets(order, len, bucket_elems)) {}
+  // balanced_ranks > 1: cut_balanced_buckets over that many shards; else cut_buckets.
+  BucketStream(const std::vector<int>& order, const std::vector<int64_t>& len, int64_t bucket_elems,
+               int balanced_ranks = 0)
+      : buckets_(balanced_ranks > 1 ? cut_balanced_buckets(order, len, bucket_elems, balanced_ranks)
+                                    : cut_buckets(order, len, bucket_elems)) {}
   const std::vector<Bucket>& buckets() const { return buckets_; }
   // Calls issue(k) for each bucket k not yet issued that is complete through done_pos, in order.
   template <class Issue>

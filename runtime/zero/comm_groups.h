@@ -63,6 +63,7 @@ class CommGroups {
   Communicator* cross() const { return at(CommRole::Cross); }
   Communicator* node() const { return at(CommRole::Node); }
   bool mics() const { return mics_; }
+  bool quantizes_gradients() const { return qgz_; }  // cross and node are qgZ's hops
   const LinkModel& links(CommRole r) const { return members_[size_t(r)].links; }
 
   // Every group's counters now, and the step's traffic since such a snapshot.

@@ -2,6 +2,7 @@
 #include "runtime/zero/grad_reducer.h"
 
 #include <algorithm>
+#include <exception>
 #include <stdexcept>
 #include <string>
 
@@ -15,9 +16,19 @@ int position_of(int u, int U) { return U - 1 - u; }
 class BothHandle final : public CommHandle {
  public:
   BothHandle(CommHandlePtr exact, CommHandlePtr quantized) : exact_(std::move(exact)), quantized_(std::move(quantized)) {}
+  // Both are waited whatever the first does (every rank must take part in both), then the first
+  // failure is rethrown.
   void wait() override {
-    if (exact_) exact_->wait();
-    quantized_->wait();
+    std::exception_ptr first;
+    for (const CommHandlePtr& h : {exact_, quantized_}) {
+      if (!h) continue;
+      try {
+        h->wait();
+      } catch (...) {
+        if (!first) first = std::current_exception();
+      }
+    }
+    if (first) std::rethrow_exception(first);
   }
   bool done() override { return (!exact_ || exact_->done()) && quantized_->done(); }
 
@@ -53,16 +64,19 @@ GradReducer::GradReducer(ZeroContext& z, UnitBufferPool& pool, const ReduceOptio
     len[size_t(u)] = p.shard(u).padded;
     grads_.push_back(z.ledger.alloc(MemCategory::Grads, size_t(p.unit(u).grad_len) * z.element_bytes()));
   }
-  stream_ = BucketStream(order, len, o.bucket_elems);
+  stream_ = BucketStream(order, len, o.bucket_elems, o.quantized_gradients ? p.world_size() : 0);
   buckets_of_unit_.assign(size_t(U), 0);
   for (const Bucket& b : stream_.buckets())
     for (const BucketPiece& piece : b.pieces) ++buckets_of_unit_[size_t(piece.unit)];
   full_.assign(size_t(U), nullptr);
   pending_.assign(size_t(U), 0);
-  if (o.quantized_gradients && p.reduces_each_micro_step() && !p.all_reduces_grads() && z.groups && z.groups->cross()) {
+  if (o.quantized_gradients && p.reduces_each_micro_step() && !p.all_reduces_grads() && z.groups &&
+      z.groups->quantizes_gradients()) {
     if (!p.config().backend_is_host || z.working_type() != DType::F32)
-      throw std::invalid_argument("zero_quantized_gradients: quantized reductions run on the host backend's fp32 buffers "
-                                  "only (this backend's gradients are " + std::string(dtype_name(z.working_type())) + ")");
+      throw std::invalid_argument("zero_quantized_gradients: quantized reductions run on the cpu backend's fp32 host "
+                                  "buffers only, and this backend (" + z.backend.name() + ") keeps " +
+                                  dtype_name(z.working_type()) + " gradients in its own memory; run with --backend cpu, "
+                                  "or remove zero_quantized_gradients");
     qgz_ = QuantizedReduce(z.ledger, z.groups->node(), *z.groups->cross(), size_t(o.quantized_block));
     const auto ranges = exact_tensor_ranges(p.map());
     for (const Bucket& b : stream_.buckets()) qgz_split_.push_back(split_bucket(b, ranges));

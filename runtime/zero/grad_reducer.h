@@ -38,7 +38,8 @@ inline size_t reduce_calls_kept_in_flight(bool overlap, bool reduces_each_micro_
 struct ReduceOptions {
   int64_t bucket_elems = 500000000;  // reduce_bucket_size: elements per gradient collective
   bool overlap = false;              // overlap_comm
-  bool quantized_gradients = false;  // qgZ (stage 3; off on one node)
+  bool quantized_gradients = false;  // qgZ (stage 3; off on one node); its buckets are balanced over the
+                                     // partition's ranks (cut_balanced_buckets) whenever it is asked for
   int64_t quantized_block = 8;       // qgZ: elements per scale (the engine: the model's width)
 };
 

@@ -22,7 +22,7 @@ ParamGatherer::ParamGatherer(ZeroContext& z, UnitBufferPool& pool, ParamStore& s
       secondary_.push_back(z.ledger.alloc(MemCategory::Params, size_t(padded[size_t(u)] / hpz_) * z.element_bytes()));
     secondary_valid_.assign(size_t(U_), false);
   }
-  if (z.part.gathers_params_for_compute() && o.mics_hierarchical && z.groups && z.groups->cross())
+  if (z.part.gathers_params_for_compute() && o.mics_hierarchical && z.groups && z.groups->mics() && z.groups->cross())
     hierarchical_ = HierarchicalGather(z.groups->cross(), z.groups->node());
   if (z.part.gathers_params_for_compute() && o.quantized_weights && z.comm.world_size() > 1) {  // 1 rank: nothing sent
     if (z.working_type() != DType::F32 || hierarchical_.on())

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <exception>
 #include <stdexcept>
 #include <string>
 
@@ -49,11 +50,12 @@ class QgzHandle final : public CommHandle {
     n_ = q.node_ ? size_t(q.node_->world_size()) : 1;
     k_ = size_t(q.cross_->world_size());
     const size_t rb = rec_.bytes(), fb = (rec_.elems * sizeof(float) + kQgzWord - 1) / kQgzWord * kQgzWord;
-    bytes_ = 2 * n_ * k_ * rb + 2 * k_ * rb + 2 * fb;
+    const size_t hop1 = n_ > 1 ? n_ * k_ * rb : 0;  // one rank per node: no first hop
+    bytes_ = 2 * hop1 + 2 * k_ * rb + 2 * fb;
     base_ = static_cast<uint8_t*>(q.ledger_->alloc(MemCategory::CommBuffers, bytes_));  // zero-filled
     send1_ = base_;
-    recv1_ = send1_ + n_ * k_ * rb;
-    send2_ = recv1_ + n_ * k_ * rb;
+    recv1_ = send1_ + hop1;
+    send2_ = recv1_ + hop1;
     recv2_ = send2_ + k_ * rb;
     pack_ = reinterpret_cast<float*>(recv2_ + k_ * rb);
     sum_ = reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(pack_) + fb);
@@ -90,16 +92,24 @@ class QgzHandle final : public CommHandle {
     }
   }
 
-  void wait() override { finish(); }
+  void wait() override {
+    if (finished_) return;
+    if (failed_) std::rethrow_exception(failed_);  // every wait reports the failure, as other handles do
+    try {
+      finish();
+    } catch (...) {
+      failed_ = std::current_exception();
+      throw;
+    }
+  }
   bool done() override { return finished_; }
 
  private:
   void finish() {
-    if (finished_) return;
     const size_t rb = rec_.bytes();
     const quant::QuantLayout layout = rec_.layout();
     if (hop_ == 1) {
-      call_->wait();  // a failure rethrows here on every wait, as other handles do
+      call_->wait();
       auto t0 = Clock::now();
       // Chunk j (from the node's rank j) holds, for each node i, this local index's owner on node i.
       for (size_t node = 0; node < k_; ++node) {
@@ -152,6 +162,7 @@ class QgzHandle final : public CommHandle {
   CommHandlePtr call_;
   int hop_ = 1;
   bool finished_ = false;
+  std::exception_ptr failed_;  // a failed hop or sum: the bucket cannot finish
 };
 
 size_t QuantizedReduce::block_for_width(int64_t width) { return size_t(std::max<int64_t>(1, (width + 7) / 8)) * 8; }

@@ -44,7 +44,7 @@ class StepWalk {
         grad_(size_t(U_), false) {
     std::vector<int> order;
     for (int u = U_ - 1; u >= 0; --u) order.push_back(u);
-    stream_ = BucketStream(order, w.padded, w.reduce.bucket_elems);
+    stream_ = BucketStream(order, w.padded, w.reduce.bucket_elems, w.reduce.quantized_gradients ? w.ranks : 0);
     buckets_of_unit_.assign(size_t(U_), 0);
     for (const Bucket& b : stream_.buckets())
       for (const BucketPiece& piece : b.pieces) ++buckets_of_unit_[size_t(piece.unit)];

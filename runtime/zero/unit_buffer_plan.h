@@ -33,6 +33,7 @@ struct UnitBufferWalk {
   int stage = 0;
   int micro_steps = 1;   // gradient accumulation
   ReduceOptions reduce;  // the GradReducer's buckets and overlap
+  int ranks = 1;         // the partition's ranks (qgZ's balanced buckets)
   GatherOptions gather;  // stage 3's prefetch, persistence, reuse
   bool tied_head = false;
 };

@@ -318,6 +318,38 @@ TEST(BucketsTable, OwnersAgreeWithTheShardMap) {
 
 TEST(BucketsTable, EmptyPieceHasNoParts) { EXPECT_TRUE(split_by_owner({0, 5, 0}, 4).empty()); }
 
+// cut_balanced_buckets (qgZ): every bucket holds the same elements of every shard, the pieces
+// cover each unit exactly once, buckets close at bucket_elems / ranks shard elements.
+TEST(BucketsTable, BalancedBucketsHoldEqualPartsOfEveryShard) {
+  const int W = 4;
+  const std::vector<int> order = {2, 1, 0};
+  const std::vector<int64_t> len = {64, 24, 40};  // shards of 16, 6, 10
+  for (int64_t B : {int64_t(1), int64_t(4), int64_t(13), int64_t(40), int64_t(1000)}) {
+    SCOPED_TRACE("bucket " + std::to_string(B));
+    const std::vector<Bucket> bs = cut_balanced_buckets(order, len, B, W);
+    std::vector<std::vector<int>> hits(3);
+    for (size_t u = 0; u < 3; ++u) hits[u].assign(size_t(len[u]), 0);
+    for (const Bucket& b : bs) {
+      std::vector<int64_t> owned(W, 0);
+      int64_t shard_elems = 0;
+      for (const BucketPiece& p : b.pieces) {
+        for (const OwnedPart& part : split_by_owner(p, len[size_t(p.unit)] / W)) owned[size_t(part.owner)] += part.n;
+        for (int64_t i = p.begin; i < p.begin + p.n; ++i) ++hits[size_t(p.unit)][size_t(i)];
+      }
+      for (int r = 1; r < W; ++r) EXPECT_EQ(owned[size_t(r)], owned[0]) << "every owner holds the same part";
+      shard_elems = owned[0];
+      EXPECT_LE(shard_elems, std::max<int64_t>(1, B / W));
+    }
+    for (size_t u = 0; u < 3; ++u)
+      for (int h : hits[u]) ASSERT_EQ(h, 1) << "unit " << u << ": every element in exactly one bucket";
+    EXPECT_EQ(bs.back().last_pos, 2);
+  }
+  EXPECT_THROW(cut_balanced_buckets(order, {64, 25, 40}, 8, W), std::invalid_argument);  // 25 is not 4 shards
+  const BucketStream plain(order, len, 13), balanced(order, len, 13, W), one(order, len, 13, 1);
+  EXPECT_NE(plain.buckets().size(), balanced.buckets().size());
+  EXPECT_EQ(one.buckets().size(), plain.buckets().size()) << "one rank: the plain cut";
+}
+
 // split_bucket (qgZ's exact 1-D tensors): pieces cut at the ranges, both halves in stream order,
 // every element in exactly one of them, ranges outside the bucket ignored.
 TEST(BucketsTable, SplitBucketCutsPiecesAtTheRanges) {
