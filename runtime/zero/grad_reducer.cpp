@@ -178,21 +178,26 @@ void GradReducer::issue(size_t k) {
     return buf;
   };
   CommHandlePtr h;
+  std::shared_ptr<TwoHopHandle> two_hop;
   if (qgz_.on()) {  // qgZ: the 1-D tensors exactly, the rest through the two quantized hops
     const BucketSplit& split = qgz_split_[k];
     const std::vector<Segment> exact = bucket_segments(z_, split.inside, true, buffer);
     CommHandlePtr e;
     if (!exact.empty()) e = z_.comm.reduce_scatter_segments_async(exact, z_.working_type(), ReduceOp::Sum);
-    CommHandlePtr q = qgz_.reduce_async(bucket_segments(z_, split.outside, true, buffer));
-    h = std::make_shared<BothHandle>(std::move(e), std::move(q));
+    two_hop = qgz_.reduce_async(bucket_segments(z_, split.outside, true, buffer));
+    h = std::make_shared<BothHandle>(std::move(e), two_hop);
     for (const Segment& s : exact) exact_elements_ += s.count;
   } else {
     const std::vector<Segment> segs = bucket_segments(z_, bucket, !p.all_reduces_grads(), buffer);
     h = p.all_reduces_grads() ? z_.comm.all_reduce_segments_async(segs, z_.working_type(), ReduceOp::Sum)
                               : z_.comm.reduce_scatter_segments_async(segs, z_.working_type(), ReduceOp::Sum);
   }
-  in_flight_.push_back({k, std::move(h), Clock::now()});
-  drain(reduce_calls_kept_in_flight(overlap_, each));
+  in_flight_.push_back({k, std::move(h), Clock::now(), std::move(two_hop)});
+  // qgZ: the buckets issued before this one start their second hop now, at the same point of
+  // every rank's walk (so every communicator sees its calls in one order).
+  for (size_t i = 0; i + 1 < in_flight_.size(); ++i)
+    if (in_flight_[i].two_hop) in_flight_[i].two_hop->advance();
+  drain(reduce_calls_kept_in_flight(overlap_, each, qgz_.on()));
 }
 
 void GradReducer::drain(size_t keep) {

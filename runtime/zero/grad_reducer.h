@@ -29,10 +29,11 @@ namespace zt {
 
 // How many gradient collectives stay in flight once one is issued: none without overlap_comm; one
 // beside backward when every micro-step reduces (stages 2–3: the full buffers go back to the pool
-// as their buckets complete); all of them until the accumulation boundary otherwise.
-inline size_t reduce_calls_kept_in_flight(bool overlap, bool reduces_each_micro_step) {
+// as their buckets complete; qgZ two, so that one bucket's second hop runs while the next bucket's
+// first does); all of them until the accumulation boundary otherwise.
+inline size_t reduce_calls_kept_in_flight(bool overlap, bool reduces_each_micro_step, bool two_hops = false) {
   if (!overlap) return 0;
-  return reduces_each_micro_step ? 1 : SIZE_MAX;
+  return reduces_each_micro_step ? (two_hops ? 2 : 1) : SIZE_MAX;
 }
 
 struct ReduceOptions {
@@ -80,6 +81,7 @@ class GradReducer {
     size_t bucket;
     CommHandlePtr handle;
     Clock::time_point issued;
+    std::shared_ptr<TwoHopHandle> two_hop;  // qgZ's quantized part (advanced once the next bucket is issued)
   };
   void issue(size_t k);
   void complete_front();

@@ -24,10 +24,11 @@ const float* scales_of(const uint8_t* record, const QgzRecord& r) {
 }
 
 // A reduce with nothing in it: complete at once.
-class DoneHandle final : public CommHandle {
+class DoneHandle final : public TwoHopHandle {
  public:
   void wait() override {}
   bool done() override { return true; }
+  void advance() override {}
 };
 
 }  // namespace
@@ -43,7 +44,7 @@ QgzRecord QgzRecord::for_elems(size_t elems, size_t block) {
 
 // The bucket in flight: its buffers (one ledger block), the owners' segments, the call of the hop
 // now running. wait() finishes whatever is left; the destructor only waits for the call.
-class QgzHandle final : public CommHandle {
+class QgzHandle final : public TwoHopHandle {
  public:
   QgzHandle(QuantizedReduce& q, std::vector<Segment> mine, size_t elems)
       : q_(q), mine_(std::move(mine)), rec_(QgzRecord::for_elems(elems, q.block_)) {
@@ -92,20 +93,26 @@ class QgzHandle final : public CommHandle {
     }
   }
 
-  void wait() override {
+  void wait() override { guarded([&] { finish(); }); }
+  void advance() override { guarded([&] { second_hop(); }); }
+  bool done() override { return finished_; }
+
+ private:
+  // Runs a stage; a failure is kept and rethrown by every later wait or advance, as other handles do.
+  template <class Stage>
+  void guarded(Stage&& stage) {
     if (finished_) return;
-    if (failed_) std::rethrow_exception(failed_);  // every wait reports the failure, as other handles do
+    if (failed_) std::rethrow_exception(failed_);
     try {
-      finish();
+      stage();
     } catch (...) {
       failed_ = std::current_exception();
       throw;
     }
   }
-  bool done() override { return finished_; }
 
- private:
-  void finish() {
+  // Waits for the first hop, adds the node's contributions, requantizes, issues the second hop.
+  void second_hop() {
     const size_t rb = rec_.bytes();
     const quant::QuantLayout layout = rec_.layout();
     if (hop_ == 1) {
@@ -127,6 +134,12 @@ class QgzHandle final : public CommHandle {
       call_ = q_.cross_->all_to_all_async(send2_, recv2_, k_ * rec_.words(), DType::I64);
       hop_ = 2;
     }
+  }
+
+  void finish() {
+    second_hop();
+    const size_t rb = rec_.bytes();
+    const quant::QuantLayout layout = rec_.layout();
     call_->wait();
     const auto t0 = Clock::now();
     std::fill(sum_, sum_ + rec_.elems, 0.0f);
@@ -191,7 +204,7 @@ QuantizedReduce::WireBytes QuantizedReduce::wire_bytes(size_t elems, size_t bloc
   return w;
 }
 
-CommHandlePtr QuantizedReduce::reduce_async(const std::vector<Segment>& segments) {
+std::shared_ptr<TwoHopHandle> QuantizedReduce::reduce_async(const std::vector<Segment>& segments) {
   const size_t n = node_ ? size_t(node_->world_size()) : 1, W = n * size_t(cross_->world_size());
   const int me = cross_->rank() * int(n) + (node_ ? node_->rank() : 0);
   std::vector<std::vector<Segment>> by_owner(W);

@@ -2,7 +2,8 @@
 // of n ranks (world rank = node · n + local). One bucket's reduce-scatter becomes two int4
 // all-to-alls with an fp32 sum between them:
 //   1. each rank packs every owner's elements of the bucket (padded to the bucket's largest owner,
-//      so every record has one size), quantizes each to int4 with one fp32 scale per block, and
+//      so every record has one size: the GradReducer's qgZ buckets hold equal parts of every
+//      owner, cut_balanced_buckets), quantizes each to int4 with one fp32 scale per block, and
 //      sends the owners of local index d (d, d + n, ...) to its node's rank d;
 //   2. rank d dequantizes and adds, in fp32 and in local-rank order, its node's n contributions
 //      for each of those k owners, quantizes each sum to int4 again and sends the one for the owner
@@ -43,6 +44,13 @@ struct QgzRecord {
   quant::QuantLayout layout() const { return {quant::QuantBits::Int4, elems, block}; }
 };
 
+// A collective in two stages: advance() completes the first (waiting for it) and issues the
+// second without waiting for it; wait() completes whatever is left. advance() is idempotent.
+class TwoHopHandle : public CommHandle {
+ public:
+  virtual void advance() = 0;
+};
+
 class QuantizedReduce {
  public:
   // Elements per scale. DeepSpeed cuts each 2-D gradient into max(rows, cols, world) groups, so its
@@ -74,8 +82,9 @@ class QuantizedReduce {
   // segments: fp32 elements with world-rank owners, the same counts and owners on every rank.
   // Each owner's segments receive the sum of every rank's copies (within the bound); the other
   // ranks' copies keep their values. The handle's wait() runs the sum between the hops, the second
-  // hop and the last sum. A bucket holding nothing issues no call.
-  CommHandlePtr reduce_async(const std::vector<Segment>& segments);
+  // hop and the last sum. A bucket holding nothing issues no call. Every rank must wait() the
+  // handle (the second hop is issued there); dropping it unwaited leaves the peers in that hop.
+  std::shared_ptr<TwoHopHandle> reduce_async(const std::vector<Segment>& segments);
 
   QuantError take_error();
 

@@ -68,6 +68,9 @@ class StepWalk {
   // Partition::gathers_params_for_compute and reduces_each_micro_step read the same traits.
   bool gathers() const { return traits_.shards_params; }
   bool each() const { return traits_.shards_grads; }
+  // qgZ keeps two buckets in flight; the walk does not know the nodes, so it plans for qgZ whenever
+  // it is asked for at more than one rank (on one node that plans one bucket more than runs).
+  bool qgz() const { return w_.reduce.quantized_gradients && w_.ranks > 1; }
 
   void forward() {
     for (int u = 0; u < U_; ++u) {
@@ -146,7 +149,7 @@ class StepWalk {
     if (!reducing_now_) return;
     stream_.issue_ready(U_ - 1 - u, [&](size_t k) {
       in_flight_.push_back(k);
-      drain(reduce_calls_kept_in_flight(w_.reduce.overlap, each()));
+      drain(reduce_calls_kept_in_flight(w_.reduce.overlap, each(), qgz()));
     });
   }
   void drain(size_t keep) {
