@@ -237,6 +237,7 @@ def summarize(run, start, steps, end, n, link):
     row["qgz_rms_rel_err"] = statistics.median(x["rms_rel_err"] for x in g) if g else None
     row["qgz_bound_rel_err"] = g[0]["bound_rel_err"] if g else None
     row["final_loss"] = steps[-1]["loss"]
+    row["_losses"] = [s["loss"] for s in steps]  # the curve (loss.png), not a CSV column
     row["param_checksum"] = end.get("param_checksum") if end else None
     return row
 
@@ -378,7 +379,8 @@ def write_markdown(path, rows, title, n):
             "its backward. A tied LM head gathers the embedding unit for its forward and backward too (the "
             "difference to 3Ψ). Hidden behind compute: 1 − (time the compute thread waited for collectives, from "
             "the trace) / (time the communicator was busy), rank 0, steps after the first.", "",
-            "Plots: memory.png, comm.png, speed.png. Rows: sweep.csv.", ""]
+            "Plots: memory.png, comm.png, speed.png, loss.png (every run's loss beside the first row's). "
+            "Rows: sweep.csv.", ""]
     with open(path, "w") as f:
         f.write("\n".join(out))
 
@@ -460,6 +462,20 @@ def plot(out_dir, rows, title):
     fig.savefig(os.path.join(out_dir, "speed.png"), dpi=90)
     plt.close(fig)
     files.append("speed.png")
+
+    # Every run's loss curve beside the first row's (the exact run when quantized runs are swept).
+    fig, ax = plt.subplots(figsize=(max(7.5, width * 0.8), 4.4))
+    for i, r in enumerate(rows):
+        ax.plot(range(1, len(r["_losses"]) + 1), r["_losses"], label=r["name"], linewidth=2.2 if i == 0 else 1.2,
+                color="black" if i == 0 else None)
+    ax.set_xlabel("step")
+    ax.set_ylabel("training loss (rank 0's report)")
+    ax.set_title(f"Loss per step: {title}", fontsize=10)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    fig.tight_layout()
+    fig.savefig(os.path.join(out_dir, "loss.png"), dpi=90)
+    plt.close(fig)
+    files.append("loss.png")
     return files
 
 
@@ -561,9 +577,9 @@ def main():
     title = f"{a.model} ({rows[0]['params'] / 1e6:.2f} M params), N = {a.world_size}, {machine_name(zt)}"
     keys = []
     for r in rows:
-        keys += [k for k in r if k not in keys]
+        keys += [k for k in r if k not in keys and not k.startswith("_")]
     with open(os.path.join(a.out, "sweep.csv"), "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=keys)
+        w = csv.DictWriter(f, fieldnames=keys, extrasaction="ignore")
         w.writeheader()
         w.writerows(rows)
     write_markdown(os.path.join(a.out, "sweep.md"), rows, title, a.world_size)

@@ -81,6 +81,7 @@ PY
   > "$work/qgz.log" 2>&1 || { cat "$work/qgz.log"; echo "FAIL: the qgZ sweep exited non-zero"; status=1; }
 grep -q "sweep: check ok: 2 runs" "$work/qgz.log" || { echo "FAIL: no qgZ check line"; status=1; }
 grep -q "Quantized gradient reductions" "$work/qgz/sweep.md" || { echo "FAIL: no qgZ table"; status=1; }
+[ -s "$work/qgz/loss.png" ] || { echo "FAIL: no loss curves (loss.png)"; status=1; }
 /usr/bin/python3 - "$work/qgz/sweep.csv" <<'PY' || status=1
 import csv, sys
 exact, qgz = list(csv.DictReader(open(sys.argv[1])))
