@@ -9,40 +9,19 @@ carry the sampled error within one rounding's bound. qgZ saved at step 2 and loa
 the uninterrupted run's parameters. On one node it is off with one warning for the job; without
 reduce_scatter it is refused once, naming the key.
 Usage: qgz_test.py ZEROTRAIN MPIRUN"""
-import json
 import os
-import shutil
-import subprocess
 import sys
-import tempfile
 
-ZT, MPIRUN = sys.argv[1], sys.argv[2]
-MPI = [MPIRUN, "-q", "--oversubscribe", "--bind-to", "none"] + (["--allow-run-as-root"] if os.geteuid() == 0 else [])
-ENV = dict(os.environ, OMP_NUM_THREADS="1", OMPI_MCA_mpi_yield_when_idle="1")
-ROOT = tempfile.mkdtemp(prefix="zt_qgz_")
-FAILURES = []
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from eight_ranks import EightRanks, mean  # noqa: E402
+
+H = EightRanks(sys.argv[1], sys.argv[2], "zt_qgz_")
+check = H.check
 STEPS = 300
 
 
-def check(ok, what):
-    print(("ok   " if ok else "FAIL ") + what)
-    if not ok:
-        FAILURES.append(what)
-
-
-def run(name, model, zero, steps=STEPS, extra=(), rpn=4, more=None):
-    cfg = os.path.join(ROOT, name + ".json")
-    json.dump(dict({"train_micro_batch_size_per_gpu": 1, "zero_optimization": zero}, **(more or {})), open(cfg, "w"))
-    m = os.path.join(ROOT, name + ".jsonl")
-    p = subprocess.run(MPI + ["-np", "8", ZT, "--config", cfg, "--model", model, "--steps", str(steps),
-                              "--eval-every", "0", "--ranks-per-node", str(rpn), "--metrics", m] + list(extra),
-                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=ENV, text=True, timeout=600)
-    lines = [json.loads(l) for l in open(m)] if os.path.exists(m) else []
-    return p, lines
-
-
-def mean(xs):
-    return sum(xs) / len(xs)
+def run(name, model, zero, steps=STEPS, **kw):
+    return H.run(name, model, zero, steps, **kw)
 
 
 PAPER = {"stage": 3, "stage3_param_persistence_threshold": 0, "stage3_max_reuse_distance": 0}
@@ -95,7 +74,7 @@ for model in ("tiny", "small"):
 
 # Save at step 2, load, continue to step 4: the uninterrupted run's parameters (the quantization is
 # deterministic).
-ck = os.path.join(ROOT, "ck")
+ck = os.path.join(H.root, "ck")
 sums = []
 for name, extra in (("straight", []), ("saved", ["--save", ck, "--save-every", "2"]),
                     ("resumed", ["--load", ck, "--load-tag", "global_step2"])):
@@ -134,8 +113,4 @@ p, _ = run("no_reduce_scatter", "tiny", dict(QGZ, reduce_scatter=False), steps=1
 check(p.returncode != 0 and p.stdout.count("zero_optimization.zero_quantized_gradients") == 1 and
       "reduce_scatter is false" in p.stdout, "qgZ without reduce_scatter: refused once for the job, naming the key")
 
-shutil.rmtree(ROOT, ignore_errors=True)
-if FAILURES:
-    print(f"qgz_test: {len(FAILURES)} failure(s)")
-    sys.exit(1)
-print("qgz_test: ok")
+H.finish("qgz_test")

@@ -8,40 +8,19 @@ step records carry the sampled error within the bound and the quantize time; qwZ
 and loaded continues to the uninterrupted run's parameters. Refused once for the job, naming the key:
 qwZ below stage 3.
 Usage: qwz_test.py ZEROTRAIN MPIRUN"""
-import json
 import os
-import shutil
-import subprocess
 import sys
-import tempfile
 
-ZT, MPIRUN = sys.argv[1], sys.argv[2]
-MPI = [MPIRUN, "-q", "--oversubscribe", "--bind-to", "none"] + (["--allow-run-as-root"] if os.geteuid() == 0 else [])
-ENV = dict(os.environ, OMP_NUM_THREADS="1", OMPI_MCA_mpi_yield_when_idle="1")
-ROOT = tempfile.mkdtemp(prefix="zt_qwz_")
-FAILURES = []
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from eight_ranks import EightRanks, mean  # noqa: E402
+
+H = EightRanks(sys.argv[1], sys.argv[2], "zt_qwz_")
+check = H.check
 STEPS = 300
 
 
-def check(ok, what):
-    print(("ok   " if ok else "FAIL ") + what)
-    if not ok:
-        FAILURES.append(what)
-
-
-def run(name, model, zero, steps=STEPS, extra=()):
-    cfg = os.path.join(ROOT, name + ".json")
-    json.dump({"train_micro_batch_size_per_gpu": 1, "zero_optimization": zero}, open(cfg, "w"))
-    m = os.path.join(ROOT, name + ".jsonl")
-    p = subprocess.run(MPI + ["-np", "8", ZT, "--config", cfg, "--model", model, "--steps", str(steps),
-                              "--eval-every", "0", "--ranks-per-node", "4", "--metrics", m] + list(extra),
-                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=ENV, text=True, timeout=600)
-    lines = [json.loads(l) for l in open(m)] if os.path.exists(m) else []
-    return p, lines
-
-
-def mean(xs):
-    return sum(xs) / len(xs)
+def run(name, model, zero, steps=STEPS, **kw):
+    return H.run(name, model, zero, steps, **kw)
 
 
 PAPER = {"stage": 3, "stage3_param_persistence_threshold": 0, "stage3_max_reuse_distance": 0}
@@ -92,7 +71,7 @@ for model in ("tiny", "small"):
 # Save at step 2, load, continue to step 4: the uninterrupted run's parameters (the quantization is
 # deterministic, the secondary copy rebuilt from the loaded shards).
 zero = dict(PAPER, zero_quantized_weights=True, zero_hpz_partition_size=4)
-ck = os.path.join(ROOT, "ck")
+ck = os.path.join(H.root, "ck")
 sums = []
 for name, extra in (("straight", []), ("saved", ["--save", ck, "--save-every", "2"]),
                     ("resumed", ["--load", ck, "--load-tag", "global_step2"])):
@@ -109,8 +88,4 @@ out = p.stdout
 check(p.returncode != 0 and out.count("zero_optimization.zero_quantized_weights") == 1 and
       "below stage 3" in out, "qwZ at stage 2: refused once for the job, naming the key and the reason")
 
-shutil.rmtree(ROOT, ignore_errors=True)
-if FAILURES:
-    print(f"qwz_test: {len(FAILURES)} failure(s)")
-    sys.exit(1)
-print("qwz_test: ok")
+H.finish("qwz_test")
