@@ -11,8 +11,10 @@
 //     (biases, norms) are reduce-scattered exactly and the rest goes through QuantizedReduce's two
 //     int4 all-to-alls, both issued together and waited as one.
 // With overlap_comm the collectives run while backward continues (stages 2–3 keep one bucket in
-// flight, stages 0–1 all of them until the boundary); without it each is waited where it is issued.
-// Reductions are element-wise sums in rank order, so no bucket size ever changes a result.
+// flight, qgZ two — the older one's second hop issued when the next bucket is —, stages 0–1 all of
+// them until the boundary); without it each is waited where it is issued.
+// Exact reductions are element-wise sums in rank order, so no bucket size ever changes a result
+// (qgZ's quantization blocks follow its buckets, so there it does).
 #pragma once
 
 #include <cstdint>
