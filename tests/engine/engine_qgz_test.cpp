@@ -4,7 +4,8 @@
 // it; DeepSpeed's n-times-the-mean would fail), other ranks' copies untouched, a zero block exact,
 // NaN kept visible, owners of unequal size (records padded), the bytes of each hop equal to
 // wire_bytes(). Training with it (alone, bf16 with accumulation 3, with qwZ and hpZ): link bytes
-// equal the predictor's, the 1-D tensors reduced exactly (counted), the loss near the exact run's;
+// equal the predictor's, the 1-D tensors reduced exactly (counted, and bitwise the exact run's after a
+// step), the all-to-all bytes within Ψ's bounds, the loss near the exact run's;
 // on one node it is off and the run is the exact one, bit for bit.
 #include <gtest/gtest.h>
 
@@ -279,6 +280,57 @@ TEST(Qgz, TrainsWithLinkBytesEqualToThePredictor) {
       EXPECT_LT(q.norms[s] / exact.norms[s], 1.25) << "step " << s + 1;
     }
   }
+}
+
+// Unit u's master after one AdamW step without clipping (each element's update then depends on its
+// own gradient alone), and which of its state elements belong to a 1-D tensor.
+struct OneStep {
+  std::vector<std::vector<float>> master;
+  std::vector<std::vector<bool>> one_d;
+};
+
+OneStep one_step(const ModelConfig& model, EngineOptions o) {
+  World& w = world();
+  o.update.gradient_clipping = 0;
+  Engine e(model, o, *w.backend, *w.comm);
+  BatchSampler sampler(w.data.train, model.seq_len, 7);
+  const BatchGeometry geom{w.comm->world_size(), o.micro_batch, o.grad_accum};
+  e.train_step([&](int micro, int32_t* tok, int32_t* tgt) { sampler.fill(0, geom, w.comm->rank(), micro, tok, tgt); });
+  OneStep r;
+  const Partition& p = e.partition();
+  for (int u = 0; u < p.units(); ++u) {
+    const UnitPart& up = p.unit(u);
+    r.master.emplace_back(size_t(up.state_valid));
+    e.read_state(StateArray::Master, u, 0, up.state_valid, r.master.back().data());
+    std::vector<bool> flags(size_t(up.state_valid), false);
+    for (const TensorSpec& t : p.map().unit(u).tensors)
+      for (int64_t i = std::max(t.offset, up.state_begin); i < std::min(t.offset + t.size, up.state_begin + up.state_valid); ++i)
+        flags[size_t(i - up.state_begin)] = t.dims < 2;
+    r.one_d.push_back(std::move(flags));
+  }
+  return r;
+}
+
+// The 1-D tensors go through the exact reduce-scatter: after one step every 1-D element's master is
+// bitwise the exact run's, while some of the quantized elements' are not.
+TEST(Qgz, OneDTensorsAreReducedExactly) {
+  if (world().comm->world_size() < 4) GTEST_SKIP() << "needs two nodes of two ranks";
+  const ModelConfig model = tiny_model(true);
+  const QgzCase c{"2 nodes of 2"};
+  const OneStep exact = one_step(model, qgz_options(c, false)), q = one_step(model, qgz_options(c, true));
+  size_t one_d = 0, one_d_differ = 0, two_d = 0, two_d_differ = 0;
+  for (size_t u = 0; u < exact.master.size(); ++u)
+    for (size_t i = 0; i < exact.master[u].size(); ++i) {
+      const bool differ = std::memcmp(&exact.master[u][i], &q.master[u][i], 4) != 0;
+      (exact.one_d[u][i] ? one_d : two_d) += 1;
+      (exact.one_d[u][i] ? one_d_differ : two_d_differ) += differ;
+    }
+  EXPECT_EQ(one_d_differ, 0u) << "of " << one_d << " 1-D elements on this rank";
+  Communicator& c0 = *world().comm;
+  std::vector<int64_t> counts = {int64_t(one_d), int64_t(two_d_differ)};
+  c0.all_reduce(counts.data(), counts.data(), 2, DType::I64, ReduceOp::Sum);
+  EXPECT_GT(counts[0], 0) << "the model has 1-D tensors";
+  EXPECT_GT(counts[1], 0) << "the quantized elements moved differently";
 }
 
 // On one node there is nothing to cross: qgZ is off and the run is the exact one, bit for bit.
