@@ -179,35 +179,29 @@ TEST(Validate, MicsGroupsMustTileTheWorld) {
   }
 }
 
-// qwZ runs on the cpu backend only: on cuda it is refused, naming the key and the way out; on the
-// cpu backend at stage 3 it is accepted and read.
-TEST(Validate, QuantizedWeightsNeedTheCpuBackend) {
-  const char* text = R"({"train_micro_batch_size_per_gpu": 1, "zero_optimization": {"stage": 3, "zero_quantized_weights": true}})";
-  LoadOptions o;
-  o.backend = ComputeBackend::Cuda;
-  const auto cuda = load(text, o);
-  const Diagnostic* d = find(cuda, "zero_optimization.zero_quantized_weights", "cpu backend only", Severity::Error);
-  ASSERT_NE(d, nullptr) << test::dump(cuda);
-  EXPECT_EQ(d->value, "true");
-  EXPECT_NE(d->fix.find("--backend cpu"), std::string::npos) << d->fix;
-  const auto cpu = load(text);
-  ASSERT_TRUE(cpu.valid()) << test::dump(cpu);
-  EXPECT_TRUE(cpu.config.zero_optimization.quantized_weights.value);
-}
-
-// qgZ likewise: refused on cuda with the way out, read at stage 3 on the cpu backend into the
-// config; LoCo is still refused as not built.
-TEST(Validate, QuantizedGradientsNeedTheCpuBackend) {
-  const char* text = R"({"train_micro_batch_size_per_gpu": 1, "zero_optimization": {"stage": 3, "zero_quantized_gradients": true}})";
-  LoadOptions o;
-  o.backend = ComputeBackend::Cuda;
-  const auto cuda = load(text, o);
-  const Diagnostic* d = find(cuda, "zero_optimization.zero_quantized_gradients", "cpu backend only", Severity::Error);
-  ASSERT_NE(d, nullptr) << test::dump(cuda);
-  EXPECT_NE(d->fix.find("--backend cpu"), std::string::npos) << d->fix;
-  const auto cpu = load(text);
-  ASSERT_TRUE(cpu.valid()) << test::dump(cpu);
-  EXPECT_TRUE(cpu.config.zero_optimization.quantized_gradients.value);
+// qwZ and qgZ run on the cpu backend only: on cuda each is refused, naming the key and the way out;
+// on the cpu backend at stage 3 each is accepted and read. LoCo is still refused as not built.
+TEST(Validate, QuantizedCollectivesNeedTheCpuBackend) {
+  const struct {
+    const char* key;
+    Field<bool> ZeroConfig::*field;
+  } keys[] = {{"zero_quantized_weights", &ZeroConfig::quantized_weights},
+              {"zero_quantized_gradients", &ZeroConfig::quantized_gradients}};
+  for (const auto& k : keys) {
+    SCOPED_TRACE(k.key);
+    const std::string text = std::string(R"({"train_micro_batch_size_per_gpu": 1, "zero_optimization": {"stage": 3, ")") +
+                             k.key + R"(": true}})";
+    LoadOptions o;
+    o.backend = ComputeBackend::Cuda;
+    const auto cuda = load(text, o);
+    const Diagnostic* d = find(cuda, std::string("zero_optimization.") + k.key, "cpu backend only", Severity::Error);
+    ASSERT_NE(d, nullptr) << test::dump(cuda);
+    EXPECT_EQ(d->value, "true");
+    EXPECT_NE(d->fix.find("--backend cpu"), std::string::npos) << d->fix;
+    const auto cpu = load(text);
+    ASSERT_TRUE(cpu.valid()) << test::dump(cpu);
+    EXPECT_TRUE((cpu.config.zero_optimization.*k.field).value);
+  }
   const auto loco = load(R"({"train_micro_batch_size_per_gpu": 1, "zero_optimization": {"stage": 3, "zero_quantized_gradients": true, "zeropp_loco_param": {"err_beta": 0.8, "reset_T": 1024}}})");
   EXPECT_FALSE(loco.valid()) << test::dump(loco);
 }

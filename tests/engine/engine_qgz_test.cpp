@@ -200,7 +200,6 @@ struct QgzCase {
 
 EngineOptions qgz_options(const QgzCase& c, bool qgz) {
   EngineOptions o = base_options(3, c.accum, c.precision, true);
-  const int W = world().comm->world_size();
   o.ranks_per_node = c.ranks_per_node;
   o.gather.persistence_threshold = 0;
   o.gather.max_reuse_distance = 0;
@@ -209,12 +208,7 @@ EngineOptions qgz_options(const QgzCase& c, bool qgz) {
     o.gather.quantized_weights = qgz;
     o.gather.hpz_partition_size = qgz ? c.ranks_per_node : 1;
   }
-  (void)W;
   return o;
-}
-
-double mean_of_last(const std::vector<double>& v, size_t n) {
-  return std::accumulate(v.end() - std::ptrdiff_t(n), v.end(), 0.0) / double(n);
 }
 
 // The elements of the model's 1-D tensors: what qgZ reduce-scatters exactly every micro-step.

@@ -124,10 +124,6 @@ EngineOptions qwz_options(const QwzCase& c, bool qwz) {
   return o;
 }
 
-double mean_of_last(const std::vector<double>& v, size_t n) {
-  return std::accumulate(v.end() - std::ptrdiff_t(n), v.end(), 0.0) / double(n);
-}
-
 TEST(Qwz, TrainsWithQuarterGatherBytesEqualToThePredictor) {
   const int W = world().comm->world_size();
   if (W < 2) GTEST_SKIP() << "needs ranks to gather from";

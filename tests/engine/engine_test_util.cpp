@@ -1,6 +1,7 @@
 // Engine test helpers: process-wide world, tiny model, and the few-step runner.
 #include "tests/engine/engine_test_util.h"
 
+#include <numeric>
 #include <stdexcept>
 
 namespace zt::test {
@@ -41,6 +42,10 @@ EngineOptions base_options(int stage, int grad_accum, DType precision, bool over
   o.reduce.bucket_elems = 512;
   o.gather.allgather_bucket_size = 512;
   return o;
+}
+
+double mean_of_last(const std::vector<double>& v, size_t n) {
+  return std::accumulate(v.end() - std::ptrdiff_t(n), v.end(), 0.0) / double(n);
 }
 
 RunResult run_engine(const ModelConfig& model, EngineOptions options, int steps) {

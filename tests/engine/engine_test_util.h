@@ -44,5 +44,7 @@ ModelConfig tiny_model(bool tied = true);
 ModelConfig tiny_llama_model(bool tied);
 EngineOptions base_options(int stage, int grad_accum, DType precision, bool overlap);
 RunResult run_engine(const ModelConfig& model, EngineOptions options, int steps);
+// The mean of v's last n values (a run's late losses).
+double mean_of_last(const std::vector<double>& v, size_t n);
 
 }  // namespace zt::test
