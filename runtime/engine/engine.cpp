@@ -196,9 +196,11 @@ Engine::State::State(const ModelConfig& model_config, const EngineOptions& optio
                                                pinned, transfer.get(), *store);
   // Initial values of the range this rank keeps (the whole unit for stages 0–2, its shard for 3).
   set_params(
-      [&](int u, float* values) {
+      [&](int u, std::vector<float>& scratch) {
         const int64_t first = part->gathers_params_for_compute() ? part->shard(u).rank_begin : 0;
-        init_unit_params(model->layout(u), opt.seed, first, first + part->unit(u).param_len, values);
+        scratch.assign(size_t(part->unit(u).param_len), 0.0f);
+        init_unit_params(model->layout(u), opt.seed, first, first + part->unit(u).param_len, scratch.data());
+        return static_cast<const float*>(scratch.data());
       },
       true);
   tokens.resize(size_t(opt.micro_batch) * model_cfg.seq_len);
@@ -206,14 +208,12 @@ Engine::State::State(const ModelConfig& model_config, const EngineOptions& optio
   backend.synchronize();
 }
 
-void Engine::State::set_params(const std::function<void(int, float*)>& fill, bool with_master) {
-  std::vector<float> values;
+void Engine::State::set_params(const std::function<const float*(int, std::vector<float>&)>& fill, bool with_master) {
+  std::vector<float> scratch;
   for (int u = 0; u < part->units(); ++u) {
-    const UnitPart& up = part->unit(u);
-    values.assign(size_t(up.param_len), 0.0f);
-    fill(u, values.data());
-    store->initialize(u, values.data());
-    if (with_master) optimizer->initialize(u, values.data() + up.state_in_param);
+    const float* values = fill(u, scratch);
+    store->initialize(u, values);
+    if (with_master) optimizer->initialize(u, values + part->unit(u).state_in_param);
   }
   store->finish_initialize();
   if (with_master) optimizer->finish_initialize();
@@ -418,15 +418,15 @@ void Engine::params_from_master() {
   State& s = *s_;
   const Partition& p = *s.part;
   s.gatherer->release_all();  // gathered copies of the old values
-  std::vector<float> scratch;
+  std::vector<float> staged;  // a master that is not in host memory (NVMe, a device update)
   s.set_params(
-      [&](int u, float* values) {
-        const float* master = s.optimizer->master_on_host(u, scratch);
-        const size_t kept = size_t(p.unit(u).param_len);
-        if (p.gathers_params_after_update())  // stages 1–2 keep the full unit, the master its shard
-          s.gather_unit(u, master, [&](const float* full) { std::copy(full, full + kept, values); });
-        else                                  // stages 0 and 3: the master covers what is kept
-          std::copy(master, master + kept, values);
+      [&](int u, std::vector<float>& scratch) {
+        const float* master = s.optimizer->master_on_host(u, staged);
+        if (!p.gathers_params_after_update()) return master;  // stages 0 and 3: the master covers what is kept
+        const size_t kept = size_t(p.unit(u).param_len);    // stages 1–2 keep the full unit, the master its shard
+        scratch.resize(kept);
+        s.gather_unit(u, master, [&](const float* full) { std::copy(full, full + kept, scratch.data()); });
+        return static_cast<const float*>(scratch.data());
       },
       false);
   s.backend.synchronize();

@@ -51,14 +51,15 @@ struct Engine::State {
   int64_t steps = 0;  // steps attempted (the optimizer counts the applied and skipped ones)
   std::vector<int32_t> tokens, targets;
 
-  // Every unit's working parameters from param_len fp32 values each (`fill(u, out)`: the range this
-  // rank keeps, the whole padded unit for stages 0–2, its shard for 3) through the ParamStore; with
-  // `with_master` the same values also become the optimizer's master (setup; a load has written it).
-  void set_params(const std::function<void(int u, float* values)>& fill, bool with_master);
-  // Unit u's full padded fp32 values from every rank's shard of it (`shard`: this rank's). Collective;
-  // through backend memory (NCCL needs device buffers).
+  // Every unit's working parameters from param_len fp32 values each through the ParamStore
+  // (`fill(u, scratch)` returns where they are: the range this rank keeps, the whole padded unit for
+  // stages 0–2, its shard for 3; written into `scratch`, which it sizes, or memory that already holds
+  // them, such as the master after a load, so that nothing is copied twice); with `with_master` the
+  // same values also become the optimizer's master (setup; a load has written it).
+  void set_params(const std::function<const float*(int u, std::vector<float>& scratch)>& fill, bool with_master);
   // Unit u whole from every rank's `shard` of it (host memory), handed to `use` on the host: the
   // gathered buffer itself (on the ledger) where backend memory is host memory, else a host copy.
+  // Collective, through backend memory (NCCL needs device buffers).
   void gather_unit(int u, const float* shard, const std::function<void(const float*)>& use);
 
   // The walks of one micro-step.

@@ -52,7 +52,7 @@ ParamStore::ParamStore(ZeroContext& z, offload::PinnedAllocator& pinned, HostTra
 
 void ParamStore::to_act(void* dst, const float* src, int64_t n) const {
   if (z_.working_type() == DType::F32) {
-    std::memcpy(dst, src, size_t(n) * 4);
+    if (dst != src) std::memcpy(dst, src, size_t(n) * 4);  // equal where the master is the working copy
     round_to_precision(static_cast<float*>(dst), size_t(n), z_.train_precision);  // emulated 16-bit storage
   } else {
     offload::convert_f32(dst, z_.working_type(), src, size_t(n));

@@ -37,6 +37,7 @@ class ParamStore {
   void* working_at(int u, int64_t e) const { return z_.element_at(work_[size_t(u)], z_.part.unit(u).state_in_param + e); }
   // Initial values of what this rank keeps (param_len fp32 values, rounded to the working type here).
   // Also between steps, to set every unit anew (a checkpoint load), followed by finish_initialize.
+  // `values` may be the working buffer itself (an fp32 master that aliases it): nothing is copied.
   void initialize(int u, const float* values);
   void finish_initialize();  // NVMe: every record written
 
