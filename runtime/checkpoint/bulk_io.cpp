@@ -1,6 +1,9 @@
 // BulkIo: the data area through the offload AioEngine (O_DIRECT or page cache) beside the caller's
-// hash pass, plain pwrite/pread without io_uring, and the fallback where O_DIRECT is refused.
+// hash pass, plain pwrite/pread without io_uring, the read lanes' count, and the fallback where
+// O_DIRECT is refused.
 #include "runtime/checkpoint/bulk_io.h"
+
+#include <omp.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -41,6 +44,8 @@ BulkIo::BulkIo(CheckpointIoOptions o) : o_(std::move(o)) {
 }
 
 BulkIo::~BulkIo() = default;
+
+int BulkIo::read_lanes() const { return o_.read_lanes > 0 ? o_.read_lanes : std::max(1, omp_get_max_threads()); }
 
 offload::AioEngine& BulkIo::engine() {
   if (!engine_) engine_ = std::make_unique<offload::AioEngine>(o_.aio);

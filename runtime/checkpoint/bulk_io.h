@@ -1,9 +1,11 @@
 // BulkIo: how a checkpoint's data area reaches the disk and comes back. Writes go O_DIRECT through
 // io_uring (the offload AioEngine: block_size pieces, queue_depth in flight, intra_op_parallelism,
 // single_submit, overlap_events) straight from the pinned snapshot while the caller hashes the same
-// bytes; reads go through the same ring, page cache or O_DIRECT. Where O_DIRECT is refused (tmpfs,
-// some network file systems: at open, or EINVAL from the first transfer) the bytes go through the
-// page cache instead and that is said once.
+// bytes; O_DIRECT reads go through the same ring. Reads through the page cache are plain preads on
+// read lanes (threads side by side): a cached read is a memory copy done by the thread that asks
+// for it, so a ring or a deeper queue adds nothing there and more threads do. Where O_DIRECT is
+// refused (tmpfs, some network file systems: at open, or EINVAL from the first transfer) the bytes
+// go through the page cache instead and that is said once.
 // Each part's seconds are kept (IoBreakdown) for the save's report and the bench.
 #pragma once
 
@@ -24,7 +26,9 @@ struct CheckpointIoOptions {
   bool direct_writes = true;     // O_DIRECT for the data area of a shard file (false: page cache)
   bool direct_reads = false;     // O_DIRECT for loads (false: page cache, which a resume right
                                  // after a save, or a second rank on the node, finds warm)
-  bool uring = true;             // false: plain pwrite / pread on the calling thread
+  bool uring = true;             // false: plain pwrite on the calling thread, loads through the page cache
+  int read_lanes = 0;            // threads reading and checking a page-cache load side by side
+                                 // (0: the OpenMP team's size, the rank's share of the cores)
   // The one line saying O_DIRECT was refused and writes go through the page cache.
   std::function<void(const std::string&)> note;
 };
@@ -33,7 +37,8 @@ struct CheckpointIoOptions {
 struct IoBreakdown {
   double hash_s = 0;       // block checksums and the data checksum (on the calling thread)
   double write_s = 0;      // data area written (with direct writes: waiting for the ring after hashing)
-  double read_s = 0;       // waiting for reads (after hashing what had arrived)
+  double read_s = 0;       // waiting for reads (after hashing what had arrived); on read lanes,
+                           // this and hash_s and copy_s are the lanes' seconds over their count
   double copy_s = 0;       // memcpy out of alignment scratch (direct reads of unaligned ranges)
   double sync_s = 0;       // fsync
   double header_s = 0;     // the header (with its checksums) written after the data
@@ -75,6 +80,7 @@ class BulkIo {
   void finish_read(Read& r, IoBreakdown& t);
 
   bool direct_reads() const { return o_.direct_reads && o_.uring && !read_refused_; }
+  int read_lanes() const;  // for page-cache reads: the option, or the OpenMP team's size
   // Reusable 4096-aligned scratch `slot` (0 .. kScratchSlots - 1) of at least `bytes`, kept
   // between calls.
   static constexpr int kScratchSlots = 4;

@@ -1,7 +1,12 @@
 // Shard files: writing with block checksums, reading element ranges with or without verification.
 #include "runtime/checkpoint/shard_file.h"
 
+#include <omp.h>
+
 #include <algorithm>
+#include <atomic>
+#include <exception>
+#include <mutex>
 #include <chrono>
 #include <cinttypes>
 #include <cstdint>
@@ -226,6 +231,7 @@ void ShardFileReader::read(const std::string& array, const ElementRange& owned, 
   const StTensor& t = tensor(array, owned);
   const int64_t b0 = offset * 4, b1 = (offset + n) * 4;
   if (b0 < 0 || b1 > t.bytes()) throw std::out_of_range("shard read outside tensor '" + t.name + "' in " + path());
+  if (!io.direct_reads()) return read_cached(t, b0, b1, verify, reinterpret_cast<char*>(out), io.read_lanes(), times);
   const int64_t base = file_->data_start() + t.begin;  // file offset of the tensor's first byte
   const int64_t file_end = file_->file_bytes();
   const int64_t bb = block_bytes_;
@@ -236,7 +242,6 @@ void ShardFileReader::read(const std::string& array, const ElementRange& owned, 
   const int64_t S = verify ? b0 / bb * bb : b0;
   const int64_t E = verify ? std::min((b1 + bb - 1) / bb * bb, t.bytes()) : b1;
   const int64_t run = std::max<int64_t>(1, kRunBytes / bb) * bb;
-  const bool direct = io.direct_reads();
   const int64_t a = int64_t(offload::kDirectIoAlignment);
   char* dst = reinterpret_cast<char*>(out);
   // O_DIRECT can land in the destination itself where its address and the file offset share their
@@ -254,25 +259,19 @@ void ShardFileReader::read(const std::string& array, const ElementRange& owned, 
     x.e = std::min(E, s + run - (s % bb));  // runs end on block boundaries
     const bool inside = x.s >= b0 && x.e <= b1;
     const int64_t f0 = base + x.s, f1 = base + x.e;  // the file bytes of the run
-    if (inside && (!direct || dst_congruent)) {  // straight into the destination
+    if (inside && dst_congruent) {  // straight into the destination
       x.into = dst + (x.s - b0);
-      const int64_t m0 = direct ? (f0 + a - 1) / a * a : f0;
-      const int64_t m1 = direct ? f1 / a * a : f1;
+      const int64_t m0 = (f0 + a - 1) / a * a, m1 = f1 / a * a;
       if (m1 <= m0) {  // no whole page inside: the page cache takes it all
         x.body = io.start_read(file_->file(), x.into, size_t(f1 - f0), f0, false);
         return x;
       }
       if (m0 > f0) x.head = io.start_read(file_->file(), x.into, size_t(m0 - f0), f0, false);
-      x.body = io.start_read(file_->file(), x.into + (m0 - f0), size_t(m1 - m0), m0, direct);
+      x.body = io.start_read(file_->file(), x.into + (m0 - f0), size_t(m1 - m0), m0, true);
       if (f1 > m1) x.tail = io.start_read(file_->file(), x.into + (m1 - f0), size_t(f1 - m1), m1, false);
       return x;
     }
     x.scratch = true;
-    if (!direct) {
-      x.into = io.scratch(slot, size_t(x.e - x.s));
-      x.body = io.start_read(file_->file(), x.into, size_t(x.e - x.s), f0, false);
-      return x;
-    }
     // O_DIRECT into scratch: the aligned window around the run; the file's last partial page
     // through the page cache.
     const int64_t w0 = f0 / a * a;
@@ -329,6 +328,70 @@ void ShardFileReader::read(const std::string& array, const ElementRange& owned, 
     }
     window.pop_front();  // its slot is free again: the next run takes it
     fill();
+  }
+}
+
+void ShardFileReader::read_cached(const StTensor& t, int64_t b0, int64_t b1, bool verify, char* dst, int lanes,
+                                  IoBreakdown& times) const {
+  // Runs of whole blocks of about kRunBytes (one block at the default 1 MiB), handed to the lanes
+  // one at a time; a run that is not all inside [b0, b1) (a partial first or last block, read
+  // whole to be checked) goes through a buffer of its own.
+  constexpr int64_t kRunBytes = int64_t(1) << 20;
+  const int64_t bb = block_bytes_;
+  const int64_t S = verify ? b0 / bb * bb : b0;
+  const int64_t E = verify ? std::min((b1 + bb - 1) / bb * bb, t.bytes()) : b1;
+  const int64_t run = std::max<int64_t>(1, kRunBytes / bb) * bb;
+  const int64_t first = S / run, count = E > S ? (E - 1) / run - first + 1 : 0;
+  const int n = int(std::max<int64_t>(1, std::min<int64_t>(lanes, count)));
+  std::vector<IoBreakdown> lane(static_cast<size_t>(n));
+  // The first failing run (by position, so the message is the one a single thread would give); runs
+  // after it are skipped, runs before it still run, so that the lowest one is found.
+  std::atomic<int64_t> failed_at{count};
+  std::exception_ptr failure;
+  std::mutex mu;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(n)
+  for (int64_t k = 0; k < count; ++k) {
+    if (k > failed_at.load()) continue;
+    IoBreakdown& mine = lane[size_t(omp_get_thread_num())];
+    try {
+      const int64_t s = std::max(S, (first + k) * run), e = std::min(E, (first + k + 1) * run);
+      const bool inside = s >= b0 && e <= b1;
+      std::vector<char> edge;
+      if (!inside) edge.resize(size_t(e - s));
+      char* into = inside ? dst + (s - b0) : edge.data();
+      const auto r0 = std::chrono::steady_clock::now();
+      file_->read(t, s, size_t(e - s), into);
+      const auto r1 = std::chrono::steady_clock::now();
+      mine.read_s += std::chrono::duration<double>(r1 - r0).count();
+      mine.buffered_bytes += e - s;
+      if (verify) {
+        std::string problem;
+        if (!check_blocks(t, s / bb, into, e - s, &problem)) throw UserError(path(), "", problem, kFixDamaged);
+        mine.hash_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - r1).count();
+      }
+      if (!inside) {
+        const auto c0 = std::chrono::steady_clock::now();
+        const int64_t from = std::max(s, b0), to = std::min(e, b1);
+        std::memcpy(dst + (from - b0), into + (from - s), size_t(to - from));
+        mine.copied_bytes += to - from;
+        mine.copy_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - c0).count();
+      }
+    } catch (...) {
+      std::lock_guard<std::mutex> lk(mu);
+      if (k < failed_at.load()) {
+        failed_at = k;
+        failure = std::current_exception();
+      }
+    }
+  }
+  if (failure) std::rethrow_exception(failure);
+  // Each part's seconds as the lanes' total over their count: the share of the wall they took.
+  for (const IoBreakdown& l : lane) {
+    times.read_s += l.read_s / n;
+    times.hash_s += l.hash_s / n;
+    times.copy_s += l.copy_s / n;
+    times.buffered_bytes += l.buffered_bytes;
+    times.copied_bytes += l.copied_bytes;
   }
 }
 

@@ -55,8 +55,11 @@ class ShardFileReader {
   // verify: read whole checksum blocks and check them (a mismatch throws UserError naming the
   // file and byte offset); otherwise read exactly the bytes asked for.
   void read(const std::string& array, const ElementRange& owned, int64_t offset, int64_t n, float* out, bool verify) const;
-  // The same through `io`: whole runs of blocks straight into `out` (page cache) or through its
-  // aligned scratch (O_DIRECT), the next run in flight while this one is checked; times into `t`.
+  // The same through `io`, times into `t`. O_DIRECT: whole runs of blocks through its ring, into
+  // `out` in place where the pages allow and elsewhere through its aligned scratch, the next runs in
+  // flight while this one is checked. Page cache: runs of whole blocks read and checked on
+  // io.read_lanes() threads side by side (the kernel's copy out of the page cache runs on the
+  // thread that reads, so one thread alone moves the bytes at a fraction of the memory's speed).
   void read(const std::string& array, const ElementRange& owned, int64_t offset, int64_t n, float* out, bool verify,
             BulkIo& io, IoBreakdown& t) const;
   // Reads the whole blocks holding those n elements, as read(..., verify) does, and checks them
@@ -72,6 +75,8 @@ class ShardFileReader {
  private:
   const StTensor& tensor(const std::string& array, const ElementRange& owned) const;
   bool check_blocks(const StTensor& t, int64_t first_block, const char* bytes, int64_t nbytes, std::string* problem) const;
+  // The page-cache path of read(..., io, t): tensor bytes [b0, b1) into dst on `lanes` threads.
+  void read_cached(const StTensor& t, int64_t b0, int64_t b1, bool verify, char* dst, int lanes, IoBreakdown& times) const;
   std::unique_ptr<SafetensorsFile> file_;
   const Manifest* manifest_ = nullptr;
   int rank_ = 0;

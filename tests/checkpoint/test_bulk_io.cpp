@@ -74,13 +74,16 @@ TEST(BulkIo, SavesDirectWhereTakenAndLoadsBothWaysAtAnyWorldSize) {
     EXPECT_EQ(r.io.direct_bytes, 0);
     EXPECT_EQ(notes.lines.size(), 3u) << "one note per rank's writer";
   }
-  for (bool direct : {false, true})
-    for (int world : {1, 2, 4})
-      for (bool verify : {false, true}) {
+  for (int lanes : {0, 1, 3})  // page-cache reads on the default, one and three read lanes
+    for (bool direct : {false, true})
+      for (int world : {1, 2, 4})
+        for (bool verify : {false, true}) {
+        if (direct && lanes != 0) continue;  // O_DIRECT reads do not use the lanes
         SCOPED_TRACE(std::string(direct ? "O_DIRECT" : "page cache") + " load at world " + std::to_string(world) +
-                     (verify ? ", verified" : ""));
+                     (verify ? ", verified" : "") + ", read_lanes " + std::to_string(lanes));
         LoadOptions o = at(dir.path(), direct);
         o.verify = verify;
+        o.io.read_lanes = lanes;
         const auto c = test::load_fake(o, m, world, 3, 4);
         EXPECT_EQ(c.mismatches, 0);
         EXPECT_EQ(c.rewritten, 0);
@@ -414,6 +417,56 @@ TEST(BulkIo, RefusedDirectReadFallsBackToThePageCacheAndSaysSoOnce) {
     EXPECT_EQ(r.io.direct_bytes + r.io.buffered_bytes, int64_t(n) * 12);
     EXPECT_GE(r.io.buffered_bytes, int64_t(n) * 12 - int64_t(BulkIo::kScratchSlots) * (int64_t(4) << 20))
         << "after the refusal only the runs already in flight read O_DIRECT";
+  });
+}
+
+// A page-cache load on several read lanes gives the values one lane gives, and where two blocks
+// are damaged it names the first, as one lane does (a lane that finds the later one first does
+// not decide the message); nothing is committed.
+TEST(BulkIo, ReadLanesGiveOneLanesValuesAndNameTheFirstDamagedBlock) {
+  test::TempDir dir;
+  const int64_t n = int64_t(1) << 20;  // 4 MiB an array: four 1 MiB blocks, four runs for the lanes
+  test::run_ranks(1, [&](int, Communicator& comm) {
+    RankExchange ex(comm);
+    const auto saved = save_flat(dir.path(), n, 9, ex);
+    for (int lanes : {1, 2, 4, 7}) {
+      SCOPED_TRACE("read_lanes " + std::to_string(lanes));
+      LoadOptions o = at(dir.path(), false);
+      o.io.read_lanes = lanes;
+      FlatState back(n, lanes % 2 == 0);  // in place, and through write()
+      const auto r = load_checkpoint(back, ex, o);
+      for (size_t k = 0; k < 3; ++k) EXPECT_EQ(back.array(k), saved[k]) << "array " << k;
+      EXPECT_EQ(r.io.buffered_bytes, n * 12) << "each byte read once";
+      EXPECT_EQ(back.commits, 1);
+    }
+    // Damage blocks 1 and 3 of exp_avg (the second array: its blocks start 4 MiB into the data).
+    const std::string file = dir.sub("t/rank00000.safetensors");
+    const int64_t data = data_start_of(file);
+    const int fd = ::open(file.c_str(), O_WRONLY);
+    ASSERT_GE(fd, 0);
+    for (int64_t block : {1, 3}) {
+      const char bad = 0x5a;
+      ASSERT_EQ(::pwrite(fd, &bad, 1, data + n * 4 + block * (int64_t(1) << 20) + 100), 1);
+    }
+    ::close(fd);
+    std::string first_message;
+    for (int lanes : {1, 4}) {
+      SCOPED_TRACE("damaged, read_lanes " + std::to_string(lanes));
+      LoadOptions o = at(dir.path(), false);
+      o.io.read_lanes = lanes;
+      FlatState back(n, true);
+      std::string message;
+      try {
+        load_checkpoint(back, ex, o);
+      } catch (const UserError& e) {
+        message = e.what();
+      }
+      EXPECT_TRUE(contains(message, "block 1 of tensor \"exp_avg/flat/0\"")) << message;
+      EXPECT_FALSE(contains(message, "block 3")) << message;
+      EXPECT_EQ(back.commits, 0) << "a damaged load commits nothing";
+      if (first_message.empty()) first_message = message;
+      EXPECT_EQ(message, first_message) << "the same message on one lane and on four";
+    }
   });
 }
 
