@@ -231,7 +231,11 @@ void ShardFileReader::read(const std::string& array, const ElementRange& owned, 
   const StTensor& t = tensor(array, owned);
   const int64_t b0 = offset * 4, b1 = (offset + n) * 4;
   if (b0 < 0 || b1 > t.bytes()) throw std::out_of_range("shard read outside tensor '" + t.name + "' in " + path());
-  if (!io.direct_reads()) return read_cached(t, b0, b1, verify, reinterpret_cast<char*>(out), io.read_lanes(), times);
+  if (!io.direct_reads()) {
+    const std::string problem = scan_cached(t, b0, b1, verify, reinterpret_cast<char*>(out), io.read_lanes(), times);
+    if (!problem.empty()) throw UserError(path(), "", problem, kFixDamaged);
+    return;
+  }
   const int64_t base = file_->data_start() + t.begin;  // file offset of the tensor's first byte
   const int64_t file_end = file_->file_bytes();
   const int64_t bb = block_bytes_;
@@ -331,11 +335,11 @@ void ShardFileReader::read(const std::string& array, const ElementRange& owned, 
   }
 }
 
-void ShardFileReader::read_cached(const StTensor& t, int64_t b0, int64_t b1, bool verify, char* dst, int lanes,
-                                  IoBreakdown& times) const {
+std::string ShardFileReader::scan_cached(const StTensor& t, int64_t b0, int64_t b1, bool verify, char* dst, int lanes,
+                                         IoBreakdown& times) const {
   // Runs of whole blocks of about kRunBytes (one block at the default 1 MiB), handed to the lanes
   // one at a time; a run that is not all inside [b0, b1) (a partial first or last block, read
-  // whole to be checked) goes through a buffer of its own.
+  // whole to be checked), or every run without `dst`, goes through a buffer of the lane's own.
   constexpr int64_t kRunBytes = int64_t(1) << 20;
   const int64_t bb = block_bytes_;
   const int64_t S = verify ? b0 / bb * bb : b0;
@@ -344,32 +348,45 @@ void ShardFileReader::read_cached(const StTensor& t, int64_t b0, int64_t b1, boo
   const int64_t first = S / run, count = E > S ? (E - 1) / run - first + 1 : 0;
   const int n = int(std::max<int64_t>(1, std::min<int64_t>(lanes, count)));
   std::vector<IoBreakdown> lane(static_cast<size_t>(n));
-  // The first failing run (by position, so the message is the one a single thread would give); runs
-  // after it are skipped, runs before it still run, so that the lowest one is found.
+  std::vector<std::vector<char>> own(static_cast<size_t>(n));
+  // The first failing run (by position, so the outcome is the one a single thread gives); runs
+  // after it are skipped, runs before it still run, so that the lowest one is found. It failed
+  // with an exception (a read error) or a problem (a block's checksum).
   std::atomic<int64_t> failed_at{count};
   std::exception_ptr failure;
+  std::string problem;
   std::mutex mu;
+  auto fail = [&](int64_t k, std::exception_ptr e, std::string p) {
+    std::lock_guard<std::mutex> lk(mu);
+    if (k >= failed_at.load()) return;
+    failed_at = k;
+    failure = std::move(e);
+    problem = std::move(p);
+  };
 #pragma omp parallel for schedule(dynamic, 1) num_threads(n)
   for (int64_t k = 0; k < count; ++k) {
     if (k > failed_at.load()) continue;
     IoBreakdown& mine = lane[size_t(omp_get_thread_num())];
+    std::vector<char>& buf = own[size_t(omp_get_thread_num())];
     try {
       const int64_t s = std::max(S, (first + k) * run), e = std::min(E, (first + k + 1) * run);
-      const bool inside = s >= b0 && e <= b1;
-      std::vector<char> edge;
-      if (!inside) edge.resize(size_t(e - s));
-      char* into = inside ? dst + (s - b0) : edge.data();
+      const bool inside = dst && s >= b0 && e <= b1;
+      if (!inside) buf.resize(size_t(e - s));
+      char* into = inside ? dst + (s - b0) : buf.data();
       const auto r0 = std::chrono::steady_clock::now();
       file_->read(t, s, size_t(e - s), into);
       const auto r1 = std::chrono::steady_clock::now();
       mine.read_s += std::chrono::duration<double>(r1 - r0).count();
       mine.buffered_bytes += e - s;
       if (verify) {
-        std::string problem;
-        if (!check_blocks(t, s / bb, into, e - s, &problem)) throw UserError(path(), "", problem, kFixDamaged);
+        std::string bad;
+        if (!check_blocks(t, s / bb, into, e - s, &bad)) {
+          fail(k, nullptr, std::move(bad));
+          continue;
+        }
         mine.hash_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - r1).count();
       }
-      if (!inside) {
+      if (!inside && dst) {
         const auto c0 = std::chrono::steady_clock::now();
         const int64_t from = std::max(s, b0), to = std::min(e, b1);
         std::memcpy(dst + (from - b0), into + (from - s), size_t(to - from));
@@ -377,11 +394,7 @@ void ShardFileReader::read_cached(const StTensor& t, int64_t b0, int64_t b1, boo
         mine.copy_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - c0).count();
       }
     } catch (...) {
-      std::lock_guard<std::mutex> lk(mu);
-      if (k < failed_at.load()) {
-        failed_at = k;
-        failure = std::current_exception();
-      }
+      fail(k, std::current_exception(), {});
     }
   }
   if (failure) std::rethrow_exception(failure);
@@ -393,25 +406,16 @@ void ShardFileReader::read_cached(const StTensor& t, int64_t b0, int64_t b1, boo
     times.buffered_bytes += l.buffered_bytes;
     times.copied_bytes += l.copied_bytes;
   }
+  return problem;
 }
 
 bool ShardFileReader::verify(const std::string& array, const ElementRange& owned, int64_t offset, int64_t n,
                              std::string* problem) const {
   if (n <= 0) return true;
-  const StTensor& t = tensor(array, owned);
-  constexpr int64_t kChunkBlocks = 16;
-  const int64_t b1 = (offset + n) * 4;
-  std::vector<char> buf;
-  for (int64_t blk = offset * 4 / block_bytes_; blk * block_bytes_ < b1; blk += kChunkBlocks) {
-    const int64_t s = blk * block_bytes_;
-    const int64_t e = std::min((blk + kChunkBlocks) * block_bytes_, t.bytes());
-    const int64_t last = (b1 + block_bytes_ - 1) / block_bytes_ * block_bytes_;
-    const int64_t end = std::min(e, last);
-    buf.resize(size_t(end - s));
-    file_->read(t, s, size_t(end - s), buf.data());
-    if (!check_blocks(t, blk, buf.data(), end - s, problem)) return false;
-  }
-  return true;
+  IoBreakdown ignored;
+  *problem = scan_cached(tensor(array, owned), offset * 4, (offset + n) * 4, true, nullptr, std::max(1, omp_get_max_threads()),
+                         ignored);
+  return problem->empty();
 }
 
 int ShardFileReader::verify_all(Diagnostics& d) const {

@@ -63,8 +63,8 @@ class ShardFileReader {
   void read(const std::string& array, const ElementRange& owned, int64_t offset, int64_t n, float* out, bool verify,
             BulkIo& io, IoBreakdown& t) const;
   // Reads the whole blocks holding those n elements, as read(..., verify) does, and checks them
-  // without keeping the values (a run checks what it will load before it allocates). False with
-  // the first bad block in `problem`.
+  // without keeping the values (a run checks what it will load before it allocates), on read
+  // lanes as many as the OpenMP team. False with the first bad block in `problem`.
   bool verify(const std::string& array, const ElementRange& owned, int64_t offset, int64_t n, std::string* problem) const;
   // Reads and checks every block (checkpoint info); returns the number of bad blocks, each in `d`.
   int verify_all(Diagnostics& d) const;
@@ -75,8 +75,11 @@ class ShardFileReader {
  private:
   const StTensor& tensor(const std::string& array, const ElementRange& owned) const;
   bool check_blocks(const StTensor& t, int64_t first_block, const char* bytes, int64_t nbytes, std::string* problem) const;
-  // The page-cache path of read(..., io, t): tensor bytes [b0, b1) into dst on `lanes` threads.
-  void read_cached(const StTensor& t, int64_t b0, int64_t b1, bool verify, char* dst, int lanes, IoBreakdown& times) const;
+  // Tensor bytes [b0, b1) through the page cache on `lanes` threads, into dst (null: only
+  // checked), checked when `verify`: read(..., io, t)'s page-cache path and verify(). Returns the
+  // first bad block's problem (empty: none); throws IoError.
+  std::string scan_cached(const StTensor& t, int64_t b0, int64_t b1, bool verify, char* dst, int lanes,
+                          IoBreakdown& times) const;
   std::unique_ptr<SafetensorsFile> file_;
   const Manifest* manifest_ = nullptr;
   int rank_ = 0;
