@@ -1,7 +1,8 @@
 // bench_checkpoint: save and load throughput of a checkpoint against the disk measured in the same
-// run — a plain sequential write (8 MiB writes, then fsync) and read of the same number of bytes,
-// through the page cache (into a reused 8 MiB buffer, and into memory as large as the checkpoint on
-// the load's read lanes) and with O_DIRECT — rounds interleaved, medians with min..max; ratio =
+// run — a plain sequential write of as many bytes (8 MiB writes, then fsync) and reads of the
+// checkpoint's own rank file, through the page cache (into a reused 8 MiB buffer, and into memory
+// as large as the file on the load's read lanes) and with O_DIRECT (into a reused buffer, and into
+// memory as large) — rounds interleaved, medians with min..max; ratio =
 // checkpoint / peer (goals >= 0.8). Saves go both ways (O_DIRECT through io_uring; page cache with
 // pwrite), loads both ways (page cache, warm as the peer's; O_DIRECT), each with where its time goes
 // per MiB. Then the step-time cost of a background save: the ZeRO engine's train_step (CPU backend,
@@ -103,8 +104,9 @@ class HostState final : public zt::ShardedState {
   float* data_[3] = {};
 };
 
-// The peer: the same bytes, from a buffer as large (not cache-resident), written sequentially in
-// 8 MiB writes, then fsync; and read back, through the page cache and with O_DIRECT.
+// The peers: the same number of bytes, from a buffer as large (not cache-resident), written
+// sequentially in 8 MiB writes, then fsync; and the rank file read, through the page cache and with
+// O_DIRECT.
 double peer_write(const std::string& path, const std::vector<char>& src) {
   const auto t0 = Clock::now();
   const int64_t bytes = int64_t(src.size());
@@ -139,14 +141,16 @@ double peer_read_into(const std::string& path, char* dst, int lanes) {
   return double(r.size()) / since(t0);
 }
 
-// Sequential O_DIRECT reads of 8 MiB (one in flight) into an aligned buffer; 0 where refused.
-double peer_read_direct(const std::string& path, char* aligned_buf, size_t buf_bytes) {
+// Sequential O_DIRECT reads of `piece` bytes (one in flight) into an aligned buffer of that size
+// (reused: `advance` false) or into successive pieces of memory as large as the file (`advance`
+// true: where a load in place puts them); 0 where refused.
+double peer_read_direct(const std::string& path, char* aligned_buf, size_t piece, bool advance) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_DIRECT | O_CLOEXEC);
   if (fd < 0) return 0;
   const auto t0 = Clock::now();
   int64_t total = 0;
   for (;;) {
-    const ssize_t n = ::pread(fd, aligned_buf, buf_bytes, total);
+    const ssize_t n = ::pread(fd, aligned_buf + (advance ? total : 0), piece, total);
     if (n <= 0) break;
     total += n;
   }
@@ -229,10 +233,14 @@ int main(int argc, char** argv) {
   facts.model.name = "bench";
   std::vector<char> buf(size_t(8) << 20, 'z'), src(size_t(params) * 12, 'z');
   std::unique_ptr<char, decltype(&std::free)> dbuf(static_cast<char*>(std::aligned_alloc(4096, size_t(8) << 20)), &std::free);
+  const size_t big_bytes = (src.size() + (size_t(16) << 20)) / 4096 * 4096;  // a rank file's pages, and a piece past them
+  std::unique_ptr<char, decltype(&std::free)> big(static_cast<char*>(std::aligned_alloc(4096, big_bytes)), &std::free);
+  if (!dbuf || !big) throw std::bad_alloc();
+  std::memset(big.get(), 0, big_bytes);  // touched, as a state's memory is
   Stat disk_w{"disk write"}, save{"save (O_DIRECT, io_uring)"}, save_pc{"save (page cache, pwrite)"},
       save_write{"  its rank file alone"}, disk_r{"disk read (page cache)"},
       disk_ri{"disk read into memory (page cache, lanes)"}, load{"load (page cache)"},
-      disk_rd{"disk read (O_DIRECT)"}, load_d{"load (O_DIRECT, in place)"},
+      disk_rd{"disk read (O_DIRECT)"}, disk_rdi{"disk read into memory (O_DIRECT)"}, load_d{"load (O_DIRECT, in place)"},
       load_ds{"load (O_DIRECT, unaligned state)"};
   // Per-MiB breakdowns of each save path and load path (medians over rounds).
   std::vector<std::pair<std::string, Stat>> parts;
@@ -288,16 +296,20 @@ int main(int argc, char** argv) {
     save.v.push_back(double(res.total_bytes) / s / 1e9);
     save_write.v.push_back(double(res.bytes) / res.write_s / 1e9);
     save_parts("save, O_DIRECT:", res);
-    disk_r.v.push_back(peer_read(peer, buf) / 1e9);
+    // The read peers read the rank file the loads read (the same blocks of the disk, which a virtual
+    // disk may serve at other speeds than a file written at another time).
+    const std::string rank_file = so.dir + "/" + tag + "/rank00000.safetensors";
+    warm(so.dir + "/" + tag, buf);
+    disk_r.v.push_back(peer_read(rank_file, buf) / 1e9);
     zt::ckpt::LoadOptions lo;
     lo.path = so.dir;
     lo.io.aio = so.io.aio;
-    disk_ri.v.push_back(peer_read_into(peer, src.data(), zt::ckpt::BulkIo(lo.io).read_lanes()) / 1e9);
-    warm(so.dir + "/" + tag, buf);
+    disk_ri.v.push_back(peer_read_into(rank_file, big.get(), zt::ckpt::BulkIo(lo.io).read_lanes()) / 1e9);
     auto lr = zt::ckpt::load_checkpoint(state, ex, lo);
     load.v.push_back(double(lr.bytes_read) / lr.seconds / 1e9);
     load_parts("load, page cache:", lr);
-    disk_rd.v.push_back(peer_read_direct(peer, dbuf.get(), size_t(8) << 20) / 1e9);
+    disk_rd.v.push_back(peer_read_direct(rank_file, dbuf.get(), size_t(8) << 20, false) / 1e9);
+    disk_rdi.v.push_back(peer_read_direct(rank_file, big.get(), size_t(8) << 20, true) / 1e9);
     lo.io.direct_reads = true;
     // O_DIRECT into the page-aligned state (in place) and into one 16 bytes off the page grid
     // (through aligned scratch and a copy out), the order alternating between rounds; each state
@@ -385,6 +397,7 @@ int main(int argc, char** argv) {
   print_json("disk_read_into_memory_GBps", disk_ri, "GB/s", path, mb);
   print_json("load_GBps", load, "GB/s", path, mb);
   print_json("disk_read_direct_GBps", disk_rd, "GB/s", path, mb);
+  print_json("disk_read_direct_into_memory_GBps", disk_rdi, "GB/s", path, mb);
   print_json("load_direct_GBps", load_d, "GB/s", path, mb);
   print_json("load_direct_unaligned_GBps", load_ds, "GB/s", path, mb);
   // The engine's figures exist only with --overlap-rounds >= 1.
@@ -400,6 +413,7 @@ int main(int argc, char** argv) {
   const int lanes = zt::ckpt::BulkIo(zt::ckpt::CheckpointIoOptions{}).read_lanes();
   const double load_d_ratio = median(disk_rd.v) > 0 ? median(load_d.v) / median(disk_rd.v) : 0;
   const double load_ds_ratio = median(disk_rd.v) > 0 ? median(load_ds.v) / median(disk_rd.v) : 0;
+  const double load_d_mem_ratio = median(disk_rdi.v) > 0 ? median(load_d.v) / median(disk_rdi.v) : 0;
   auto ratio_text = [](bool have, double v) {
     char b[32];
     std::snprintf(b, sizeof b, "%.3f", v);
@@ -409,18 +423,18 @@ int main(int argc, char** argv) {
   const double snapshot_ratio = engine_run ? median(snapshot.v) / median(alone.v) : 0;
   std::printf("{\"bench\":\"checkpoint\",\"metric\":\"ratios\",\"save_vs_disk_write\":%.3f,\"save_page_cache_vs_disk_write\":%.3f,"
               "\"load_vs_disk_read\":%.3f,\"load_vs_disk_read_into_memory\":%.3f,\"read_lanes\":%d,"
-              "\"load_direct_vs_disk_read_direct\":%.3f,"
+              "\"load_direct_vs_disk_read_direct\":%.3f,\"load_direct_vs_disk_read_direct_into_memory\":%.3f,"
               "\"load_direct_unaligned_vs_disk_read_direct\":%.3f,"
               "\"overlapped_vs_alone_step\":%s,\"snapshot_vs_step\":%s,\"save_goal\":0.8,\"load_goal\":0.8,\"step_goal\":1.10,"
               "\"overlapped_steps\":%zu,\"engine_params\":%lld,\"engine_checkpoint_mib\":%.1f,\"writer_nice\":%d,"
               "\"direct_refused\":%s}\n",
-              save_ratio, median(save_pc.v) / median(disk_w.v), load_ratio, load_mem_ratio, lanes, load_d_ratio, load_ds_ratio,
-              ratio_text(engine_run, step_ratio).c_str(), ratio_text(engine_run, snapshot_ratio).c_str(), overlapped.v.size(),
+              save_ratio, median(save_pc.v) / median(disk_w.v), load_ratio, load_mem_ratio, lanes, load_d_ratio, load_d_mem_ratio,
+              load_ds_ratio, ratio_text(engine_run, step_ratio).c_str(), ratio_text(engine_run, snapshot_ratio).c_str(), overlapped.v.size(),
               (long long)(engine ? engine->params() : 0), double(engine_bytes) / double(1 << 20), nice,
               direct_refused ? "true" : "false");
   const std::string title = "checkpoint (" + std::to_string(int(mb)) + " MiB at " + path + ")";
   std::printf("\n%-44s %10s %10s %10s\n", title.c_str(), "median", "min", "max");
-  for (const Stat* s : {&disk_w, &save, &save_write, &save_pc, &disk_r, &disk_ri, &load, &disk_rd, &load_d, &load_ds})
+  for (const Stat* s : {&disk_w, &save, &save_write, &save_pc, &disk_r, &disk_ri, &load, &disk_rd, &disk_rdi, &load_d, &load_ds})
     std::printf("%-44s %8.3f GB/s %7.3f %10.3f\n", s->name.c_str(), median(s->v), lowest(s->v), highest(s->v));
   std::printf("\n%-44s %10s %10s %10s\n", "where the time goes (ms per MiB)", "median", "min", "max");
   for (const auto& [n, st] : parts)
@@ -439,9 +453,10 @@ int main(int argc, char** argv) {
     std::printf("engine step: not measured (--overlap-rounds 0)\n");
   }
   std::printf("save / disk write %.2f (goal >= 0.8; page-cache path %.2f), load / disk read %.2f page cache (%.2f of a "
-              "read into memory as large on %d lanes), %.2f O_DIRECT in place, %.2f O_DIRECT into an unaligned state "
-              "(goal >= 0.8)",
-              save_ratio, median(save_pc.v) / median(disk_w.v), load_ratio, load_mem_ratio, lanes, load_d_ratio, load_ds_ratio);
+              "read into memory as large on %d lanes), %.2f O_DIRECT in place (%.2f of an O_DIRECT read into memory as "
+              "large), %.2f O_DIRECT into an unaligned state (goal >= 0.8)",
+              save_ratio, median(save_pc.v) / median(disk_w.v), load_ratio, load_mem_ratio, lanes, load_d_ratio,
+              load_d_mem_ratio, load_ds_ratio);
   if (engine_run)
     std::printf(", engine step with a save in flight / alone %.2f over %zu overlapped steps (goal <= 1.10, writer nice %d), "
                 "snapshot / step %.2f",

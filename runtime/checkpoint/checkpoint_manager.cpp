@@ -100,15 +100,17 @@ LoadOptions load_options(const CheckpointSettings& s) {
 
 }  // namespace
 
-// The load report's note on how the bytes came: only said when some came O_DIRECT (--load-direct).
 // How a load read, and where its seconds went: the wait for reads (after checking what had
 // arrived), the block checks, the copy out of alignment scratch, the rebuild of the working copy.
+// The note on how the bytes came is only said when some came O_DIRECT (--load-direct): how many,
+// and how many of all went through scratch rather than landing in place.
 static std::string read_path(const LoadResult& r) {
+  auto mib = [](int64_t b) { return std::to_string(int64_t(double(b) / double(1 << 20) + 0.5)); };
+  const std::string how =
+      r.io.direct_bytes == 0 ? "" : mib(r.io.direct_bytes) + " MiB of it O_DIRECT, " + mib(r.io.copied_bytes) + " MiB through scratch; ";
   char t[256];
   std::snprintf(t, sizeof t, " (%s%.2f s waiting for reads, %.2f s checking blocks, %.2f s copying out of scratch, %.2f s commit)",
-                r.io.direct_bytes == 0 ? "" : (std::to_string(int64_t(double(r.io.direct_bytes) / double(1 << 20) + 0.5)) +
-                                               " MiB of it O_DIRECT; ").c_str(),
-                r.io.read_s, r.io.hash_s, r.io.copy_s, r.commit_s);
+                how.c_str(), r.io.read_s, r.io.hash_s, r.io.copy_s, r.commit_s);
   return t;
 }
 
