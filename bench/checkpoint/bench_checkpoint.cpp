@@ -189,7 +189,7 @@ int main(int argc, char** argv) {
   zt::ModelConfig model = *zt::model_preset("small");  // 4 blocks, 4 heads, context 64 ...
   model.dim = 256;                                    // ... wider, with a larger vocabulary: a
   model.vocab = 8192;                                 // 64 MiB checkpoint that takes steps to write
-  int micro_batch = 4, stage = 1, nice = 19, queue_depth = 8;
+  int micro_batch = 4, stage = 1, nice = 19, queue_depth = 8, read_lanes = 0;
   int64_t block_kib = 1024;
   app.add_option("--path", path, "Folder to write into (the disk under test)")->capture_default_str();
   app.add_option("--mib", mib, "Checkpoint size in MiB (master + two Adam moments)")->capture_default_str();
@@ -209,6 +209,9 @@ int main(int argc, char** argv) {
   app.add_option("--writer-nice", nice, "Nice level of the background writer during the engine's steps")->capture_default_str();
   app.add_option("--block-kib", block_kib, "aio.block_size of the checkpoint I/O, KiB")->capture_default_str();
   app.add_option("--queue-depth", queue_depth, "aio.queue_depth of the checkpoint I/O")->capture_default_str();
+  app.add_option("--read-lanes", read_lanes, "Read lanes of page-cache loads (0: the OpenMP team's size)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1024));
   CLI11_PARSE(app, argc, argv);
 
   const std::string dir = path + "/zt_bench_ckpt_" + std::to_string(::getpid());
@@ -304,6 +307,7 @@ int main(int argc, char** argv) {
     zt::ckpt::LoadOptions lo;
     lo.path = so.dir;
     lo.io.aio = so.io.aio;
+    lo.io.read_lanes = read_lanes;
     disk_ri.v.push_back(peer_read_into(rank_file, big.get(), zt::ckpt::BulkIo(lo.io).read_lanes()) / 1e9);
     auto lr = zt::ckpt::load_checkpoint(state, ex, lo);
     load.v.push_back(double(lr.bytes_read) / lr.seconds / 1e9);
@@ -410,7 +414,9 @@ int main(int argc, char** argv) {
   }
   const double save_ratio = median(save.v) / median(disk_w.v), load_ratio = median(load.v) / median(disk_r.v);
   const double load_mem_ratio = median(load.v) / median(disk_ri.v);
-  const int lanes = zt::ckpt::BulkIo(zt::ckpt::CheckpointIoOptions{}).read_lanes();
+  zt::ckpt::CheckpointIoOptions lanes_io;
+  lanes_io.read_lanes = read_lanes;
+  const int lanes = zt::ckpt::BulkIo(lanes_io).read_lanes();
   const double load_d_ratio = median(disk_rd.v) > 0 ? median(load_d.v) / median(disk_rd.v) : 0;
   const double load_ds_ratio = median(disk_rd.v) > 0 ? median(load_ds.v) / median(disk_rd.v) : 0;
   const double load_d_mem_ratio = median(disk_rdi.v) > 0 ? median(load_d.v) / median(disk_rdi.v) : 0;
