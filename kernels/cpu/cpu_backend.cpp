@@ -43,7 +43,8 @@ class CpuBackend final : public Backend {
 
   void* alloc(size_t bytes) override {
     // Cache lines for SIMD; a whole page for large buffers (the parameter and state arrays), so a
-    // checkpoint's O_DIRECT load lands in them in place (the shard files align tensors to pages).
+    // checkpoint's O_DIRECT load lands in them in place where the tensor's file offset is on the
+    // page grid too (a shard file aligns its data area to a page; its tensors follow back to back).
     const size_t align = bytes >= (size_t(1) << 20) ? 4096 : 64;
     const size_t rounded = (bytes + align - 1) / align * align;
     void* p = std::aligned_alloc(align, rounded == 0 ? align : rounded);

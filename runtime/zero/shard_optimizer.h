@@ -141,7 +141,8 @@ class ShardOptimizer {
   std::vector<float*> master_, m_, v_;     // per unit; null when paged to NVMe
   std::vector<float*> grad_host_;          // staged units: fp32 host copy of the reduced gradients
   // Owns the host arrays, each page-aligned and zeroed: a checkpoint's O_DIRECT load lands in
-  // them in place (the shard files align every tensor to a page) instead of through scratch.
+  // them in place instead of through scratch where the tensor's file offset is on the page grid
+  // too (a shard file aligns its data area to a page; its tensors follow back to back).
   struct FreeDeleter {
     void operator()(float* p) const { std::free(p); }
   };
