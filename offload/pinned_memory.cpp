@@ -14,6 +14,8 @@
 #include <string>
 #include <utility>
 
+#include "base/host_pages.h"
+
 #if ZT_HAVE_CUDA
 #include "base/cuda_check.h"
 #endif
@@ -110,8 +112,10 @@ PinnedBuffer PinnedAllocator::allocate(size_t bytes) {
     return b;
   }
 #endif
-  void* p = std::aligned_alloc(page, cap);
-  if (!p) {
+  void* p = nullptr;
+  try {
+    p = alloc_host_pages(cap);  // huge pages from 2 MiB: each DMA pins fewer pages
+  } catch (const std::bad_alloc&) {
     throw std::runtime_error("pinned allocator: cannot allocate " + std::to_string(cap) +
                              " bytes of host memory: " + std::strerror(errno));
   }

@@ -8,8 +8,11 @@
 // per MiB. Then the step-time cost of a background save: the ZeRO engine's train_step (CPU backend,
 // one rank) timed alone and while its own checkpoint is written in the background; ratio =
 // overlapped / alone (goal <= 1.10), the snapshot the step waits for and the writer's CPU seconds
-// per GB beside it.
+// per GB beside it. The state and the peers' memory as large are the engine's kind of host memory
+// (base/host_pages.h: huge pages where the kernel grants them), or 4 KiB pages with --small-pages,
+// so that the two can be compared in the same hour.
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -22,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "base/host_pages.h"
 #include "collectives/single_communicator.h"
 #include "kernels/backend.h"
 #include "kernels/cpu/cpu_threads.h"
@@ -43,12 +47,26 @@ double median(std::vector<double> v) {
   return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
 }
 
+// Host memory of `bytes` (whole pages): the engine's kind (huge pages from 2 MiB where the kernel
+// grants them), or 4 KiB pages only (`small`: the kernel told not to back it with huge pages).
+zt::HostPages bench_pages(size_t bytes, bool small) {
+  if (!small) return zt::make_host_pages(bytes);
+  bytes = (bytes + zt::kHostPageBytes - 1) / zt::kHostPageBytes * zt::kHostPageBytes;
+  zt::HostPages p(static_cast<char*>(std::aligned_alloc(zt::kHostPageBytes, bytes)));
+  if (!p) throw std::bad_alloc();
+#if defined(MADV_NOHUGEPAGE)
+  (void)madvise(p.get(), bytes, MADV_NOHUGEPAGE);
+#endif
+  return p;
+}
+
 // One rank holding every element of a model of `params` fp32 parameters, Adam's three arrays, each
-// starting `misalign` bytes past a page boundary (0: page-aligned, as pinned host memory is; 16:
-// where a large malloc puts it), which decides whether an O_DIRECT load can read into it in place.
+// starting `misalign` bytes past a page boundary (0: page-aligned, as the engine's host arrays
+// are; 16: where a large malloc puts it), which decides whether an O_DIRECT load can read into it
+// in place; on 4 KiB pages with `small`, else on the engine's kind of host memory.
 class HostState final : public zt::ShardedState {
  public:
-  HostState(int64_t params, size_t misalign) : params_(params) {
+  HostState(int64_t params, size_t misalign, bool small) : params_(params) {
     zt::UnitLayout u;
     u.name = "flat";
     zt::TensorView t;
@@ -60,8 +78,7 @@ class HostState final : public zt::ShardedState {
     units_ = {u};
     const size_t bytes = (size_t(params) * 4 + misalign + 4095) / 4096 * 4096;
     for (size_t k = 0; k < 3; ++k) {
-      mem_[k].reset(static_cast<char*>(std::aligned_alloc(4096, bytes)));
-      if (!mem_[k]) throw std::bad_alloc();
+      mem_[k] = bench_pages(bytes, small);
       data_[k] = reinterpret_cast<float*>(mem_[k].get() + misalign);
       for (int64_t i = 0; i < params; ++i) data_[k][i] = float(i % 1000) * 1e-3f;
     }
@@ -100,7 +117,7 @@ class HostState final : public zt::ShardedState {
   static size_t idx(const std::string& a) { return a == "master" ? 0 : a == "exp_avg" ? 1 : 2; }
   int64_t params_;
   std::vector<zt::UnitLayout> units_;
-  std::unique_ptr<char, decltype(&std::free)> mem_[3] = {{nullptr, &std::free}, {nullptr, &std::free}, {nullptr, &std::free}};
+  zt::HostPages mem_[3];
   float* data_[3] = {};
 };
 
@@ -191,6 +208,7 @@ int main(int argc, char** argv) {
   model.vocab = 8192;                                 // 64 MiB checkpoint that takes steps to write
   int micro_batch = 4, stage = 1, nice = 19, queue_depth = 8, read_lanes = 0;
   int64_t block_kib = 1024;
+  bool small_pages = false;
   app.add_option("--path", path, "Folder to write into (the disk under test)")->capture_default_str();
   app.add_option("--mib", mib, "Checkpoint size in MiB (master + two Adam moments)")->capture_default_str();
   app.add_option("--rounds", rounds, "Interleaved rounds")->capture_default_str()->check(CLI::Range(1, 1000));
@@ -212,13 +230,16 @@ int main(int argc, char** argv) {
   app.add_option("--read-lanes", read_lanes, "Read lanes of page-cache loads (0: the OpenMP team's size)")
       ->capture_default_str()
       ->check(CLI::Range(0, 1024));
+  app.add_flag("--small-pages", small_pages,
+               "The state and the peers' memory as large on 4 KiB pages (default: the engine's host memory, on huge "
+               "pages where the kernel grants them)");
   CLI11_PARSE(app, argc, argv);
 
   const std::string dir = path + "/zt_bench_ckpt_" + std::to_string(::getpid());
   zt::ckpt::make_directories(dir);
   // Whole pages per array, so that every array of the rank file starts on a page as well.
   const int64_t params = std::max<int64_t>(1024, mib * (1 << 20) / 12 / 1024 * 1024);
-  HostState state(params, 0), unaligned(params, 16);
+  HostState state(params, 0, small_pages), unaligned(params, 16, small_pages);
   zt::SingleCommunicator comm;
   zt::ckpt::RankExchange ex(comm);
   zt::ckpt::SaveOptions so;  // the write path: O_DIRECT through io_uring, hashing beside it
@@ -237,9 +258,12 @@ int main(int argc, char** argv) {
   std::vector<char> buf(size_t(8) << 20, 'z'), src(size_t(params) * 12, 'z');
   std::unique_ptr<char, decltype(&std::free)> dbuf(static_cast<char*>(std::aligned_alloc(4096, size_t(8) << 20)), &std::free);
   const size_t big_bytes = (src.size() + (size_t(16) << 20)) / 4096 * 4096;  // a rank file's pages, and a piece past them
-  std::unique_ptr<char, decltype(&std::free)> big(static_cast<char*>(std::aligned_alloc(4096, big_bytes)), &std::free);
-  if (!dbuf || !big) throw std::bad_alloc();
+  zt::HostPages big = bench_pages(big_bytes, small_pages);  // the same kind of memory as the state's
+  if (!dbuf) throw std::bad_alloc();
   std::memset(big.get(), 0, big_bytes);  // touched, as a state's memory is
+  // What the kernel granted: the two states and the peer's memory as large are touched by now, about
+  // 3 x the checkpoint: that much on huge pages where it granted them, near 0 on 4 KiB pages.
+  const double huge_mib = double(zt::process_huge_page_bytes()) / double(1 << 20);
   Stat disk_w{"disk write"}, save{"save (O_DIRECT, io_uring)"}, save_pc{"save (page cache, pwrite)"},
       save_write{"  its rank file alone"}, disk_r{"disk read (page cache)"},
       disk_ri{"disk read into memory (page cache, lanes)"}, load{"load (page cache)"},
@@ -433,11 +457,11 @@ int main(int argc, char** argv) {
               "\"load_direct_unaligned_vs_disk_read_direct\":%.3f,"
               "\"overlapped_vs_alone_step\":%s,\"snapshot_vs_step\":%s,\"save_goal\":0.8,\"load_goal\":0.8,\"step_goal\":1.10,"
               "\"overlapped_steps\":%zu,\"engine_params\":%lld,\"engine_checkpoint_mib\":%.1f,\"writer_nice\":%d,"
-              "\"direct_refused\":%s}\n",
+              "\"direct_refused\":%s,\"pages\":\"%s\",\"huge_pages_mode\":\"%s\",\"huge_page_mib\":%.0f}\n",
               save_ratio, median(save_pc.v) / median(disk_w.v), load_ratio, load_mem_ratio, lanes, load_d_ratio, load_d_mem_ratio,
               load_ds_ratio, ratio_text(engine_run, step_ratio).c_str(), ratio_text(engine_run, snapshot_ratio).c_str(), overlapped.v.size(),
               (long long)(engine ? engine->params() : 0), double(engine_bytes) / double(1 << 20), nice,
-              direct_refused ? "true" : "false");
+              direct_refused ? "true" : "false", small_pages ? "4k" : "host_pages", zt::huge_pages_mode().c_str(), huge_mib);
   const std::string title = "checkpoint (" + std::to_string(int(mb)) + " MiB at " + path + ")";
   std::printf("\n%-44s %10s %10s %10s\n", title.c_str(), "median", "min", "max");
   for (const Stat* s : {&disk_w, &save, &save_write, &save_pc, &disk_r, &disk_ri, &load, &disk_rd, &disk_rdi, &load_d, &load_ds})
@@ -468,5 +492,7 @@ int main(int argc, char** argv) {
                 "snapshot / step %.2f",
                 step_ratio, overlapped.v.size(), nice, snapshot_ratio);
   std::printf("%s\n", direct_refused ? "; O_DIRECT was refused here: every figure is the page-cache path" : "");
+  std::printf("memory of the state and the peers: %s (transparent huge pages: %s; %.0f MiB of this process on huge pages)\n",
+              small_pages ? "4 KiB pages (--small-pages)" : "the engine's host pages", zt::huge_pages_mode().c_str(), huge_mib);
   return 0;
 }

@@ -10,6 +10,7 @@
 #include <new>
 
 #include "base/fixed_order_sum.h"
+#include "base/host_pages.h"
 #include "kernels/backend.h"
 #include "kernels/op_record.h"
 #include "kernels/cpu/copy_lane.h"
@@ -42,12 +43,13 @@ class CpuBackend final : public Backend {
   DType act_dtype() const override { return DType::F32; }
 
   void* alloc(size_t bytes) override {
-    // Cache lines for SIMD; a whole page for large buffers (the parameter and state arrays), so a
-    // checkpoint's O_DIRECT load lands in them in place where the tensor's file offset is on the
-    // page grid too (a shard file aligns its data area to a page; its tensors follow back to back).
-    const size_t align = bytes >= (size_t(1) << 20) ? 4096 : 64;
-    const size_t rounded = (bytes + align - 1) / align * align;
-    void* p = std::aligned_alloc(align, rounded == 0 ? align : rounded);
+    // Cache lines for SIMD; whole pages for large buffers (the parameter and state arrays), on huge
+    // pages from 2 MiB (base/host_pages.h), so a checkpoint's O_DIRECT load lands in them in place
+    // where the tensor's file offset is on the page grid too (a shard file aligns its data area to
+    // a page; its tensors follow back to back), and the optimizer's sweeps miss the TLB less.
+    if (bytes >= (size_t(1) << 20)) return alloc_host_pages(bytes);
+    const size_t rounded = (bytes + 63) / 64 * 64;
+    void* p = std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
     if (!p) throw std::bad_alloc();
     return p;
   }

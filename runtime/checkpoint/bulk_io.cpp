@@ -13,6 +13,7 @@
 #include <stdexcept>
 
 #include "base/clock.h"
+#include "base/host_pages.h"
 
 namespace zt::ckpt {
 
@@ -57,8 +58,7 @@ char* BulkIo::scratch(int slot, size_t bytes) {
   const size_t a = offload::kDirectIoAlignment;
   bytes = std::max<size_t>(a, (bytes + a - 1) / a * a);
   if (scratch_bytes_[slot] < bytes) {
-    scratch_[slot].reset(static_cast<char*>(std::aligned_alloc(a, bytes)));
-    if (!scratch_[slot]) throw std::bad_alloc();
+    scratch_[slot].reset(static_cast<char*>(alloc_host_pages(bytes)));
     scratch_bytes_[slot] = bytes;
   }
   return scratch_[slot].get();

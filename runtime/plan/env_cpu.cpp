@@ -1,9 +1,11 @@
 // The CPU half of `zerotrain env`: model name from /proc/cpuinfo, SIMD level detected at run time
-// (__builtin_cpu_supports), logical CPU count, and host RAM from /proc/meminfo.
+// (__builtin_cpu_supports), logical CPU count, host RAM from /proc/meminfo, and the kernel's
+// transparent-huge-page mode.
 #include <fstream>
 #include <sstream>
 #include <thread>
 
+#include "base/host_pages.h"
 #include "runtime/plan/env_report.h"
 #include "runtime/plan/machine_probe.h"
 
@@ -48,6 +50,7 @@ void query_cpu_env(EnvReport& r) {
   const MachineFacts m = probe_machine();
   r.host_mem_total = m.host_mem_total;
   r.host_mem_available = m.host_mem_available;
+  r.huge_pages = huge_pages_mode();
 }
 
 }  // namespace zt

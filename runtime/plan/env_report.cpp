@@ -60,7 +60,7 @@ nlohmann::json env_report_to_json(const EnvReport& r) {
       {"openblas_config", r.openblas_config},
       {"cpu", {{"model", r.cpu_model}, {"simd_level", r.simd_level}, {"features", r.cpu_features},
                {"logical_cpus", r.logical_cpus}}},
-      {"host_memory", {{"total_bytes", r.host_mem_total}, {"available_bytes", r.host_mem_available}}},
+      {"host_memory", {{"total_bytes", r.host_mem_total}, {"available_bytes", r.host_mem_available}, {"huge_pages", r.huge_pages}}},
   };
 }
 
@@ -100,6 +100,9 @@ std::string env_report_to_text(const EnvReport& r) {
   line("SIMD (run time)", r.simd_level + (feats.empty() ? std::string() : " [" + feats + "]"));
   line("host RAM", format_gib(double(r.host_mem_total), 1) + " total, " +
                        format_gib(double(r.host_mem_available), 1) + " available");
+  line("huge pages", r.huge_pages + (r.huge_pages == "madvise" || r.huge_pages == "always"
+                                         ? std::string(" (host buffers of 2 MiB and more ask for them)")
+                                         : std::string(" (host buffers stay on 4 KiB pages)")));
   return out;
 }
 

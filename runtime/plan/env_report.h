@@ -35,6 +35,9 @@ struct EnvReport {
   std::vector<std::string> cpu_features;  // SIMD features the CPU reports at run time
   unsigned logical_cpus = 0;
   uint64_t host_mem_total = 0, host_mem_available = 0;
+  // Transparent huge pages: "always", "madvise" (granted to the large host buffers, which ask),
+  // "never" or "unknown" (base/host_pages.h).
+  std::string huge_pages = "unknown";
 };
 
 EnvReport collect_env_report();

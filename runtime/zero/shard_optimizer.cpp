@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "base/host_pages.h"
 #include "offload/cpu_adam.h"
 #include "optim/grad_clip.h"
 #include "optim/sgd.h"
@@ -61,9 +62,8 @@ ShardOptimizer::~ShardOptimizer() = default;
 // Host fp32 storage the ledger counts: as host memory when offload keeps it apart from the
 // backend's, else as backend memory (the CPU backend's own state).
 float* ShardOptimizer::host_array(MemCategory c, int64_t n, bool apart) {
-  const size_t page = offload::kDirectIoAlignment, bytes = std::max<size_t>(page, (size_t(n) * 4 + page - 1) / page * page);
-  auto* p = static_cast<float*>(std::aligned_alloc(page, bytes));
-  if (!p) throw std::bad_alloc();
+  const size_t bytes = std::max<size_t>(kHostPageBytes, (size_t(n) * 4 + kHostPageBytes - 1) / kHostPageBytes * kHostPageBytes);
+  auto* p = static_cast<float*>(alloc_host_pages(bytes));
   std::memset(p, 0, bytes);
   store_h_.emplace_back(p);
   if (apart) z_.ledger.record_host(c, uint64_t(n) * 4);

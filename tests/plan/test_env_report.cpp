@@ -31,6 +31,9 @@ TEST(EnvReport, JsonHasEveryField) {
   EXPECT_EQ(j["git_commit"], ZT_GIT_COMMIT);
   EXPECT_EQ(j["build_type"], ZT_BUILD_TYPE);
   EXPECT_GT(j["host_memory"]["total_bytes"].get<uint64_t>(), 0u);
+  const std::string huge = j["host_memory"]["huge_pages"];
+  EXPECT_TRUE(huge == "always" || huge == "madvise" || huge == "never" || huge == "unknown") << huge;
+  EXPECT_NE(env_report_to_text(collect_env_report()).find("huge pages             " + huge), std::string::npos);
   const std::string simd = j["cpu"]["simd_level"];
   EXPECT_TRUE(simd == "AVX-512" || simd == "AVX2" || simd == "none") << simd;
 }
