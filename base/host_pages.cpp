@@ -15,8 +15,10 @@ namespace zt {
 void* alloc_host_pages(size_t bytes) {
   const size_t rounded = bytes == 0 ? kHostPageBytes : (bytes + kHostPageBytes - 1) / kHostPageBytes * kHostPageBytes;
   const bool huge = rounded >= kHugePageBytes;
-  void* p = std::aligned_alloc(huge ? kHugePageBytes : kHostPageBytes, rounded);
-  if (!p) throw std::bad_alloc();
+  // posix_memalign, not aligned_alloc: the size need not be a multiple of the alignment (the tail
+  // past the last whole huge page stays a few 4 KiB pages), which aligned_alloc's contract asks for.
+  void* p = nullptr;
+  if (::posix_memalign(&p, huge ? kHugePageBytes : kHostPageBytes, rounded) != 0 || !p) throw std::bad_alloc();
 #if defined(MADV_HUGEPAGE)
   // Only the whole huge pages inside the buffer: its tail stays on 4 KiB pages, so no buffer holds
   // more memory than it asked for. Advice, not a request that can fail: where the kernel refuses
