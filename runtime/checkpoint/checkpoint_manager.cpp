@@ -196,6 +196,7 @@ CheckpointManager::CheckpointManager(ShardedState& state, Communicator& comm, Ba
     if (say_) so.warn = [out = say_](const std::string& m) { std::fprintf(out, "warning: %s\n", m.c_str()); };
     else so.warn = [](const std::string&) {};
     writer_ = std::make_unique<CheckpointWriter>(ex_, so);
+    snapshot_bytes_ = writer_->reserve(state_);
   }
 }
 

@@ -61,6 +61,9 @@ class CheckpointManager {
   void at_end(int64_t step);
 
   bool saving() const { return writer_ != nullptr; }  // --save was given
+  // The writer's snapshot, held from construction when saving (CheckpointWriter::reserve): host
+  // bytes the run counts on its ledger; 0 without --save.
+  size_t snapshot_bytes() const { return snapshot_bytes_; }
   const std::vector<SaveResult>& saves() const { return saves_; }
   const std::optional<LoadResult>& loaded() const { return loaded_; }
 
@@ -73,6 +76,7 @@ class CheckpointManager {
   std::FILE* say_;
   std::unique_ptr<CheckpointWriter> writer_;
   int64_t last_saved_ = -1;
+  size_t snapshot_bytes_ = 0;
   std::vector<SaveResult> saves_;
   std::optional<LoadResult> loaded_;
 };

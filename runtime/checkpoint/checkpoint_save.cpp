@@ -7,10 +7,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <chrono>
 #include <cinttypes>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <random>
 #include <regex>
@@ -191,11 +193,7 @@ void CheckpointWriter::begin(ShardedState& state, const RunFacts& facts, const s
   // Snapshot: every array of every owned range, in file order, into pinned memory.
   p->spec.arrays = m.arrays;
   p->spec.owned = state.owned();
-  const size_t bytes = size_t(p->spec.total_elements()) * 4;
-  if (snapshot_.size() != bytes) {
-    snapshot_ = offload::PinnedBuffer();
-    snapshot_ = alloc_.allocate(std::max<size_t>(bytes, 4));
-  }
+  hold_snapshot(size_t(p->spec.total_elements()) * 4);
   float* dst = snapshot_.as<float>();
   for (const auto& a : p->spec.arrays)
     for (const auto& r : p->spec.owned) {
@@ -348,6 +346,25 @@ void CheckpointWriter::complete() {
   }
   results_.push_back(std::move(res));
   pending_.reset();
+}
+
+// The snapshot buffer at `bytes` (at least 4): kept while the size is the same, else made anew.
+void CheckpointWriter::hold_snapshot(size_t bytes) {
+  bytes = std::max<size_t>(bytes, 4);
+  if (snapshot_.size() == bytes) return;
+  snapshot_ = offload::PinnedBuffer();
+  snapshot_ = alloc_.allocate(bytes);
+}
+
+size_t CheckpointWriter::reserve(const ShardedState& state) {
+  ShardFileSpec spec;
+  spec.arrays = state.arrays();
+  spec.owned = state.owned();
+  const size_t bytes = size_t(spec.total_elements()) * 4;
+  hold_snapshot(bytes);
+  // Pinned memory is already resident; pageable memory (pin_memory refused) is touched here.
+  if (!snapshot_.pinned()) std::memset(snapshot_.data(), 0, snapshot_.size());
+  return bytes;
 }
 
 SaveResult CheckpointWriter::save(ShardedState& state, const RunFacts& facts, const std::string& tag) {

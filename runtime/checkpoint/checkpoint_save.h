@@ -83,6 +83,10 @@ class CheckpointWriter {
   void finish();
   // begin() + finish(); returns that save's result.
   SaveResult save(ShardedState& state, const RunFacts& facts, const std::string& tag);
+  // Allocates and touches the snapshot for `state` (every array of its owned ranges) now, so that
+  // the first begin() copies into memory already held rather than making the step wait while the
+  // kernel finds and pins it, and the run's ledger can count it from the start. Returns its bytes.
+  size_t reserve(const ShardedState& state);
 
   bool pending() const { return pending_ != nullptr; }
   std::deque<SaveResult> take_results();
@@ -90,6 +94,7 @@ class CheckpointWriter {
  private:
   struct Pending;
   void complete();
+  void hold_snapshot(size_t bytes);
   bool leader() const { return leader_; }
   RankExchange& ex_;
   SaveOptions o_;

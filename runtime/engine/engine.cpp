@@ -113,6 +113,16 @@ uint64_t planned_comm_buffer_bytes(const ModelConfig& model, const EngineOptions
   return CommGroups::planned_buffer_bytes(comm, group_shape(o), shard_call, group_call);
 }
 
+uint64_t planned_checkpoint_snapshot_bytes(const ModelConfig& model, const EngineOptions& o, Backend& b,
+                                           const Communicator& comm) {
+  const Partition part(unit_specs(build_unit_layouts(model)), partition_config(o, b, comm));
+  if (comm.rank() >= part.world_size()) return 0;  // EngineCheckpoint's owned ranges: none
+  int64_t owned = 0;
+  for (const UnitRange& r : part.owned_ranges()) owned += r.n;
+  const size_t arrays = state_arrays_for(o.optimizer.type, o.optimizer.momentum != 0.0).size();
+  return uint64_t(owned) * arrays * 4;
+}
+
 std::vector<ElementRange> checkpoint_needed_ranges(const ModelConfig& model, const EngineOptions& o, Backend& b,
                                                    const Communicator& c) {
   const Partition part(unit_specs(build_unit_layouts(model)), partition_config(o, b, c));
@@ -259,6 +269,7 @@ int Engine::world_rank() const { return s_->comm.rank(); }
 int Engine::world_size() const { return s_->comm.world_size(); }
 const Trace* Engine::trace() const { return s_->trace.get(); }
 const MemoryLedger& Engine::ledger() const { return s_->ledger; }
+void Engine::count_host_memory(MemCategory c, uint64_t bytes) { s_->ledger.record_host(c, bytes); }
 const std::vector<std::string>& Engine::setup_warnings() const { return s_->setup_warnings; }
 const EngineOptions& Engine::options() const { return s_->opt; }
 int64_t Engine::applied_steps() const { return s_->optimizer->counters().applied; }

@@ -37,6 +37,11 @@ uint64_t planned_unit_buffer_bytes(const ModelConfig& model, const EngineOptions
 // groups' included (hpZ's, MiCS's): the memory plan's communicator row, found without building one.
 uint64_t planned_comm_buffer_bytes(const ModelConfig& model, const EngineOptions& o, Backend& b,
                                    const Communicator& comm);
+// The bytes of this rank's checkpoint snapshot (every state array of its owned ranges, in fp32:
+// the master and the optimizer's moments), found without building an engine: the memory plan's
+// snapshot row. 0 on a rank that owns nothing (past a MiCS shard group, or stage 0's others).
+uint64_t planned_checkpoint_snapshot_bytes(const ModelConfig& model, const EngineOptions& o, Backend& b,
+                                           const Communicator& comm);
 // The ranks the partition spans: the world, or MiCS's shard group.
 int partition_ranks(const EngineOptions& o, int world_size);
 
@@ -115,6 +120,9 @@ class Engine {
   int64_t grad_buckets() const;
   int64_t param_sync_buckets() const;
   const MemoryLedger& ledger() const;
+  // Host memory the run holds for this engine's state beside it (the checkpoint writer's snapshot),
+  // counted on its ledger with the offloaded host arrays.
+  void count_host_memory(MemCategory c, uint64_t bytes);
   // What setup found that the user should know (e.g. pin_memory refused by RLIMIT_MEMLOCK): one
   // message each, the same on every rank that has it; the run prints them once for the job.
   const std::vector<std::string>& setup_warnings() const;

@@ -171,9 +171,11 @@ void RunReporter::start() {
                  gib(a[MemCategory::Activations]).c_str(), gib(a[MemCategory::CommBuffers]).c_str());
     const auto& h = engine_.ledger().host();
     if (h.total() > 0)
-      std::fprintf(s_.say, "host (rank 0, offload): params %s, master %s, optimizer %s, buffers %s\n",
+      std::fprintf(s_.say, "host (rank 0, offload and checkpoint): params %s, master %s, optimizer %s, buffers %s, "
+                           "checkpoint snapshot %s\n",
                    gib(h[MemCategory::Params]).c_str(), gib(h[MemCategory::Master]).c_str(),
-                   gib(h[MemCategory::Optimizer]).c_str(), gib(h[MemCategory::CommBuffers]).c_str());
+                   gib(h[MemCategory::Optimizer]).c_str(), gib(h[MemCategory::CommBuffers]).c_str(),
+                   gib(h[MemCategory::Checkpoint]).c_str());
     if (s_.process_baseline > 0)
       std::fprintf(s_.say, "process (rank 0): %s resident at start-up (binary, libraries, MPI, threads), %s with the "
                            "allocations above\n",

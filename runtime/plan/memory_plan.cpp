@@ -122,6 +122,8 @@ MemoryPlan make_memory_plan(const PlanInput& in) {
   } else {
     p.host_bytes_per_rank += p.comm_buffers;
   }
+  p.checkpoint_snapshot = double(in.checkpoint_snapshot_bytes);
+  p.host_bytes_per_rank += p.checkpoint_snapshot;
   p.host_bytes_per_node = p.host_bytes_per_rank * p.ranks_on_node;
   p.nvme_bytes_per_node = p.nvme_bytes_per_rank * p.ranks_on_node;
 

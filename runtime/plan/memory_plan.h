@@ -45,6 +45,10 @@
 // the GPU. NCCL's own device buffers (PlanInput::comm_device_bytes, Communicator::device_buffer_bytes:
 // measured by the run when NCCL starts; 0 in `check`) are device buffers.
 //
+// The checkpoint snapshot (PlanInput::checkpoint_snapshot_bytes, with --save): a background save
+// copies the rank's owned master and moments, (4 + state_k)·Ψ/D in fp32, into one pinned host buffer
+// held from start-up so that training goes on while the file is written: host RAM on every backend.
+//
 // The process baseline (PlanInput::process_baseline, measured by the run at start-up: the binary,
 // its libraries, MPI's and the BLAS/OpenMP threads' own memory) is a row of its own, outside the
 // device total, so that the ledger and the operating system's resident set can be compared.
@@ -119,6 +123,10 @@ struct PlanInput {
   uint64_t comm_device_bytes = 0;    // its buffers in device memory (NCCL: measured at its start)
   bool backend_is_host = false;      // the CPU backend: its device memory is host RAM
   std::optional<uint64_t> process_baseline;  // resident bytes at start-up, measured by the run
+  // The checkpoint writer's pinned host snapshot per rank (planned_checkpoint_snapshot_bytes: the
+  // master and moments of the rank's owned ranges in fp32) and the --save folder; 0 and empty: no saves.
+  uint64_t checkpoint_snapshot_bytes = 0;
+  std::string save_dir;
   int64_t largest_layer_params = 0;  // for DeepSpeed's zero3 estimate; 0: derived from the shapes
   bool ds_zero_init = true;          // which zero3 host formula to show (zero.Init on or off)
 };
@@ -140,6 +148,7 @@ struct MemoryPlan {
          device_buffers = 0;
   double comm_buffers = 0;  // the communicator's part (in device_buffers on the CPU backend, else host)
   double comm_device_buffers = 0;  // the communicator's device memory (NCCL's; in device_buffers)
+  double checkpoint_snapshot = 0;  // the checkpoint writer's host snapshot per rank (in host_bytes_per_rank)
   // Bytes per node held in host RAM (CPU offload; beside a GPU also the communicator's host
   // buffers) and on NVMe, for all ranks of that node.
   double host_bytes_per_node = 0, nvme_bytes_per_node = 0;

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "runtime/plan/memory_plan.h"
 #include "runtime/plan/units.h"
@@ -63,6 +64,7 @@ nlohmann::json plan_to_json(const MemoryPlan& p) {
   };
   j["comm_buffers_per_rank"] = bytes(p.comm_buffers);
   j["comm_device_buffers_per_rank"] = bytes(p.comm_device_buffers);
+  j["checkpoint_snapshot_per_rank"] = bytes(p.checkpoint_snapshot);
   if (in.process_baseline) j["process_baseline_per_rank"] = *in.process_baseline;
   j["host_per_rank"] = bytes(p.host_bytes_per_rank);
   j["host_per_node"] = bytes(p.host_bytes_per_node);
@@ -112,14 +114,20 @@ std::string plan_to_table(const MemoryPlan& p) {
   if (p.comm_device_buffers > 0) row("  of which NCCL (measured) / rank", g(p.comm_device_buffers), "-");
   row("device total / rank", g(p.device_total()), "-");
   if (in.process_baseline) row("process baseline (measured) / rank", g(double(*in.process_baseline)), "-");
-  row("host RAM (offload) / node", g(p.host_bytes_per_node), g(p.ds_estimate_host));
+  if (p.checkpoint_snapshot > 0) row("checkpoint snapshot / rank", g(p.checkpoint_snapshot), "-");
+  row("host RAM / node", g(p.host_bytes_per_node), g(p.ds_estimate_host));
   row("NVMe / node", g(p.nvme_bytes_per_node), "-");
   out += "  DeepSpeed column: " + p.ds_estimator + " (buffer factor 1.5";
   if (in.stage == 3) {
     out += ", largest layer " + format_params(p.ds_largest_layer_params) + " params, zero_init=" +
            (in.ds_zero_init ? "1" : "0");
   }
-  out += "); its host number includes model loading, ours only what offload keeps there.\n";
+  std::vector<std::string> host = {"offload"};
+  if (p.checkpoint_snapshot > 0) host.push_back("the checkpoint snapshot");
+  if (!in.backend_is_host && p.comm_buffers > 0) host.push_back("the communicator");
+  out += "); its host number includes model loading, ours only what ";
+  for (size_t i = 0; i < host.size(); ++i) out += (i == 0 ? "" : i + 1 == host.size() ? " and " : ", ") + host[i];
+  out += host.size() == 1 ? " keeps there.\n" : " keep there.\n";
   const bool opt_off = in.offload_optimizer != OffloadDevice::None;
   const bool param_off = in.offload_param != OffloadDevice::None;
   if (in.offload_optimizer == OffloadDevice::NVMe || in.offload_param == OffloadDevice::NVMe) {

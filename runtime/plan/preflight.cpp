@@ -41,12 +41,20 @@ std::string host_users(const MemoryPlan& p) {
     if (!s.empty()) s += " + ";
     s += std::string("offload_param=") + offload_name(p.input.offload_param);
   }
+  if (p.checkpoint_snapshot > 0) s += (s.empty() ? "" : " + ") + std::string("the checkpoint snapshot (--save)");
+  if (!p.input.backend_is_host && p.comm_buffers > 0) s += (s.empty() ? "" : " + ") + std::string("the communicator's buffers");
   return s;
 }
 
+bool offloads(const MemoryPlan& p) {
+  return (p.input.offload_optimizer != OffloadDevice::None && p.input.optimizer.has_value()) ||
+         (p.input.offload_param != OffloadDevice::None && p.input.stage == 3);
+}
+
 std::string host_key(const MemoryPlan& p) {
-  if (p.input.offload_optimizer != OffloadDevice::None) return "zero_optimization.offload_optimizer.device";
-  return "zero_optimization.offload_param.device";
+  if (p.input.offload_optimizer != OffloadDevice::None && p.input.optimizer.has_value()) return "zero_optimization.offload_optimizer.device";
+  if (offloads(p)) return "zero_optimization.offload_param.device";
+  return p.checkpoint_snapshot > 0 ? "--save" : "host";
 }
 
 // A change that would make the plan fit, with the bytes per rank it would save: the fix message
@@ -97,8 +105,10 @@ void check_host_offload(const MemoryPlan& p, const MachineFacts& f, Diagnostics&
   const double need = p.host_bytes_per_node;
   const double have = double(f.host_mem_available);
   if (need <= have) return;
-  const OffloadDevice dev = p.input.offload_optimizer != OffloadDevice::None ? p.input.offload_optimizer
-                                                                               : p.input.offload_param;
+  const OffloadDevice dev = !offloads(p) ? OffloadDevice::None
+                            : p.input.offload_optimizer != OffloadDevice::None && p.input.optimizer.has_value()
+                                ? p.input.offload_optimizer
+                                : p.input.offload_param;
   std::string fix = "each of the " + std::to_string(p.ranks_on_node) + " rank(s) on this node keeps " +
                     gib1(p.host_bytes_per_rank) + " in host RAM; ";
   const int fit = p.host_bytes_per_rank > 0 ? int(std::floor(have / p.host_bytes_per_rank)) : 0;
@@ -113,8 +123,12 @@ void check_host_offload(const MemoryPlan& p, const MachineFacts& f, Diagnostics&
     fix += std::string("offload only part of the optimizer (offload_optimizer.ratio <= ") + r + "), ";
   }
   if (dev == OffloadDevice::CPU) fix += "or offload to \"nvme\" with a local nvme_path";
-  else fix += "or lower buffer_count / sub_group_size (the NVMe staging buffers live in host RAM)";
-  d.error(host_key(p), offload_name(dev),
+  else if (dev == OffloadDevice::NVMe) fix += "or lower buffer_count / sub_group_size (the NVMe staging buffers live in host RAM)";
+  if (p.checkpoint_snapshot > 0)
+    fix += std::string(dev == OffloadDevice::None ? "or" : "; or") + " run without --save: a background save copies " +
+           "each rank's master and moments (" + gib1(p.checkpoint_snapshot) + " per rank) into host RAM so that training " +
+           "goes on while the file is written";
+  d.error(host_key(p), dev == OffloadDevice::None ? p.input.save_dir : offload_name(dev),
           host_users(p) + " needs " + gib1(need) + " of host RAM for " + scale_of(p) + "; this host has " +
               gib1(have) + " available",
           fix);
@@ -129,7 +143,7 @@ void check_cpu_backend(const MemoryPlan& p, const MachineFacts& f, Diagnostics& 
                     gib1(need) + " of host RAM for " + scale_of(p) + " (per rank: model states " +
                     gib1(p.device_model_states()) + ", activations " + gib1(p.device_activations) +
                     ", buffers " + gib1(p.device_buffers);
-  if (p.host_bytes_per_node > 0) msg += "; offload " + gib1(p.host_bytes_per_node) + " per node";
+  if (p.host_bytes_per_node > 0) msg += "; " + host_users(p) + " " + gib1(p.host_bytes_per_node) + " per node";
   msg += "); this host has " + gib1(have) + " available";
   std::vector<Remedy> remedies = device_remedies(p);
   if (p.ranks_on_node > 1)

@@ -268,6 +268,10 @@ void check_start(Started& started, const RunOptions& run, Communicator& comm, Ba
   plan_in.unit_buffer_bytes =
       double(planned_unit_buffer_bytes(run.model, started.eo, partition_ranks(started.eo, W), dtype_size(backend.act_dtype())));
   if (started.baseline.known) plan_in.process_baseline = started.baseline.rss;
+  if (!run.checkpoint.save_dir.empty()) {
+    plan_in.checkpoint_snapshot_bytes = planned_checkpoint_snapshot_bytes(run.model, started.eo, backend, comm);
+    plan_in.save_dir = run.checkpoint.save_dir;
+  }
   const int micro_batch = int(started.cfg.train_micro_batch_size_per_gpu.value);
   plan_in.activation_bytes = double(causal_lm_activation_bytes_for(
       run.model, ModelRunOptions{micro_batch, run.recompute}, dtype_size(backend.act_dtype()),
@@ -372,6 +376,17 @@ RunReport run_training(const RunOptions& run, Communicator& comm, Backend& backe
   rs.trace_file = started.trace.get();
   RunReporter reporter(rs, engine, comm, backend, instruments);
 
+  // Checkpoints: made before the start record so that the writer's snapshot, held from here, is on
+  // the ledger the record reports (--load and --init-from run below, once the record is written).
+  EngineCheckpoint ckpt_state(engine, run.model);
+  std::unique_ptr<ckpt::CheckpointManager> checkpoints;
+  on_every_rank(comm, backend, [&] {
+    checkpoints = std::make_unique<ckpt::CheckpointManager>(ckpt_state, comm, &backend,
+                                                     run_facts(run, started.cfg, eo, W, data.description),
+                                                     checkpoint_settings(run, started.cfg, eo), say);
+  });
+  engine.count_host_memory(MemCategory::Checkpoint, checkpoints->snapshot_bytes());
+
   BatchSampler train_sampler(data.train, T, run.seed, data.train_source);
   const BatchSampler val_sampler(data.val, T, run.seed, data.val_source);
   const BatchGeometry geom{W, eo.micro_batch, eo.grad_accum};
@@ -397,15 +412,8 @@ RunReport run_training(const RunOptions& run, Communicator& comm, Backend& backe
 
   // Checkpoints: --load or --init-from now (collective; bad input stops every rank before any state
   // is written), saves after the steps --save-every names and at the end.
-  EngineCheckpoint ckpt_state(engine, run.model);
-  std::unique_ptr<ckpt::CheckpointManager> checkpoints;
   int64_t first = 0;
-  on_every_rank(comm, backend, [&] {
-    checkpoints = std::make_unique<ckpt::CheckpointManager>(ckpt_state, comm, &backend,
-                                                     run_facts(run, started.cfg, eo, W, data.description),
-                                                     checkpoint_settings(run, started.cfg, eo), say);
-    first = checkpoints->start();
-  });
+  on_every_rank(comm, backend, [&] { first = checkpoints->start(); });
   if (say)
     for (const auto& warning : ckpt_state.warnings().all())
       std::fprintf(say, "%s\n", format_diagnostic(warning).c_str());

@@ -15,6 +15,7 @@ const char* mem_category_name(MemCategory c) {
     case MemCategory::Optimizer: return "optimizer_states";
     case MemCategory::Activations: return "activations";
     case MemCategory::CommBuffers: return "comm_buffers";
+    case MemCategory::Checkpoint: return "checkpoint_snapshot";
   }
   return "?";
 }

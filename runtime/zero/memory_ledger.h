@@ -1,5 +1,6 @@
 // MemoryLedger: every buffer the engine allocates on its backend, by category (params, grads,
-// master weights, optimizer states, activations, communication buffers), with current and peak bytes.
+// master weights, optimizer states, activations, communication buffers), with current and peak
+// bytes; and host memory kept apart from the backend's (offload, the checkpoint snapshot).
 #pragma once
 
 #include <array>
@@ -14,8 +15,9 @@
 
 namespace zt {
 
-enum class MemCategory { Params, Grads, Master, Optimizer, Activations, CommBuffers };
-inline constexpr int kMemCategories = 6;
+// Checkpoint: the pinned host snapshot a background save copies the state into (host only).
+enum class MemCategory { Params, Grads, Master, Optimizer, Activations, CommBuffers, Checkpoint };
+inline constexpr int kMemCategories = 7;
 const char* mem_category_name(MemCategory c);
 
 struct MemCounts {
@@ -37,8 +39,8 @@ class MemoryLedger {
   void free(void* p);
   // Memory owned elsewhere (the model's activations) but counted here.
   void record_external(MemCategory c, uint64_t bytes);
-  // Host memory that offload keeps apart from the backend's (master weights and moments on the
-  // host, pinned staging buffers): counted separately, never in current() or the peaks.
+  // Host memory kept apart from the backend's (offload's master weights, moments and pinned
+  // staging buffers; the checkpoint snapshot): counted separately, never in current() or the peaks.
   void record_host(MemCategory c, uint64_t bytes) { host_.bytes[size_t(c)] += bytes; }
   const MemCounts& host() const { return host_; }
 

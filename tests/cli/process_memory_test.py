@@ -6,6 +6,9 @@ baseline measured at start-up and the ledger's peak. For stages 0-3 at 1, 2 and 
 peak RSS − baseline is within 5% (or 32 MiB, whichever is larger) of the ledger's peak on every
 rank; the communicator's own buffers (the plan's comm_buffers_per_rank, what the ledger recorded)
 stay within the default cap (64 MiB) and are 0 at one rank; the start-up echo shows the baseline.
+Runs that save (--save: `small` stage 2 at two ranks, gpt2-124m stage 0 at one) hold the checkpoint
+writer's snapshot from the start: the plan's checkpoint_snapshot_per_rank is on the ledger's host
+side, and peak RSS − baseline still matches the ledger with it.
 In a sanitizer build (third argument "sanitized") the resident set holds AddressSanitizer's shadow
 memory and its quarantine of freed blocks, which no ledger counts: the records, their per-rank
 fields and the communicator's buffers are still checked, on `small` only, and the RSS comparison is
@@ -48,10 +51,12 @@ def config(stage):
     return path
 
 
-def run(name, ranks, stage, model):
+def run(name, ranks, stage, model, save=False):
     metrics = os.path.join(ROOT, name + ".jsonl")
     cmd = ([] if ranks == 1 else MPI + ["-np", str(ranks)]) + [
         ZT, "--config", config(stage), "--steps", "1", "--eval-batches", "1", "--metrics", metrics] + model
+    if save:
+        cmd += ["--save", os.path.join(ROOT, name + ".ckpt")]
     p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=ENV, stdin=subprocess.DEVNULL,
                        timeout=600)
     out = p.stdout.decode(errors="replace")
@@ -77,6 +82,10 @@ def run(name, ranks, stage, model):
         check("%s rank %d baseline" % (name, r), 0 < proc["baseline"][r] <= proc["rss"][r],
               "baseline %d, rss %d" % (proc["baseline"][r], proc["rss"][r]))
     plan = m.start["plan"]
+    snapshot = m.start["allocated_host"]["checkpoint_snapshot"]
+    check(name + " snapshot", snapshot == plan["checkpoint_snapshot_per_rank"] and (snapshot > 0) == save,
+          "the ledger's checkpoint snapshot %d at start, the plan's %d, --save %s"
+          % (snapshot, plan["checkpoint_snapshot_per_rank"], save))
     comm = plan["comm_buffers_per_rank"]
     check(name + " comm cap", (comm == 0) if ranks == 1 else (0 < comm <= CAP),
           "communicator buffers %.1f MiB at %d rank(s) (cap %d MiB)" % (comm / MIB, ranks, CAP // MIB))
@@ -91,10 +100,12 @@ try:
     for stage in range(4):
         for ranks in (1, 2, 4):
             run("small_s%d_np%d" % (stage, ranks), ranks, stage, ["--model", "small"])
+    run("small_s2_np2_save", 2, 2, ["--model", "small"], save=True)
     if not SANITIZED:
         gpt2 = ["--model", "gpt2-124m", "--seq-len", "32"]
         run("gpt2_s0_np1", 1, 0, gpt2)
         run("gpt2_s3_np2", 2, 3, gpt2)
+        run("gpt2_s0_np1_save", 1, 0, gpt2, save=True)
 finally:
     shutil.rmtree(ROOT, ignore_errors=True)
 if FAILURES:

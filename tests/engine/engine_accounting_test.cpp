@@ -11,6 +11,9 @@
 #include <string>
 #include <tuple>
 
+#include "runtime/checkpoint/checkpoint_save.h"
+#include "runtime/checkpoint/rank_exchange.h"
+#include "runtime/engine/engine_checkpoint.h"
 #include "runtime/model/causal_lm.h"
 #include "runtime/model/model_config.h"
 #include "runtime/plan/memory_plan.h"
@@ -285,6 +288,46 @@ INSTANTIATE_TEST_SUITE_P(Engine, AccountingPresets,
                              if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
                            return n + "_stage" + std::to_string(std::get<1>(info.param));
                          });
+
+// The plan's checkpoint snapshot row (planned_checkpoint_snapshot_bytes, found without building an
+// engine) is what the writer holds for the engine's state from the start: every state array of the
+// rank's owned ranges in fp32. Every stage, Adam's two moments, SGD's one or none, and MiCS over half
+// the world (whose other half owns nothing and saves nothing).
+TEST(Accounting, PlannedCheckpointSnapshotIsWhatTheWriterHolds) {
+  const int W = world().comm->world_size();
+  const ModelConfig model = tiny_model(true);
+  std::vector<std::pair<std::string, EngineOptions>> cases;
+  for (int stage = 0; stage <= 3; ++stage)
+    cases.push_back({"adamw stage " + std::to_string(stage), base_options(stage, 1, DType::F32, true)});
+  for (double momentum : {0.0, 0.9}) {
+    EngineOptions o = base_options(2, 1, DType::F32, true);
+    o.optimizer.type = OptimizerType::SGD;
+    o.optimizer.momentum = momentum;
+    cases.push_back({momentum == 0 ? "sgd" : "sgd momentum", o});
+  }
+  if (W >= 4) {
+    EngineOptions o = base_options(3, 1, DType::F32, true);
+    o.zero.mics_shard_size = W / 2;
+    cases.push_back({"mics half", o});
+  }
+  const std::string dir = ::testing::TempDir() + "zt_snapshot_" + std::to_string(world().comm->rank());
+  for (const auto& [name, o] : cases) {
+    SCOPED_TRACE(name);
+    const uint64_t planned = planned_checkpoint_snapshot_bytes(model, o, *world().backend, *world().comm);
+    Engine e(model, o, *world().backend, *world().comm);
+    EngineCheckpoint state(e, model);
+    int64_t owned = 0;
+    for (const ElementRange& r : state.owned()) owned += r.n;
+    EXPECT_EQ(planned, uint64_t(owned) * state.arrays().size() * 4);
+    ckpt::RankExchange ex(*world().comm);
+    ckpt::SaveOptions so;
+    so.dir = dir;
+    ckpt::CheckpointWriter writer(ex, so);
+    EXPECT_EQ(writer.reserve(state), planned);
+    const bool owns = world().comm->rank() < e.partition().world_size();
+    EXPECT_EQ(planned > 0, owns) << "rank " << world().comm->rank() << " of a partition of " << e.partition().world_size();
+  }
+}
 
 INSTANTIATE_TEST_SUITE_P(Engine, AccountingBf16, ::testing::Values(0, 1, 2, 3),
                          [](const auto& info) { return "stage" + std::to_string(info.param); });

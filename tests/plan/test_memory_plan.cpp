@@ -139,6 +139,34 @@ TEST(MemoryPlan, CpuOffloadMovesOptimizerMasterAndFp32GradsToHostPerNode) {
   EXPECT_DOUBLE_EQ(make_memory_plan(in).device_grads, 2 * 7e9);
 }
 
+// With --save the checkpoint writer's snapshot is host RAM on every backend: its own row, in the host
+// totals per rank and node, in the JSON, and named in the table's note; without it none of these.
+TEST(MemoryPlan, CheckpointSnapshotIsHostRamWithItsOwnRow) {
+  PlanInput in;
+  in.params = 8'000'000;
+  in.world_size = 4;
+  in.ranks_per_node = 4;
+  in.stage = 1;
+  in.backend_is_host = true;
+  const MemoryPlan without = make_memory_plan(in);
+  EXPECT_DOUBLE_EQ(without.checkpoint_snapshot, 0);
+  EXPECT_EQ(plan_to_table(without).find("checkpoint snapshot"), std::string::npos);
+  EXPECT_NE(plan_to_table(without).find("ours only what offload keeps there."), std::string::npos);
+  in.checkpoint_snapshot_bytes = 12 * 2'000'000;  // fp32 master + two moments of a quarter
+  const MemoryPlan with = make_memory_plan(in);
+  EXPECT_DOUBLE_EQ(with.checkpoint_snapshot, 24e6);
+  EXPECT_DOUBLE_EQ(with.host_bytes_per_rank, without.host_bytes_per_rank + 24e6);
+  EXPECT_DOUBLE_EQ(with.host_bytes_per_node, without.host_bytes_per_node + 4 * 24e6);
+  EXPECT_DOUBLE_EQ(with.device_total(), without.device_total());
+  EXPECT_EQ(plan_to_json(with)["checkpoint_snapshot_per_rank"].get<int64_t>(), 24'000'000);
+  const std::string t = plan_to_table(with);
+  const size_t row = t.find("  checkpoint snapshot / rank ");
+  ASSERT_NE(row, std::string::npos) << t;
+  const std::string line = t.substr(row, t.find('\n', row) - row);
+  EXPECT_NE(line.find(" 0.02 "), std::string::npos) << line;  // 24e6 B
+  EXPECT_NE(t.find("ours only what offload and the checkpoint snapshot keep there."), std::string::npos) << t;
+}
+
 TEST(MemoryPlan, PartialOffloadRatioKeepsTheRestOnDevice) {
   PlanInput in;
   in.params = 8'000'000;
@@ -304,7 +332,7 @@ TEST(MemoryPlan, JsonAndTableCarryOursAndDeepSpeeds) {
   EXPECT_NE(t.find("24.45"), std::string::npos) << t;
   EXPECT_NE(t.find("39.12"), std::string::npos) << t;
   EXPECT_NE(t.find("device optimizer states / rank"), std::string::npos);
-  EXPECT_NE(t.find("host RAM (offload) / node"), std::string::npos);
+  EXPECT_NE(t.find("host RAM / node"), std::string::npos);
   EXPECT_EQ(t.find("no stage-0/1 estimator"), std::string::npos);
   in.stage = 1;
   EXPECT_NE(plan_to_table(make_memory_plan(in)).find("no stage-0/1 estimator"), std::string::npos);

@@ -50,6 +50,44 @@ TEST(Preflight, HostRamShortfallNamesTheNumbers) {
   EXPECT_NE(e.fix.find("nvme"), std::string::npos) << e.fix;
 }
 
+// A run that saves holds each rank's snapshot of its master and moments in host RAM beside a GPU:
+// 8 ranks of a 7B bf16 AdamW model at stage 2 hold 12 + 4 bytes x 7e9 / 8 = 14e9 B each, 104.3 GiB
+// for the node, which a host with 31.2 GiB available cannot give; the error names --save, its
+// folder and the bytes, and the fix says what the snapshot is for.
+TEST(Preflight, CheckpointSnapshotCountsAgainstHostRam) {
+  PlanInput in = seven_b_offload();
+  in.offload_optimizer = OffloadDevice::None;
+  in.checkpoint_snapshot_bytes = uint64_t(16) * 7'000'000'000 / 8;
+  in.save_dir = "/ckpt/run1";
+  MachineFacts f = host_with(31.2);
+  f.gpu_free = uint64_t(70 * kGiB);
+  f.gpu_total = uint64_t(80 * kGiB);
+  const MemoryPlan p = make_memory_plan(in);
+  EXPECT_DOUBLE_EQ(p.checkpoint_snapshot, 14e9);
+  EXPECT_DOUBLE_EQ(p.host_bytes_per_rank, 14e9);
+  EXPECT_DOUBLE_EQ(p.host_bytes_per_node, 8 * 14e9);
+  const Diagnostics d = preflight(p, f, "");
+  ASSERT_EQ(d.error_count(), 1u) << d.format();
+  const Diagnostic& e = d.all()[0];
+  EXPECT_EQ(e.path, "--save");
+  EXPECT_EQ(e.value, "/ckpt/run1");
+  EXPECT_EQ(e.message, "the checkpoint snapshot (--save) needs 104.3 GiB of host RAM for 7.0B params at world size 8; "
+                       "this host has 31.2 GiB available");
+  EXPECT_NE(e.fix.find("run at most 2 rank(s) per node"), std::string::npos) << e.fix;
+  EXPECT_NE(e.fix.find("run without --save: a background save copies each rank's master and moments (13.0 GiB per rank)"),
+            std::string::npos) << e.fix;
+  EXPECT_EQ(e.fix.find("nvme"), std::string::npos) << e.fix;
+  // Beside CPU offload both are named, the offload key first.
+  in.offload_optimizer = OffloadDevice::CPU;
+  const Diagnostics both = preflight(make_memory_plan(in), f, "");
+  ASSERT_EQ(both.error_count(), 1u) << both.format();
+  EXPECT_EQ(both.all()[0].path, "zero_optimization.offload_optimizer.device");
+  EXPECT_EQ(both.all()[0].message.rfind("offload_optimizer=cpu + the checkpoint snapshot (--save) needs ", 0), 0u)
+      << both.all()[0].message;
+  EXPECT_NE(both.all()[0].fix.find("nvme"), std::string::npos);
+  EXPECT_NE(both.all()[0].fix.find("; or run without --save"), std::string::npos) << both.all()[0].fix;
+}
+
 TEST(Preflight, SmallPlanPassesSilently) {
   PlanInput in;
   in.params = 124'000'000;
