@@ -34,10 +34,21 @@ std::string huge_pages_mode_from(const std::string& text) {
   return text.substr(a + 1, b - a - 1);
 }
 
-std::string huge_pages_mode() {
-  std::ifstream in("/sys/kernel/mm/transparent_hugepage/enabled");
+std::string effective_huge_pages_mode(const std::string& top, const std::string& size_2m) {
+  return size_2m == "inherit" || size_2m == "unknown" ? top : size_2m;
+}
+
+namespace {
+std::string bracketed_word_of(const char* path) {
+  std::ifstream in(path);
   if (!in) return "unknown";
   return huge_pages_mode_from(std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()));
+}
+}  // namespace
+
+std::string huge_pages_mode() {
+  return effective_huge_pages_mode(bracketed_word_of("/sys/kernel/mm/transparent_hugepage/enabled"),
+                                   bracketed_word_of("/sys/kernel/mm/transparent_hugepage/hugepages-2048kB/enabled"));
 }
 
 uint64_t huge_page_bytes_from(const std::string& text) {

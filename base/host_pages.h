@@ -31,9 +31,15 @@ struct HostPagesFree {
 using HostPages = std::unique_ptr<char, HostPagesFree>;
 inline HostPages make_host_pages(size_t bytes) { return HostPages(static_cast<char*>(alloc_host_pages(bytes))); }
 
-// The kernel's transparent-huge-page mode as /sys/kernel/mm/transparent_hugepage/enabled selects
-// it: "always", "madvise" (granted to the buffers above), "never", or "unknown" (no such file).
+// The kernel's transparent-huge-page mode for 2 MiB pages: "always", "madvise" (granted to the
+// buffers above), "never", or "unknown" (no such file). /sys/kernel/mm/transparent_hugepage/enabled
+// sets it, unless hugepages-2048kB/enabled there (kernels with several THP sizes) names another
+// mode than "inherit".
 std::string huge_pages_mode();
+
+// That mode from the two files' bracketed words: the 2 MiB size's own unless it is "inherit" or
+// absent ("unknown"), else the top-level one.
+std::string effective_huge_pages_mode(const std::string& top, const std::string& size_2m);
 
 // The mode named in that file's text (the bracketed word), or "unknown".
 std::string huge_pages_mode_from(const std::string& text);

@@ -117,7 +117,7 @@ PinnedBuffer PinnedAllocator::allocate(size_t bytes) {
     p = alloc_host_pages(cap);  // huge pages from 2 MiB: each DMA pins fewer pages
   } catch (const std::bad_alloc&) {
     throw std::runtime_error("pinned allocator: cannot allocate " + std::to_string(cap) +
-                             " bytes of host memory: " + std::strerror(errno));
+                             " bytes of host memory: " + std::strerror(ENOMEM));
   }
   b.data_ = p;
   b.size_ = bytes;

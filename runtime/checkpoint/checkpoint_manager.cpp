@@ -181,10 +181,6 @@ CheckpointManager::CheckpointManager(ShardedState& state, Communicator& comm, Ba
   Diagnostics d;
   check_settings(s_, d);
   if (d.has_errors()) throw UserError(d);
-  if (s_.load_universal && say_)
-    std::fprintf(say_, "note: checkpoint.load_universal: every zerotrain checkpoint loads at any world size and stage; "
-                       "the key changes nothing%s\n",
-                 s_.load_dir.empty() ? " (and no --load was given)" : "");
   if (!s_.save_dir.empty()) {
     SaveOptions so;
     so.dir = s_.save_dir;
@@ -203,6 +199,10 @@ CheckpointManager::CheckpointManager(ShardedState& state, Communicator& comm, Ba
 CheckpointManager::~CheckpointManager() = default;
 
 int64_t CheckpointManager::start() {
+  if (s_.load_universal && say_)
+    std::fprintf(say_, "note: checkpoint.load_universal: every zerotrain checkpoint loads at any world size and stage; "
+                       "the key changes nothing%s\n",
+                 s_.load_dir.empty() ? " (and no --load was given)" : "");
   if (is_weights_only(s_)) {
     const LoadResult r = load_checkpoint(state_, ex_, load_options(s_));
     const Manifest& m = r.manifest;

@@ -87,11 +87,18 @@ struct CheckpointWriter::Pending {
   int nice_seen = 0;  // the writer thread's nice level, read back after setting it
 };
 
-CheckpointWriter::CheckpointWriter(RankExchange& ex, SaveOptions o)
-    : ex_(ex), o_(std::move(o)), alloc_(offload::PinnedAllocatorOptions{o_.pin_memory, true, {}, {}}) {
-  if (!o_.warn) o_.warn = [r = ex_.rank()](const std::string& s) {
-    if (r == 0) std::fprintf(stderr, "warning: %s\n", s.c_str());
+// The options with their warning sink: the caller's, or rank 0's stderr.
+static SaveOptions with_warn(SaveOptions o, int rank) {
+  if (!o.warn) o.warn = [rank](const std::string& s) {
+    if (rank == 0) std::fprintf(stderr, "warning: %s\n", s.c_str());
   };
+  return o;
+}
+
+// The snapshot's allocator warns (pin_memory refused) through the same sink, so once for the job.
+CheckpointWriter::CheckpointWriter(RankExchange& ex, SaveOptions o)
+    : ex_(ex), o_(with_warn(std::move(o), ex.rank())),
+      alloc_(offload::PinnedAllocatorOptions{o_.pin_memory, true, o_.warn, {}}) {
   // DeepSpeed compares the value case-insensitively; so does the config reader.
   std::string mode = o_.tag_validation;
   for (auto& c : mode) c = char(std::tolower(static_cast<unsigned char>(c)));
@@ -328,18 +335,22 @@ void CheckpointWriter::complete() {
   res.io = p.file.io;
   res.pace = p.file.pace;
   res.writer_nice = p.nice_seen;
-  char line[512];
   if (res.ok) {
     // Where this rank's seconds went, as a load's report says it: the snapshot the step waited for,
-    // the writer's checksums (beside the O_DIRECT writes), the wait for the writes after them, the
-    // fsync, and the manifest, rename and `latest` once every rank's file was down.
-    std::snprintf(line, sizeof line,
-                  "saved checkpoint %s (step %" PRId64 ", %d rank file%s, %.1f MiB) in %.2f s (%.2f s snapshot, "
-                  "%.2f s checksums, %.2f s waiting for writes, %.2f s fsync, %.2f s manifest and rename)",
-                  res.tag_dir.c_str(), res.step, m.world_size, m.world_size == 1 ? "" : "s",
-                  double(total) / double(1 << 20), res.total_s, res.snapshot_s, res.io.hash_s,
+    // the writer's checksums (beside the O_DIRECT writes; with pacing, the sleeps between blocks are
+    // said apart), the wait for the writes after them, the fsync, and the manifest, rename and
+    // `latest` once every rank's file was down.
+    char head[128], parts[320], pace[64] = "";
+    std::snprintf(head, sizeof head, " (step %" PRId64 ", %d rank file%s, %.1f MiB) in %.2f s", res.step, m.world_size,
+                  m.world_size == 1 ? "" : "s", double(total) / double(1 << 20), res.total_s);
+    const double slept = res.pace.slept_s;
+    if (slept > 0) std::snprintf(pace, sizeof pace, ", %.2f s paced sleep between them", slept);
+    std::snprintf(parts, sizeof parts,
+                  " (%.2f s snapshot, %.2f s checksums%s, %.2f s waiting for writes, %.2f s fsync, %.2f s manifest and rename)",
+                  res.snapshot_s, std::max(0.0, res.io.hash_s - slept),
+                  pace,
                   res.io.write_s + res.io.header_s, res.io.sync_s, res.commit_s);
-    res.message = line;
+    res.message = "saved checkpoint " + res.tag_dir + head + parts;
   } else {
     res.message = "checkpoint " + p.tag + " was not saved: " + failure + "; " +
                   (prev.empty() ? "no previous checkpoint existed" : "`latest` still names " + prev + ", untouched");

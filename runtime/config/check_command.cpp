@@ -52,6 +52,7 @@ struct CheckArgs {
   std::string backend = "auto";
   int ranks_per_node = 0;  // 0: min(world size, 8)
   std::string gpu_memory, host_ram;  // the target machine ("" = this machine)
+  std::string save_dir;              // the run will save checkpoints (--save): plan its snapshot
   AutoFlags flags;
   bool allow_unknown_keys = false;
   bool json = false;
@@ -140,6 +141,10 @@ FitReport check_fit(const CheckArgs& a, const Config& c, int64_t params, const M
     plan_in.unit_buffer_bytes = double(planned_unit_buffer_bytes(
         *model, engine_options_from_config(c, 0, plan_in.activation_checkpointing, model), a.world_size,
         size_t(plan_working_bytes(plan_in))));
+  if (!a.save_dir.empty()) {  // (4 + state_k)·Ψ/S per owning rank; the run plans the engine's exact bytes
+    plan_in.checkpoint_snapshot_bytes = checkpoint_snapshot_estimate(plan_in);
+    plan_in.save_dir = a.save_dir;
+  }
   const MemoryPlan plan = make_memory_plan(plan_in);
   const std::string nvme = plan_nvme_path(c);
   if (here) check_nvme_paths_here(c, f.diagnostics);
@@ -254,6 +259,9 @@ void register_check_command(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   cmd->add_option("--ranks-per-node", args->ranks_per_node, "ranks sharing one host's RAM (default: min(world size, 8))");
   cmd->add_option("--gpu-memory", args->gpu_memory, "check the plan against GPUs of this size (e.g. 80G) instead of this machine's");
+  cmd->add_option("--save", args->save_dir,
+                  "plan for a run that saves checkpoints into DIR: each rank's snapshot of its master and moments in "
+                  "host RAM (the folder is not touched)");
   cmd->add_option("--host-ram", args->host_ram, "check the plan against this much host RAM per node (e.g. 512G) instead of this machine's");
   add_auto_flags(*cmd, args->flags);
   cmd->add_flag("--allow-unknown-keys", args->allow_unknown_keys, "report unknown keys as warnings, not errors");

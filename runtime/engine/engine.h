@@ -39,7 +39,8 @@ uint64_t planned_comm_buffer_bytes(const ModelConfig& model, const EngineOptions
                                    const Communicator& comm);
 // The bytes of this rank's checkpoint snapshot (every state array of its owned ranges, in fp32:
 // the master and the optimizer's moments), found without building an engine: the memory plan's
-// snapshot row. 0 on a rank that owns nothing (past a MiCS shard group, or stage 0's others).
+// snapshot row: Ψ/N of the units at every stage (stage 0 too), Ψ/S on MiCS's first shard group and
+// 0 on the ranks past it, which own nothing.
 uint64_t planned_checkpoint_snapshot_bytes(const ModelConfig& model, const EngineOptions& o, Backend& b,
                                            const Communicator& comm);
 // The ranks the partition spans: the world, or MiCS's shard group.

@@ -46,6 +46,11 @@ int plan_state_shards(const PlanInput& in) {
   return in.stage == 3 && in.mics_shard_size > 0 ? std::min(in.mics_shard_size, n) : n;
 }
 
+uint64_t checkpoint_snapshot_estimate(const PlanInput& in) {
+  const uint64_t per_param = uint64_t(4 + state_bytes(in)), shards = uint64_t(plan_state_shards(in));
+  return (uint64_t(std::max<int64_t>(in.params, 0)) * per_param + shards - 1) / shards;
+}
+
 MemoryPlan make_memory_plan(const PlanInput& in) {
   MemoryPlan p;
   p.input = in;
@@ -122,9 +127,12 @@ MemoryPlan make_memory_plan(const PlanInput& in) {
   } else {
     p.host_bytes_per_rank += p.comm_buffers;
   }
+  // The snapshot per node: each owning rank's; under MiCS only the first shard group owns the state.
   p.checkpoint_snapshot = double(in.checkpoint_snapshot_bytes);
+  p.snapshot_owners_on_node = in.stage == 3 && in.mics_shard_size > 0 ? std::min(plan_state_shards(in), p.ranks_on_node)
+                                                                       : p.ranks_on_node;
+  p.host_bytes_per_node = p.host_bytes_per_rank * p.ranks_on_node + p.checkpoint_snapshot * p.snapshot_owners_on_node;
   p.host_bytes_per_rank += p.checkpoint_snapshot;
-  p.host_bytes_per_node = p.host_bytes_per_rank * p.ranks_on_node;
   p.nvme_bytes_per_node = p.nvme_bytes_per_rank * p.ranks_on_node;
 
   // DeepSpeed's estimate: GPUs per node and nodes from the same launch shape.

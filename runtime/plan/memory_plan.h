@@ -46,8 +46,10 @@
 // measured by the run when NCCL starts; 0 in `check`) are device buffers.
 //
 // The checkpoint snapshot (PlanInput::checkpoint_snapshot_bytes, with --save): a background save
-// copies the rank's owned master and moments, (4 + state_k)·Ψ/D in fp32, into one pinned host buffer
-// held from start-up so that training goes on while the file is written: host RAM on every backend.
+// copies the rank's owned master and moments, (4 + state_k)·Ψ/S in fp32 at every stage (S: the world,
+// or MiCS's shard group, whose first group alone owns the state), into one pinned host buffer held
+// from start-up so that training goes on while the file is written: host RAM on every backend. Per
+// node it counts the node's owning ranks: all of them, or under MiCS min(S, ranks per node).
 //
 // The process baseline (PlanInput::process_baseline, measured by the run at start-up: the binary,
 // its libraries, MPI's and the BLAS/OpenMP threads' own memory) is a row of its own, outside the
@@ -149,6 +151,7 @@ struct MemoryPlan {
   double comm_buffers = 0;  // the communicator's part (in device_buffers on the CPU backend, else host)
   double comm_device_buffers = 0;  // the communicator's device memory (NCCL's; in device_buffers)
   double checkpoint_snapshot = 0;  // the checkpoint writer's host snapshot per rank (in host_bytes_per_rank)
+  int snapshot_owners_on_node = 0;  // ranks of a node holding one (MiCS: only the first shard group's)
   // Bytes per node held in host RAM (CPU offload; beside a GPU also the communicator's host
   // buffers) and on NVMe, for all ranks of that node.
   double host_bytes_per_node = 0, nvme_bytes_per_node = 0;
@@ -168,6 +171,9 @@ std::string optimizer_name(const PlanInput& in);  // "AdamW", "SGD+momentum", "n
 
 // The ranks the model states are sharded over: the world, or MiCS's shard group at stage 3.
 int plan_state_shards(const PlanInput& in);
+// The checkpoint snapshot of an owning rank without the model's partition, (4 + state_k)·Ψ/S rounded
+// up: what `check --save` plans (a run passes the engine's exact bytes, which differ by the padding).
+uint64_t checkpoint_snapshot_estimate(const PlanInput& in);
 MemoryPlan make_memory_plan(const PlanInput& in);
 nlohmann::json plan_to_json(const MemoryPlan& p);
 std::string plan_to_table(const MemoryPlan& p);  // human-readable, GiB with two decimals

@@ -31,18 +31,33 @@ std::string scale_of(const MemoryPlan& p) {
   return format_params(p.input.params) + " params at world size " + std::to_string(p.input.world_size);
 }
 
-// "offload_optimizer=cpu", "offload_optimizer=cpu + offload_param=cpu", ...: what puts bytes on host.
-std::string host_users(const MemoryPlan& p) {
+// "offload_optimizer=cpu", "offload_optimizer=cpu + offload_param=cpu", "... + the checkpoint
+// snapshot (--save)": what puts bytes in host RAM, and whether they are named as one thing ("needs")
+// or several ("need").
+struct HostUsers {
+  std::string text;
+  bool plural = false;
+};
+
+HostUsers host_users(const MemoryPlan& p) {
+  std::vector<std::string> v;
+  bool plural = false;
+  if (p.input.offload_optimizer != OffloadDevice::None && p.input.optimizer.has_value())
+    v.push_back(std::string("offload_optimizer=") + offload_name(p.input.offload_optimizer));
+  if (p.input.offload_param != OffloadDevice::None && p.input.stage == 3)
+    v.push_back(std::string("offload_param=") + offload_name(p.input.offload_param));
+  if (p.checkpoint_snapshot > 0) v.push_back("the checkpoint snapshot (--save)");
+  if (!p.input.backend_is_host && p.comm_buffers > 0) v.push_back("the communicator's buffers"), plural = true;
+  HostUsers u;
+  for (const auto& s : v) u.text += (u.text.empty() ? "" : " + ") + s;
+  u.plural = plural || v.size() > 1;
+  return u;
+}
+
+// "a, b or c".
+std::string either(const std::vector<std::string>& v) {
   std::string s;
-  if (p.input.offload_optimizer != OffloadDevice::None && p.input.optimizer.has_value()) {
-    s = std::string("offload_optimizer=") + offload_name(p.input.offload_optimizer);
-  }
-  if (p.input.offload_param != OffloadDevice::None && p.input.stage == 3) {
-    if (!s.empty()) s += " + ";
-    s += std::string("offload_param=") + offload_name(p.input.offload_param);
-  }
-  if (p.checkpoint_snapshot > 0) s += (s.empty() ? "" : " + ") + std::string("the checkpoint snapshot (--save)");
-  if (!p.input.backend_is_host && p.comm_buffers > 0) s += (s.empty() ? "" : " + ") + std::string("the communicator's buffers");
+  for (size_t i = 0; i < v.size(); ++i) s += (i == 0 ? "" : i + 1 == v.size() ? " or " : ", ") + v[i];
   return s;
 }
 
@@ -54,7 +69,13 @@ bool offloads(const MemoryPlan& p) {
 std::string host_key(const MemoryPlan& p) {
   if (p.input.offload_optimizer != OffloadDevice::None && p.input.optimizer.has_value()) return "zero_optimization.offload_optimizer.device";
   if (offloads(p)) return "zero_optimization.offload_param.device";
-  return p.checkpoint_snapshot > 0 ? "--save" : "host";
+  return p.checkpoint_snapshot > 0 ? "--save" : "ZT_COMM_BUFFER_MB";
+}
+
+// What a background save holds, for the fixes that name --save.
+std::string snapshot_remedy(const MemoryPlan& p) {
+  return "run without --save (a background save copies each rank's master and moments, " + gib1(p.checkpoint_snapshot) +
+         " per rank, into host RAM so that training goes on while the file is written)";
 }
 
 // A change that would make the plan fit, with the bytes per rank it would save: the fix message
@@ -109,29 +130,29 @@ void check_host_offload(const MemoryPlan& p, const MachineFacts& f, Diagnostics&
                             : p.input.offload_optimizer != OffloadDevice::None && p.input.optimizer.has_value()
                                 ? p.input.offload_optimizer
                                 : p.input.offload_param;
-  std::string fix = "each of the " + std::to_string(p.ranks_on_node) + " rank(s) on this node keeps " +
-                    gib1(p.host_bytes_per_rank) + " in host RAM; ";
+  const bool sharded = dev != OffloadDevice::None || p.checkpoint_snapshot > 0;  // else the capped communicator alone
+  std::vector<std::string> fixes;
   const int fit = p.host_bytes_per_rank > 0 ? int(std::floor(have / p.host_bytes_per_rank)) : 0;
-  if (fit >= 1) {
-    fix += "run at most " + std::to_string(fit) + " rank(s) per node (or spread the job over more nodes), ";
-  } else {
-    fix += "even one rank does not fit: use more ranks so each shard is smaller, ";
-  }
+  if (fit >= 1) fixes.push_back("run at most " + std::to_string(fit) + " rank(s) per node (or spread the job over more nodes)");
+  else if (sharded) fixes.push_back("use more ranks so that each shard is smaller (even one rank does not fit now)");
   if (p.input.stage == 3 && p.input.offload_optimizer == OffloadDevice::CPU) {
     char r[32];
     std::snprintf(r, sizeof r, "%.2f", std::max(0.0, p.input.offload_optimizer_ratio * have / need));
-    fix += std::string("offload only part of the optimizer (offload_optimizer.ratio <= ") + r + "), ";
+    fixes.push_back(std::string("offload only part of the optimizer (offload_optimizer.ratio <= ") + r + ")");
   }
-  if (dev == OffloadDevice::CPU) fix += "or offload to \"nvme\" with a local nvme_path";
-  else if (dev == OffloadDevice::NVMe) fix += "or lower buffer_count / sub_group_size (the NVMe staging buffers live in host RAM)";
-  if (p.checkpoint_snapshot > 0)
-    fix += std::string(dev == OffloadDevice::None ? "or" : "; or") + " run without --save: a background save copies " +
-           "each rank's master and moments (" + gib1(p.checkpoint_snapshot) + " per rank) into host RAM so that training " +
-           "goes on while the file is written";
-  d.error(host_key(p), dev == OffloadDevice::None ? p.input.save_dir : offload_name(dev),
-          host_users(p) + " needs " + gib1(need) + " of host RAM for " + scale_of(p) + "; this host has " +
-              gib1(have) + " available",
-          fix);
+  if (dev == OffloadDevice::CPU) fixes.push_back("offload to \"nvme\" with a local nvme_path");
+  else if (dev == OffloadDevice::NVMe) fixes.push_back("lower buffer_count / sub_group_size (the NVMe staging buffers live in host RAM)");
+  if (p.checkpoint_snapshot > 0) fixes.push_back(snapshot_remedy(p));
+  if (!sharded) fixes.push_back("lower ZT_COMM_BUFFER_MB (the communicator's buffers are " + gib1(p.comm_buffers) + " per rank)");
+  const HostUsers users = host_users(p);
+  d.error(host_key(p),
+          dev != OffloadDevice::None ? std::string(offload_name(dev))
+          : p.checkpoint_snapshot > 0 ? p.input.save_dir
+                                      : gib1(p.comm_buffers) + " per rank",
+          users.text + (users.plural ? " need " : " needs ") + gib1(need) + " of host RAM for " + scale_of(p) +
+              "; this host has " + gib1(have) + " available",
+          "each of the " + std::to_string(p.ranks_on_node) + " rank(s) on this node keeps " + gib1(p.host_bytes_per_rank) +
+              " in host RAM; " + either(fixes));
 }
 
 void check_cpu_backend(const MemoryPlan& p, const MachineFacts& f, Diagnostics& d) {
@@ -143,12 +164,14 @@ void check_cpu_backend(const MemoryPlan& p, const MachineFacts& f, Diagnostics& 
                     gib1(need) + " of host RAM for " + scale_of(p) + " (per rank: model states " +
                     gib1(p.device_model_states()) + ", activations " + gib1(p.device_activations) +
                     ", buffers " + gib1(p.device_buffers);
-  if (p.host_bytes_per_node > 0) msg += "; " + host_users(p) + " " + gib1(p.host_bytes_per_node) + " per node";
+  if (p.host_bytes_per_node > 0) msg += "; " + host_users(p).text + " " + gib1(p.host_bytes_per_node) + " per node";
   msg += "); this host has " + gib1(have) + " available";
   std::vector<Remedy> remedies = device_remedies(p);
+  const double each = per_rank + p.host_bytes_per_rank;  // its device terms and its host RAM beside them
   if (p.ranks_on_node > 1)
-    remedies.push_back({per_rank * (p.ranks_on_node - 1), "run fewer ranks per node (each holds its own " +
-                                                              gib1(per_rank) + ")"});
+    remedies.push_back({each * (p.ranks_on_node - 1), "run fewer ranks per node (each holds its own " + gib1(each) + ")"});
+  if (p.checkpoint_snapshot > 0)
+    remedies.push_back({p.checkpoint_snapshot * p.snapshot_owners_on_node, snapshot_remedy(p)});
   if (p.input.offload_optimizer != OffloadDevice::NVMe && p.input.optimizer)
     remedies.push_back({p.device_optimizer * p.ranks_on_node, "offload the optimizer to \"nvme\" (it holds " +
                                                                   gib1(p.device_optimizer) + " per rank)"});

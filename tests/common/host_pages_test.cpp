@@ -3,7 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
 
 #include "base/host_pages.h"
 
@@ -34,6 +38,11 @@ TEST(HostPages, ReadsTheKernelsModeAndTheProcessHugePages) {
   EXPECT_EQ(zt::huge_pages_mode_from("always madvise never"), "unknown");
   EXPECT_EQ(zt::huge_pages_mode_from("[]"), "unknown");
   EXPECT_EQ(zt::huge_pages_mode_from(""), "unknown");
+  // Kernels with several THP sizes: the 2 MiB size's own setting wins unless it inherits.
+  EXPECT_EQ(zt::effective_huge_pages_mode("madvise", "inherit"), "madvise");
+  EXPECT_EQ(zt::effective_huge_pages_mode("madvise", "unknown"), "madvise");
+  EXPECT_EQ(zt::effective_huge_pages_mode("madvise", "never"), "never");
+  EXPECT_EQ(zt::effective_huge_pages_mode("never", "always"), "always");
   const std::string mode = zt::huge_pages_mode();
   EXPECT_TRUE(mode == "always" || mode == "madvise" || mode == "never" || mode == "unknown") << mode;
 
@@ -43,18 +52,40 @@ TEST(HostPages, ReadsTheKernelsModeAndTheProcessHugePages) {
   EXPECT_EQ(zt::huge_page_bytes_from("AnonHugePages: lots\n"), 0u);
 }
 
-// Where the kernel grants huge pages to buffers that ask (mode "madvise" or "always"), a touched
-// 8 MiB buffer shows up in the process's AnonHugePages; elsewhere nothing is asserted.
-TEST(HostPages, TheKernelGrantsHugePagesWhereItsModeAllows) {
+// The VmFlags line of the mapping in /proc/self/smaps that holds `p` ("" if none is found).
+std::string vm_flags_of(const void* p) {
+  std::ifstream in("/proc/self/smaps");
+  std::string line;
+  bool inside = false;
+  while (std::getline(in, line)) {
+    uintptr_t lo = 0, hi = 0;
+    char dash = 0;
+    std::istringstream head(line);
+    if (head >> std::hex >> lo >> dash >> hi && dash == '-' && line.find(':') > line.find(' ')) {
+      inside = addr(p) >= lo && addr(p) < hi;  // a mapping's header line: "lo-hi perms offset dev inode path"
+      continue;
+    }
+    if (inside && line.rfind("VmFlags:", 0) == 0) return line;
+  }
+  return "";
+}
+
+// A buffer of 2 MiB and more asks for huge pages: its mapping carries the kernel's "hg" flag
+// (MADV_HUGEPAGE), deterministically, where the kernel has THP at all; a smaller one does not ask.
+// Whether the kernel then grants them (a touched buffer in AnonHugePages) depends on its mode and
+// on free memory, so that is printed, not asserted.
+TEST(HostPages, LargeBuffersAskForHugePages) {
   const std::string mode = zt::huge_pages_mode();
-  if (mode != "madvise" && mode != "always") GTEST_SKIP() << "transparent huge pages are " << mode << " here";
+  if (mode == "unknown") GTEST_SKIP() << "no transparent huge pages in this kernel";
   const uint64_t before = zt::process_huge_page_bytes();
-  zt::HostPages p = zt::make_host_pages(size_t(8) << 20);
-  std::memset(p.get(), 1, size_t(8) << 20);
+  zt::HostPages big = zt::make_host_pages(size_t(8) << 20);
+  std::memset(big.get(), 1, size_t(8) << 20);
+  const std::string flags = vm_flags_of(big.get());
+  ASSERT_FALSE(flags.empty()) << "no mapping in /proc/self/smaps holds the buffer";
+  EXPECT_NE((flags + " ").find(" hg "), std::string::npos) << flags;
   const uint64_t after = zt::process_huge_page_bytes();
-  // Under memory pressure or fragmentation the kernel may fall back to 4 KiB pages on a fault;
-  // one huge page of four is the least a quiet machine gives.
-  EXPECT_GE(after, before + zt::kHugePageBytes) << "mode " << mode << ": no huge page was granted to 8 MiB that asked";
+  std::printf("transparent huge pages: %s; a touched 8 MiB buffer that asked got %llu KiB of huge pages\n", mode.c_str(),
+              (unsigned long long)((after > before ? after - before : 0) / 1024));
 }
 
 }  // namespace

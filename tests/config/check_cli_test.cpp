@@ -21,6 +21,14 @@ int failures = 0;
     }                                                                \
   } while (0)
 
+bool expect_object(const nlohmann::json& j, int line) {
+  if (j.is_object()) return true;
+  std::fprintf(stderr, "%s:%d: FAILED: not a JSON object\n", __FILE__, line);
+  ++failures;
+  return false;
+}
+#define EXPECT_OBJECT(j) expect_object(j, __LINE__)
+
 int run(const std::string& cmd, std::string& out) {
   out.clear();
   FILE* p = popen((cmd + " 2>/dev/null").c_str(), "r");
@@ -83,6 +91,25 @@ int main(int argc, char** argv) {
       EXPECT(j["memory"]["device_per_rank"]["activations"] == want);
     }
   }
+
+  // --save: the plan holds each rank's checkpoint snapshot, (4 + 8)·Ψ/2 for fp32 AdamW at stage 2
+  // over two ranks, in host RAM; and a host too small for it names --save and its folder (exit 3).
+  rc = run(zt + " check --config " + dir + "/hf/zero2.json" + flags + " --save /tmp/zt_check_ck", out);
+  EXPECT(rc == 0);
+  j = nlohmann::json::parse(out, nullptr, false);
+  if (EXPECT_OBJECT(j)) {
+    const int64_t psi = j["memory"]["input"]["params"].get<int64_t>();
+    EXPECT(j["memory"]["checkpoint_snapshot_per_rank"].get<int64_t>() == (12 * psi + 1) / 2);
+    EXPECT(j["memory"]["host_per_rank"].get<int64_t>() >= (12 * psi + 1) / 2);
+  }
+  rc = run(zt + " check --config " + dir + "/hf/zero2.json" + flags + " --backend cpu --host-ram 8M"
+                   " --save /tmp/zt_check_ck", out);
+  EXPECT(rc == 3);
+  j = nlohmann::json::parse(out, nullptr, false);
+  bool named = false;
+  if (EXPECT_OBJECT(j))
+    for (const auto& e : j["fit_errors"]) named = named || (e["path"] == "--save" && e["value"] == "/tmp/zt_check_ck");
+  EXPECT(named);
 
   const std::string bad = "zt_check_cli_bad.json";
   std::ofstream(bad) << R"({"train_batch_size": 32, "train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": 4,

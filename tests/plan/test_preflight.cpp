@@ -74,18 +74,67 @@ TEST(Preflight, CheckpointSnapshotCountsAgainstHostRam) {
   EXPECT_EQ(e.message, "the checkpoint snapshot (--save) needs 104.3 GiB of host RAM for 7.0B params at world size 8; "
                        "this host has 31.2 GiB available");
   EXPECT_NE(e.fix.find("run at most 2 rank(s) per node"), std::string::npos) << e.fix;
-  EXPECT_NE(e.fix.find("run without --save: a background save copies each rank's master and moments (13.0 GiB per rank)"),
-            std::string::npos) << e.fix;
+  EXPECT_EQ(e.fix, "each of the 8 rank(s) on this node keeps 13.0 GiB in host RAM; run at most 2 rank(s) per node (or "
+                   "spread the job over more nodes) or run without --save (a background save copies each rank's master "
+                   "and moments, 13.0 GiB per rank, into host RAM so that training goes on while the file is written)");
   EXPECT_EQ(e.fix.find("nvme"), std::string::npos) << e.fix;
   // Beside CPU offload both are named, the offload key first.
   in.offload_optimizer = OffloadDevice::CPU;
   const Diagnostics both = preflight(make_memory_plan(in), f, "");
   ASSERT_EQ(both.error_count(), 1u) << both.format();
   EXPECT_EQ(both.all()[0].path, "zero_optimization.offload_optimizer.device");
-  EXPECT_EQ(both.all()[0].message.rfind("offload_optimizer=cpu + the checkpoint snapshot (--save) needs ", 0), 0u)
+  EXPECT_EQ(both.all()[0].message.rfind("offload_optimizer=cpu + the checkpoint snapshot (--save) need ", 0), 0u)
       << both.all()[0].message;
-  EXPECT_NE(both.all()[0].fix.find("nvme"), std::string::npos);
-  EXPECT_NE(both.all()[0].fix.find("; or run without --save"), std::string::npos) << both.all()[0].fix;
+  EXPECT_NE(both.all()[0].fix.find(", offload to \"nvme\" with a local nvme_path or run without --save ("), std::string::npos)
+      << both.all()[0].fix;
+  // MiCS over 4 of a node's 8 ranks: only the first shard group owns (and snapshots) the state.
+  in.offload_optimizer = OffloadDevice::None;
+  in.stage = 3;
+  in.mics_shard_size = 4;
+  in.checkpoint_snapshot_bytes = uint64_t(16) * 7'000'000'000 / 4;
+  const MemoryPlan mics = make_memory_plan(in);
+  EXPECT_EQ(mics.snapshot_owners_on_node, 4);
+  EXPECT_DOUBLE_EQ(mics.host_bytes_per_node, 4 * 28e9);
+}
+
+// On the CPU backend the snapshot is one more remedy, and each rank's own share counts it.
+TEST(Preflight, CpuBackendOffersRunningWithoutSave) {
+  PlanInput in;
+  in.params = 1'000'000'000;
+  in.world_size = 2;
+  in.ranks_per_node = 2;
+  in.stage = 1;
+  in.precision = DType::F32;
+  in.backend_is_host = true;
+  in.checkpoint_snapshot_bytes = uint64_t(12) * 1'000'000'000 / 2;  // 5.6 GiB per rank
+  in.save_dir = "ck";
+  const Diagnostics d = preflight(make_memory_plan(in), host_with(16), "");
+  ASSERT_EQ(d.error_count(), 1u) << d.format();
+  const Diagnostic& e = d.all()[0];
+  EXPECT_NE(e.message.find("; the checkpoint snapshot (--save) 11.2 GiB per node"), std::string::npos) << e.message;
+  EXPECT_NE(e.fix.find("run without --save (a background save copies each rank's master and moments, 5.6 GiB per rank"),
+            std::string::npos) << e.fix;
+}
+
+// Beside a GPU with no offload and no --save, the communicator's (capped) buffers alone: the verb
+// agrees, the key is the cap's variable, and no clause is left dangling.
+TEST(Preflight, CommunicatorBuffersAloneNameTheirCap) {
+  PlanInput in;
+  in.params = 124'000'000;
+  in.world_size = 8;
+  in.ranks_per_node = 8;
+  in.stage = 2;
+  in.comm_buffer_bytes = 64ull << 20;
+  MachineFacts f = host_with(0.25);
+  f.gpu_free = uint64_t(70 * kGiB);
+  f.gpu_total = uint64_t(80 * kGiB);
+  const Diagnostics d = preflight(make_memory_plan(in), f, "");
+  ASSERT_EQ(d.error_count(), 1u) << d.format();
+  const Diagnostic& e = d.all()[0];
+  EXPECT_EQ(e.path, "ZT_COMM_BUFFER_MB");
+  EXPECT_EQ(e.message.rfind("the communicator's buffers need 0.5 GiB of host RAM", 0), 0u) << e.message;
+  EXPECT_EQ(e.fix, "each of the 8 rank(s) on this node keeps 0.1 GiB in host RAM; run at most 4 rank(s) per node (or spread "
+                   "the job over more nodes) or lower ZT_COMM_BUFFER_MB (the communicator's buffers are 0.1 GiB per rank)");
 }
 
 TEST(Preflight, SmallPlanPassesSilently) {
