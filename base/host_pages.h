@@ -2,10 +2,11 @@
 // transparent huge pages (madvise MADV_HUGEPAGE), which the kernel grants where its mode is
 // "madvise" or "always" and ignores where it is "never".
 //
-// Why: a buffer backed by 4 KiB pages costs the kernel a page-table walk and a pin per 4 KiB for
-// every O_DIRECT transfer, and the CPU a TLB entry per 4 KiB for every sweep over the state. On
-// the 2-core development guest an O_DIRECT read of 256 MiB landed at 1.7-2.1 GB/s in 4 KiB pages
-// and 3.5-4.0 GB/s in huge pages, alternating (bench/RESULTS.md).
+// Why: an O_DIRECT transfer into 4 KiB pages is one DMA segment and one pinned page per 4 KiB, so
+// the block layer cuts it into requests of at most the device's max_segments pages (254 x 4 KiB on
+// the development guest's virtio disk); into huge pages a request reaches max_sectors_kb (4 MiB)
+// and the kernel pins 512 times fewer pages. There an O_DIRECT read of 256 MiB landed at
+// 1.1-2.2 GB/s in 4 KiB pages and 2.1-4.3 GB/s in huge pages, alternating (bench/RESULTS.md).
 #pragma once
 
 #include <cstddef>

@@ -46,7 +46,7 @@ class CpuBackend final : public Backend {
     // Cache lines for SIMD; whole pages for large buffers (the parameter and state arrays), on huge
     // pages from 2 MiB (base/host_pages.h), so a checkpoint's O_DIRECT load lands in them in place
     // where the tensor's file offset is on the page grid too (a shard file aligns its data area to
-    // a page; its tensors follow back to back), and the optimizer's sweeps miss the TLB less.
+    // a page; its tensors follow back to back) in requests as large as the device takes.
     if (bytes >= (size_t(1) << 20)) return alloc_host_pages(bytes);
     const size_t rounded = (bytes + 63) / 64 * 64;
     void* p = std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
