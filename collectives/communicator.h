@@ -110,6 +110,16 @@ class Communicator {
   // and are its own. Implementations that cannot split throw std::logic_error naming themselves.
   virtual std::unique_ptr<Communicator> split(int color, int key);
 
+  // Where this communicator's ranks sit: node_of_rank[r] is rank r's node (any integers; equal means
+  // one node). Collective over this communicator, with no collective in flight; every rank passes the
+  // same list (std::invalid_argument otherwise). Groups split afterwards inherit their members' nodes.
+  // A node-aware implementation (the MPI communicator) then runs every collective over several nodes
+  // in two levels, inside each node first and then across nodes with only what must cross, and says
+  // so (node_aware(): LinkModel::Kind::NodeAware counts its bytes); the others ignore it and
+  // their libraries choose (NCCL: rings, LinkModel::Kind::Ring).
+  virtual void set_node_layout(const std::vector<int>& node_of_rank) {}
+  virtual bool node_aware() const { return false; }
+
   // Device implementations order every collective after the work already queued on this stream
   // (a cudaStream_t); host implementations ignore it.
   virtual void set_compute_stream(void* stream) {}

@@ -16,4 +16,9 @@ namespace zt {
 // out may alias any row (it is written after each element's fold).
 void reduce_rank_order(const void* rows, size_t n, int world_size, DType t, ReduceOp op, void* out);
 
+// The same fold over `count` rows, divided by `divisor` when it is not 0 (a two-level reduction
+// averages over every rank of the group, more than the rows of either level), rounded to 16 bits
+// once at the end as above: a node's partial sum before it crosses is rounded there too.
+void reduce_rows(const void* rows, size_t n, int count, DType t, int divisor, void* out);
+
 }  // namespace zt

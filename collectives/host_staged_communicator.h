@@ -62,6 +62,8 @@ class HostStagedCommunicator final : public Communicator {
   void set_compute_stream(void* stream) override { inner_->set_compute_stream(stream); }
   // The inner communicator's split, staged through its own slots on the same backend.
   std::unique_ptr<Communicator> split(int color, int key) override;
+  void set_node_layout(const std::vector<int>& node_of_rank) override { inner_->set_node_layout(node_of_rank); }
+  bool node_aware() const override { return inner_->node_aware(); }
   CommStats stats() const override { return inner_->stats(); }
   void reset_stats() override { inner_->reset_stats(); }
 

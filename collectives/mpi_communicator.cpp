@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstring>
 #include <deque>
+#include <map>
 #include <mutex>
 #include <stdexcept>
 #include <thread>
@@ -22,6 +23,8 @@
 #include "collectives/fixed_order_reduce.h"
 #include "base/mpi_check.h"
 #include "collectives/peer_status.h"
+#include "collectives/rank_list.h"
+#include "collectives/topology.h"
 
 namespace zt {
 namespace {
@@ -51,6 +54,18 @@ MPI_Datatype mpi_type(DType t) {
     case DType::I64: return MPI_INT64_T;
   }
   return MPI_BYTE;
+}
+
+// n elements cut into `parts` consecutive runs, the first n % parts one longer: counts and starts.
+void balanced(size_t n, int parts, std::vector<int>& counts, std::vector<int>& starts) {
+  counts.assign(size_t(parts), 0);
+  starts.assign(size_t(parts), 0);
+  const size_t base = n / size_t(parts), rem = n % size_t(parts);
+  for (int j = 0, off = 0; j < parts; ++j) {
+    counts[size_t(j)] = int(base + (size_t(j) < rem ? 1 : 0));
+    starts[size_t(j)] = off;
+    off += counts[size_t(j)];
+  }
 }
 
 std::string describe(CommOp op, size_t count) { return std::string(comm_op_name(op)) + "(" + std::to_string(count) + ")"; }
@@ -92,7 +107,19 @@ struct MpiCommunicator::Impl {
   Work wd_work;
   Clock::time_point wd_start;
 
-  std::unique_ptr<PeerStatus> peers;  // names the ranks that did not arrive when the watchdog fires
+  // Names the members that did not arrive when the watchdog fires; shared by the world and its groups.
+  // This communicator's channel on it, how many groups were split from it, its members' world ranks.
+  std::shared_ptr<PeerStatus> peers;
+  uint64_t channel = 0, splits = 0;
+  std::vector<int> world_ranks;
+
+  // Where the members sit (set_node_layout, or inherited at split): each member's node (0, 1, ... in
+  // order of first appearance), the group's shape, and over several nodes the sub-communicators the
+  // collectives run on: this rank's node, and (two levels) the members of its local index on every node.
+  std::vector<int> node_of;
+  GroupLayout layout;
+  MPI_Comm node_comm = MPI_COMM_NULL, cross_comm = MPI_COMM_NULL;
+  int local = 0, node_index = 0;  // two levels: rank = node_index · per_node + local
 
   // The two working buffers, each at most `chunk` bytes: every call is cut to fit them. Before
   // reserve_buffers they grow on demand up to half the cap; reserve_buffers sizes them once.
@@ -152,7 +179,7 @@ struct MpiCommunicator::Impl {
         wd_active = true;
       }
       wd_cv.notify_all();
-      if (peers) peers->begin(w.seq, w.op, w.count);
+      if (peers) peers->begin(channel, w.seq, w.op, w.count);
       std::exception_ptr err;
       try {
         if (w.debug) check_fingerprint(w);
@@ -165,11 +192,23 @@ struct MpiCommunicator::Impl {
         std::lock_guard<std::mutex> lock(wd_mu);
         wd_active = false;
       }
-      if (peers) peers->end(w.seq);
+      if (peers) peers->end(channel, w.seq);
       double secs = std::chrono::duration<double>(Clock::now() - t0).count();
       if (!err) stats.add(w.op, comm_algorithm_bytes(w.op, w.count, w.dtype), secs);
       w.handle->complete(err);
     }
+  }
+
+  // Which communicator a message is about: the world, or a group named by its members' world ranks.
+  std::string group_name() const {
+    if (world_ranks.size() == size_t(peers ? peers->world_size() : world) && channel == 0)
+      return "the world (" + std::to_string(world) + " ranks)";
+    return "a group of " + std::to_string(world) + " (world " + rank_list(world_ranks) + ")";
+  }
+
+  // A member named by its world rank ("rank 5"), the way every message names ranks.
+  std::string member(int group_rank) const {
+    return "rank " + std::to_string(world_ranks.empty() ? group_rank : world_ranks[size_t(group_rank)]);
   }
 
   void watchdog_loop() {
@@ -186,13 +225,32 @@ struct MpiCommunicator::Impl {
       if (wd_stop || !wd_active || wd_work.seq != seq || Clock::now() < deadline) continue;
       const std::string call = describe(wd_work.op, wd_work.count);
       lock.unlock();  // the peers' answers take up to two seconds
-      std::string who = peers ? peers->report(seq) : std::string();
-      if (who.empty()) who = "a peer rank may have died, hung, or called a different collective";
+      PeerStatus::Report who;
+      if (peers) who = peers->report(channel, seq, world_ranks, limit);
+      if (who.text.empty()) who.text = "a peer rank may have died, hung, or called a different collective";
+      LauncherLinkCheck launcher = launcher_link_check();
+      if (launcher.seconds > 120) launcher = {};  // minutes: not worth waiting for
+      // A lower member waits in the same hang and reports it: stay quiet while the job ends, and speak
+      // only if it has not ended well after that member's report (its own wait included).
+      if (who.defer) std::this_thread::sleep_for(std::chrono::duration<double>(launcher.seconds + 15.0));
+      const int me = peers ? peers->world_rank() : rank;
+      std::string end = "Aborting the job.";
+      if (who.host_lost && launcher.seconds > 0)
+        end = "The launcher's own link check ends the job within " + std::to_string(int(launcher.seconds)) + " s (" +
+              launcher.source + ").";
+      else if (who.host_lost)
+        end = "Aborting the job; if mpirun does not exit, its daemons wait on the lost link: launch with " +
+              launcher_link_check_hint(limit) + " (README, Across nodes).";
       std::fprintf(stderr,
-                   "[rank %d] zerotrain: collective %s #%llu on rank %d did not complete within %g s; %s. To wait "
-                   "longer set ZT_COMM_TIMEOUT_S=<seconds> (now %g). Aborting the job.\n",
-                   rank, call.c_str(), (unsigned long long)seq, rank, limit, who.c_str(), limit);
+                   "[rank %d] zerotrain: collective %s #%llu on %s did not complete within %g s; %s. To wait longer "
+                   "set ZT_COMM_TIMEOUT_S=<seconds> (now %g). %s\n",
+                   me, call.c_str(), (unsigned long long)seq, group_name().c_str(), limit, who.text.c_str(), limit,
+                   end.c_str());
       std::fflush(stderr);
+      // With a host cut off, an abort sent now queues data on the dead link, and TCP then retries for
+      // many minutes before the launcher sees it: let the launcher's idle-link check end the job first.
+      if (who.host_lost && launcher.seconds > 0)
+        std::this_thread::sleep_for(std::chrono::duration<double>(launcher.seconds));
       MPI_Abort(MPI_COMM_WORLD, 1);
     }
   }
@@ -215,9 +273,13 @@ struct MpiCommunicator::Impl {
       if (std::equal(f, f + kFpFields, f0)) continue;
       bool detailed = f[kFpOp] == f0[kFpOp] && f[kFpCount] == f0[kFpCount];
       std::string at = "at call #" + std::to_string(f0[kFpSeq]);
-      if (f[kFpSeq] != f0[kFpSeq]) at += " (rank " + std::to_string(r) + "'s call #" + std::to_string(f[kFpSeq]) + ")";
-      std::fprintf(stderr, "[rank %d] zerotrain: collective mismatch: rank %d called %s while rank 0 called %s %s. Aborting the job.\n",
-                   rank, r, describe_fp(f, detailed).c_str(), describe_fp(f0, detailed).c_str(), at.c_str());
+      if (f[kFpSeq] != f0[kFpSeq]) at += " (" + member(r) + "'s call #" + std::to_string(f[kFpSeq]) + ")";
+      // Every member sees the same table: the group's rank 0 says it once and ends the job; the others
+      // wait for that (and end it themselves only if it has not happened).
+      if (rank != 0) std::this_thread::sleep_for(std::chrono::seconds(10));
+      std::fprintf(stderr, "[rank %d] zerotrain: collective mismatch on %s: %s called %s while %s called %s %s. Aborting the job.\n",
+                   peers ? peers->world_rank() : rank, group_name().c_str(), member(r).c_str(),
+                   describe_fp(f, detailed).c_str(), member(0).c_str(), describe_fp(f0, detailed).c_str(), at.c_str());
       std::fflush(stderr);
       MPI_Abort(MPI_COMM_WORLD, 1);
     }
@@ -232,6 +294,53 @@ struct MpiCommunicator::Impl {
   }
   char* scratch_bytes(size_t n) { return buffer(scratch, n); }
   char* pack_bytes(size_t n) { return buffer(pack, n); }
+
+  void free_levels() {
+    if (node_comm != MPI_COMM_NULL) MPI_Comm_free(&node_comm);
+    if (cross_comm != MPI_COMM_NULL) MPI_Comm_free(&cross_comm);
+  }
+
+  // Collective over comm with the communication thread idle.
+  void set_layout(const std::vector<int>& nodes) {
+    free_levels();
+    std::map<int, int> index;
+    node_of.assign(nodes.size(), 0);
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      auto it = index.emplace(nodes[i], int(index.size())).first;
+      node_of[i] = it->second;
+    }
+    layout = GroupLayout::of(node_of);
+    if (layout.nodes > 1) {
+      ZT_MPI_CHECK(MPI_Comm_split(comm, node_of[size_t(rank)], rank, &node_comm), "the node level of a collective group");
+      ZT_MPI_CHECK(MPI_Comm_set_errhandler(node_comm, MPI_ERRORS_RETURN));
+    }
+    if (layout.two_level()) {
+      local = rank % layout.per_node;
+      node_index = rank / layout.per_node;
+      ZT_MPI_CHECK(MPI_Comm_split(comm, local, rank, &cross_comm), "the cross-node level of a collective group");
+      ZT_MPI_CHECK(MPI_Comm_set_errhandler(cross_comm, MPI_ERRORS_RETURN));
+    }
+  }
+
+  // A group that mixes ranks of one node with ranks of others without two levels: every block is
+  // sent straight to each peer, so that what crosses nodes is known (LinkModel's direct case).
+  bool direct() const { return layout.nodes > 1 && layout.nodes < world && !layout.two_level(); }
+
+  // An in-place all-gather of blocks (counts, starts in elements) over this communicator.
+  void gather_blocks(void* buf, const std::vector<int>& counts, const std::vector<int>& starts, DType t,
+                     const std::string& ctx) {
+    const MPI_Datatype dt = mpi_type(t);
+    if (!direct()) {
+      ZT_MPI_CHECK(MPI_Allgatherv(MPI_IN_PLACE, 0, dt, buf, counts.data(), starts.data(), dt, comm), ctx);
+      return;
+    }
+    const size_t nw = size_t(world);
+    std::vector<int> sc(nw, counts[size_t(rank)]), sd(nw, 0), rc(counts);
+    sc[size_t(rank)] = 0;
+    rc[size_t(rank)] = 0;
+    const char* mine = static_cast<const char*>(buf) + size_t(starts[size_t(rank)]) * dtype_size(t);
+    ZT_MPI_CHECK(MPI_Alltoallv(mine, sc.data(), sd.data(), dt, buf, rc.data(), starts.data(), dt, comm), ctx);
+  }
 
   void reserve(uint64_t largest_call_bytes) {
     std::lock_guard<std::mutex> lock(buf_mu);
@@ -248,6 +357,10 @@ struct MpiCommunicator::Impl {
   // element longer) is reduced by rank j in rank order, then every chunk is gathered.
   void all_reduce_in_place(void* buf, size_t count, DType t, ReduceOp rop, const std::string& ctx) {
     if (!count) return;
+    if (layout.two_level()) {
+      all_reduce_two_level(buf, count, t, rop, ctx);
+      return;
+    }
     const size_t es = dtype_size(t);
     const MPI_Datatype dt = mpi_type(t);
     const size_t nw = size_t(world);
@@ -268,7 +381,40 @@ struct MpiCommunicator::Impl {
                  ctx);
     char* out = static_cast<char*>(buf) + size_t(displs[size_t(rank)]) * es;
     reduce_rank_order(rows, size_t(mine), world, t, rop, out);
-    ZT_MPI_CHECK(MPI_Allgatherv(MPI_IN_PLACE, 0, dt, buf, counts.data(), displs.data(), dt, comm), ctx);
+    gather_blocks(buf, counts, displs, t, ctx);
+  }
+
+  // Two levels, in place: part l of the buffer (n balanced parts) is reduced inside each node by
+  // local rank l in local order, that node partial is all-reduced across nodes over the cross group
+  // (each node's partial folded in node order), and the parts are gathered inside each node.
+  // Scratch holds n rows of a part (at most count + n - 1 elements: chunk_elems keeps room).
+  void all_reduce_two_level(void* buf, size_t count, DType t, ReduceOp rop, const std::string& ctx) {
+    const size_t es = dtype_size(t);
+    const MPI_Datatype dt = mpi_type(t);
+    const int N = layout.nodes, n = layout.per_node;
+    char* b = static_cast<char*>(buf);
+    std::vector<int> len, start;
+    balanced(count, n, len, start);
+    const int mine = len[size_t(local)];
+    std::vector<int> rc(static_cast<size_t>(n), mine), rd(size_t(n), 0);
+    for (int j = 0; j < n; ++j) rd[size_t(j)] = j * mine;
+    char* rows = scratch_bytes(size_t(mine) * size_t(n) * es);
+    ZT_MPI_CHECK(MPI_Alltoallv(b, len.data(), start.data(), dt, rows, rc.data(), rd.data(), dt, node_comm), ctx);
+    char* part = b + size_t(start[size_t(local)]) * es;
+    reduce_rows(rows, size_t(mine), n, t, 0, part);  // the node's partial of part `local`
+    if (mine > 0) {
+      std::vector<int> sub, sub_start;
+      balanced(size_t(mine), N, sub, sub_start);
+      const int m = sub[size_t(node_index)];
+      std::vector<int> rc2(static_cast<size_t>(N), m), rd2(size_t(N), 0);
+      for (int k = 0; k < N; ++k) rd2[size_t(k)] = k * m;
+      char* rows2 = scratch_bytes(size_t(m) * size_t(N) * es);
+      ZT_MPI_CHECK(MPI_Alltoallv(part, sub.data(), sub_start.data(), dt, rows2, rc2.data(), rd2.data(), dt, cross_comm),
+                   ctx);
+      reduce_rows(rows2, size_t(m), N, t, rop == ReduceOp::Avg ? world : 0, part + size_t(sub_start[size_t(node_index)]) * es);
+      ZT_MPI_CHECK(MPI_Allgatherv(MPI_IN_PLACE, 0, dt, part, sub.data(), sub_start.data(), dt, cross_comm), ctx);
+    }
+    ZT_MPI_CHECK(MPI_Allgatherv(MPI_IN_PLACE, 0, dt, b, len.data(), start.data(), dt, node_comm), ctx);
   }
 
   // The same, chunk by chunk (each element's fold does not depend on the chunk it is in).
@@ -281,6 +427,10 @@ struct MpiCommunicator::Impl {
   // Reduce-scatter of `count` elements (count/W per rank), moved `per_rank` elements of every
   // rank's shard at a time: chunk a sends elements [q·shard + a, q·shard + a + m) to rank q.
   void reduce_scatter_chunked(const Work& w, const std::string& ctx) {
+    if (layout.two_level()) {
+      reduce_scatter_two_level(w, ctx);
+      return;
+    }
     const size_t es = dtype_size(w.dtype), shard = w.count / size_t(world);
     const size_t per_rank = std::max<size_t>(1, chunk / es / size_t(world));
     const MPI_Datatype dt = mpi_type(w.dtype);
@@ -298,6 +448,156 @@ struct MpiCommunicator::Impl {
                    ctx);
       reduce_rank_order(rows, m, world, w.dtype, w.rop, static_cast<char*>(w.recv) + a * es);
     }
+  }
+
+  // Two levels, `per_rank` elements of every shard at a time: the pieces are packed by column (local
+  // index l: the shards of ranks (0, l), (1, l), ..., (N-1, l)), each node's ranks exchange columns
+  // and fold their own in local order (the node partial, what crosses), then the cross group
+  // exchanges each owner's piece of it and folds in node order.
+  void reduce_scatter_two_level(const Work& w, const std::string& ctx) {
+    const size_t es = dtype_size(w.dtype), shard = w.count / size_t(world);
+    const size_t per_rank = std::max<size_t>(1, chunk / es / size_t(world));
+    const MPI_Datatype dt = mpi_type(w.dtype);
+    const int N = layout.nodes, n = layout.per_node;
+    const char* src = static_cast<const char*>(w.send);
+    for (size_t a = 0; a < shard; a += per_rank) {
+      const size_t m = std::min(per_rank, shard - a);
+      char* pk = pack_bytes(size_t(world) * m * es);
+      for (int l = 0; l < n; ++l)
+        for (int k = 0; k < N; ++k)
+          std::memcpy(pk + (size_t(l) * size_t(N) + size_t(k)) * m * es, src + ((size_t(k) * size_t(n) + size_t(l)) * shard + a) * es,
+                      m * es);
+      char* rows = scratch_bytes(size_t(world) * m * es);
+      ZT_MPI_CHECK(MPI_Alltoall(pk, int(size_t(N) * m), dt, rows, int(size_t(N) * m), dt, node_comm), ctx);
+      reduce_rows(rows, size_t(N) * m, n, w.dtype, 0, pk);  // the node partial of this rank's column
+      std::vector<int> c(static_cast<size_t>(N), int(m)), d(size_t(N), 0);
+      for (int k = 0; k < N; ++k) d[size_t(k)] = int(size_t(k) * m);
+      ZT_MPI_CHECK(MPI_Alltoallv(pk, c.data(), d.data(), dt, rows, c.data(), d.data(), dt, cross_comm), ctx);
+      reduce_rows(rows, m, N, w.dtype, w.rop == ReduceOp::Avg ? world : 0, static_cast<char*>(w.recv) + a * es);
+    }
+  }
+
+  // Two levels, `per_rank` elements of every shard at a time: this rank's piece goes to its local
+  // index's rank on every other node (so each shard crosses to each node once), then each node's
+  // ranks exchange their columns.
+  void all_gather_two_level(const Work& w, const std::string& ctx) {
+    const size_t es = dtype_size(w.dtype), shard = w.count / size_t(world);
+    const size_t per_rank = std::max<size_t>(1, chunk / es / size_t(world));
+    const MPI_Datatype dt = mpi_type(w.dtype);
+    const int N = layout.nodes, n = layout.per_node;
+    char* dst = static_cast<char*>(w.recv);
+    const char* src = static_cast<const char*>(w.send);
+    for (size_t a = 0; a < shard; a += per_rank) {
+      const size_t m = std::min(per_rank, shard - a);
+      char* col = pack_bytes(size_t(N) * m * es);
+      ZT_MPI_CHECK(MPI_Allgather(src + a * es, int(m), dt, col, int(m), dt, cross_comm), ctx);
+      char* all = scratch_bytes(size_t(world) * m * es);
+      ZT_MPI_CHECK(MPI_Allgather(col, int(size_t(N) * m), dt, all, int(size_t(N) * m), dt, node_comm), ctx);
+      for (int l = 0; l < n; ++l)
+        for (int k = 0; k < N; ++k)
+          std::memcpy(dst + ((size_t(k) * size_t(n) + size_t(l)) * shard + a) * es, all + (size_t(l) * size_t(N) + size_t(k)) * m * es,
+                      m * es);
+    }
+  }
+
+  // A segment list's two-level layout: owner q's elements start at at[q] in the packed buffer,
+  // which holds column l (the owners (0, l), ..., (N-1, l), each in list order) at [start[l], +len[l]).
+  struct Columns {
+    std::vector<int> owned, at, start, len;
+  };
+  Columns columns(const std::vector<Segment>& segs) const {
+    const int N = layout.nodes, n = layout.per_node;
+    Columns c;
+    c.owned = owned_counts(segs);
+    c.at.assign(size_t(world), 0);
+    c.start.assign(size_t(n), 0);
+    c.len.assign(size_t(n), 0);
+    int off = 0;
+    for (int l = 0; l < n; ++l) {
+      c.start[size_t(l)] = off;
+      for (int k = 0; k < N; ++k) {
+        const int q = k * n + l;
+        c.at[size_t(q)] = off;
+        off += c.owned[size_t(q)];
+      }
+      c.len[size_t(l)] = off - c.start[size_t(l)];
+    }
+    return c;
+  }
+  // Copies the segments of owner q (every owner when q < 0, all but `skip`) to or from the packed buffer.
+  static void pack_segments(const std::vector<Segment>& segs, const Columns& c, char* buf, size_t es, bool to_buf, int q,
+                            int skip = -1) {
+    std::vector<int> cursor(c.at);
+    for (const Segment& s : segs) {
+      int& at = cursor[size_t(s.owner)];
+      if ((q < 0 || s.owner == q) && s.owner != skip) {
+        if (to_buf) std::memcpy(buf + size_t(at) * es, s.data, s.count * es);
+        else std::memcpy(s.data, buf + size_t(at) * es, s.count * es);
+      }
+      at += int(s.count);
+    }
+  }
+
+  void run_segment_list_two_level(const Work& w, const std::vector<Segment>& segs, size_t count, const std::string& ctx) {
+    const size_t es = dtype_size(w.dtype);
+    const MPI_Datatype dt = mpi_type(w.dtype);
+    const int N = layout.nodes, n = layout.per_node;
+    const Columns c = columns(segs);
+    char* buf = pack_bytes(count * es);
+    const int mine = c.owned[size_t(rank)], col = c.len[size_t(local)], col_at = c.start[size_t(local)];
+    std::vector<int> piece(static_cast<size_t>(N)), piece_at(static_cast<size_t>(N));  // each owner's part of this rank's column
+    for (int k = 0; k < N; ++k) {
+      piece[size_t(k)] = c.owned[size_t(k * n + local)];
+      piece_at[size_t(k)] = c.at[size_t(k * n + local)] - col_at;
+    }
+    if (w.op == CommOp::ReduceScatter) {
+      pack_segments(segs, c, buf, es, true, -1);
+      std::vector<int> rc(static_cast<size_t>(n), col), rd(size_t(n), 0);
+      for (int l = 0; l < n; ++l) rd[size_t(l)] = l * col;
+      char* rows = scratch_bytes(size_t(col) * size_t(n) * es);
+      ZT_MPI_CHECK(MPI_Alltoallv(buf, c.len.data(), c.start.data(), dt, rows, rc.data(), rd.data(), dt, node_comm), ctx);
+      reduce_rows(rows, size_t(col), n, w.dtype, 0, buf);  // the node partial of this rank's column
+      std::vector<int> rc2(static_cast<size_t>(N), mine), rd2(size_t(N), 0);
+      for (int k = 0; k < N; ++k) rd2[size_t(k)] = k * mine;
+      char* rows2 = scratch_bytes(size_t(mine) * size_t(N) * es);
+      ZT_MPI_CHECK(MPI_Alltoallv(buf, piece.data(), piece_at.data(), dt, rows2, rc2.data(), rd2.data(), dt, cross_comm), ctx);
+      char* own = buf + size_t(c.at[size_t(rank)]) * es;  // the packed buffer's place for this rank's elements
+      reduce_rows(rows2, size_t(mine), N, w.dtype, w.rop == ReduceOp::Avg ? world : 0, own);
+      pack_segments(segs, c, buf, es, false, rank);
+      return;
+    }
+    // All-gather: this rank's elements to its column on every node, then the columns inside the node.
+    pack_segments(segs, c, buf, es, true, rank);
+    ZT_MPI_CHECK(MPI_Allgatherv(MPI_IN_PLACE, 0, dt, buf + size_t(col_at) * es, piece.data(), piece_at.data(), dt, cross_comm),
+                 ctx);
+    ZT_MPI_CHECK(MPI_Allgatherv(MPI_IN_PLACE, 0, dt, buf, c.len.data(), c.start.data(), dt, node_comm), ctx);
+    pack_segments(segs, c, buf, es, false, -1, rank);
+  }
+
+  // Broadcast over several nodes: the root sends to the first rank of every other node, then each
+  // node broadcasts inside (each node receives the buffer once).
+  void broadcast_by_node(const Work& w, const std::string& ctx) {
+    const MPI_Datatype dt = mpi_type(w.dtype);
+    const int root_node = node_of[size_t(w.root)], my_node = node_of[size_t(rank)];
+    std::vector<int> first(static_cast<size_t>(layout.nodes), -1);
+    for (int r = 0; r < world; ++r)
+      if (first[size_t(node_of[size_t(r)])] < 0) first[size_t(node_of[size_t(r)])] = r;
+    constexpr int kTag = 7201;
+    if (rank == w.root) {
+      std::vector<MPI_Request> reqs;
+      for (int k = 0; k < layout.nodes; ++k) {
+        if (k == root_node) continue;
+        reqs.emplace_back();
+        ZT_MPI_CHECK(MPI_Isend(w.recv, int(w.count), dt, first[size_t(k)], kTag, comm, &reqs.back()), ctx);
+      }
+      ZT_MPI_CHECK(MPI_Waitall(int(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE), ctx);
+    } else if (my_node != root_node && rank == first[size_t(my_node)]) {
+      ZT_MPI_CHECK(MPI_Recv(w.recv, int(w.count), dt, w.root, kTag, comm, MPI_STATUS_IGNORE), ctx);
+    }
+    const int node_root = my_node == root_node ? w.root : first[size_t(my_node)];
+    int below = 0;  // the node communicator ranks a node's members in world order
+    for (int r = 0; r < node_root; ++r) below += node_of[size_t(r)] == my_node;
+    ZT_MPI_CHECK(MPI_Bcast(w.recv, int(w.count), dt, below, node_comm), ctx);
   }
 
   // Cuts a segment list into consecutive lists of at most `total` elements, at most `per_owner`
@@ -354,7 +654,7 @@ struct MpiCommunicator::Impl {
   // Elements each rank owns in a segment list, and the list's segments grouped by owner (in list
   // order within an owner): the layout the byte-moving calls use.
   std::vector<int> owned_counts(const std::vector<Segment>& segs) const {
-    std::vector<int> c(size_t(world), 0);
+    std::vector<int> c(static_cast<size_t>(world), 0);
     for (const Segment& s : segs) c[size_t(s.owner)] += int(s.count);
     return c;
   }
@@ -363,6 +663,10 @@ struct MpiCommunicator::Impl {
   void run_segment_list(const Work& w, const std::vector<Segment>& segs, size_t count, const std::string& ctx) {
     const size_t es = dtype_size(w.dtype);
     const MPI_Datatype dt = mpi_type(w.dtype);
+    if (w.op != CommOp::AllReduce && layout.two_level()) {
+      run_segment_list_two_level(w, segs, count, ctx);
+      return;
+    }
     if (w.op == CommOp::AllReduce) {  // pack, all-reduce in place, unpack
       char* buf = pack_bytes(count * es);
       size_t off = 0;
@@ -373,7 +677,7 @@ struct MpiCommunicator::Impl {
       return;
     }
     const std::vector<int> counts = owned_counts(segs);
-    std::vector<int> displs(size_t(world), 0);
+    std::vector<int> displs(static_cast<size_t>(world), 0);
     for (int q = 1; q < world; ++q) displs[size_t(q)] = displs[size_t(q - 1)] + counts[size_t(q - 1)];
     const int mine = counts[size_t(rank)];
     char* buf = pack_bytes(count * es);  // segments grouped by owner, owner 0 first
@@ -388,7 +692,7 @@ struct MpiCommunicator::Impl {
     };
     if (w.op == CommOp::ReduceScatter) {
       for (int q = 0; q < world; ++q) pack_owner(q, true);
-      std::vector<int> rcounts(size_t(world), mine), rdispls(size_t(world), 0);
+      std::vector<int> rcounts(static_cast<size_t>(world), mine), rdispls(size_t(world), 0);
       for (int p = 0; p < world; ++p) rdispls[size_t(p)] = p * mine;
       char* rows = scratch_bytes(size_t(mine) * size_t(world) * es);
       ZT_MPI_CHECK(MPI_Alltoallv(buf, counts.data(), displs.data(), dt, rows, rcounts.data(), rdispls.data(), dt, comm),
@@ -399,7 +703,7 @@ struct MpiCommunicator::Impl {
     }
     // All-gather: this rank's owned segments in its block, every block gathered, then unpacked.
     pack_owner(rank, true);
-    ZT_MPI_CHECK(MPI_Allgatherv(MPI_IN_PLACE, 0, dt, buf, counts.data(), displs.data(), dt, comm), ctx);
+    gather_blocks(buf, counts, displs, w.dtype, ctx);
     for (int q = 0; q < world; ++q)
       if (q != rank) pack_owner(q, false);
   }
@@ -417,12 +721,25 @@ struct MpiCommunicator::Impl {
         ZT_MPI_CHECK(MPI_Barrier(comm), ctx);
         return;
       case CommOp::Broadcast:
-        if (w.count) ZT_MPI_CHECK(MPI_Bcast(w.recv, int(w.count), dt, w.root, comm), ctx);
+        if (!w.count) return;
+        if (layout.nodes > 1) broadcast_by_node(w, ctx);
+        else ZT_MPI_CHECK(MPI_Bcast(w.recv, int(w.count), dt, w.root, comm), ctx);
         return;
       case CommOp::AllGather: {
         if (!w.count) return;
+        if (layout.two_level()) {
+          all_gather_two_level(w, ctx);
+          return;
+        }
         const size_t shard = w.count / size_t(world);
         const void* own = static_cast<const char*>(w.recv) + size_t(rank) * shard * es;
+        if (direct()) {
+          if (w.send != own) std::memcpy(const_cast<void*>(own), w.send, shard * es);
+          std::vector<int> counts(static_cast<size_t>(world), int(shard)), starts(size_t(world), 0);
+          for (int q = 0; q < world; ++q) starts[size_t(q)] = int(size_t(q) * shard);
+          gather_blocks(w.recv, counts, starts, w.dtype, ctx);
+          return;
+        }
         const void* src = (w.send == own) ? MPI_IN_PLACE : w.send;
         ZT_MPI_CHECK(MPI_Allgather(src, int(shard), dt, w.recv, int(shard), dt, comm), ctx);
         return;
@@ -430,11 +747,20 @@ struct MpiCommunicator::Impl {
       case CommOp::ReduceScatter:
         if (w.count) reduce_scatter_chunked(w, ctx);
         return;
-      case CommOp::AllToAll:
-        if (w.count)
-          ZT_MPI_CHECK(MPI_Alltoall(w.send, int(w.count / size_t(world)), dt, w.recv, int(w.count / size_t(world)), dt, comm),
-                       ctx);
+      case CommOp::AllToAll: {
+        if (!w.count) return;
+        const int each = int(w.count / size_t(world));
+        if (layout.nodes == 1) {
+          ZT_MPI_CHECK(MPI_Alltoall(w.send, each, dt, w.recv, each, dt, comm), ctx);
+          return;
+        }
+        // Across nodes MPI's all-to-all may relay small blocks through other ranks (Bruck's
+        // algorithm): the v form sends each block straight to its rank, so what crosses is known.
+        std::vector<int> c(static_cast<size_t>(world), each), d(size_t(world), 0);
+        for (int q = 0; q < world; ++q) d[size_t(q)] = q * each;
+        ZT_MPI_CHECK(MPI_Alltoallv(w.send, c.data(), d.data(), dt, w.recv, c.data(), d.data(), dt, comm), ctx);
         return;
+      }
       case CommOp::AllReduce: {
         if (!w.count) return;
         if (w.send != w.recv) std::memcpy(w.recv, w.send, w.count * es);
@@ -455,7 +781,9 @@ MpiCommunicator::MpiCommunicator(const Bootstrap& boot, CommOptions options)
   }
   if (!(options.timeout_s > 0)) throw std::invalid_argument("MpiCommunicator: timeout_s must be > 0");
   ZT_MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &impl_->comm));
-  impl_->peers = std::make_unique<PeerStatus>();  // over COMM_WORLD: the world communicator's alone
+  impl_->peers = std::make_shared<PeerStatus>();  // over COMM_WORLD; the groups split from here share it
+  impl_->world_ranks.resize(size_t(impl_->peers->world_size()));
+  for (size_t r = 0; r < impl_->world_ranks.size(); ++r) impl_->world_ranks[r] = int(r);
   start();
 }
 
@@ -480,7 +808,48 @@ std::unique_ptr<Communicator> MpiCommunicator::split(int color, int key) {
   o.buffer_bytes = impl_->cap;
   auto group = std::make_unique<Impl>(impl_->boot, o);
   ZT_MPI_CHECK(MPI_Comm_split(impl_->comm, color, key, &group->comm));
-  return std::unique_ptr<Communicator>(new MpiCommunicator(std::move(group)));
+  // The members' nodes, from this communicator's layout: each member's rank here.
+  MPI_Group mine, theirs;
+  ZT_MPI_CHECK(MPI_Comm_group(impl_->comm, &mine));
+  ZT_MPI_CHECK(MPI_Comm_group(group->comm, &theirs));
+  int size = 0;
+  ZT_MPI_CHECK(MPI_Group_size(theirs, &size));
+  std::vector<int> members(static_cast<size_t>(size)), here(static_cast<size_t>(size));
+  for (int i = 0; i < size; ++i) members[size_t(i)] = i;
+  ZT_MPI_CHECK(MPI_Group_translate_ranks(theirs, size, members.data(), mine, here.data()));
+  MPI_Group_free(&mine);
+  MPI_Group_free(&theirs);
+  // Their world ranks and the group's channel, for the watchdog's questions and messages.
+  MPI_Group world_group;
+  ZT_MPI_CHECK(MPI_Comm_group(MPI_COMM_WORLD, &world_group));
+  ZT_MPI_CHECK(MPI_Comm_group(group->comm, &theirs));
+  group->world_ranks.resize(size_t(size));
+  ZT_MPI_CHECK(MPI_Group_translate_ranks(theirs, size, members.data(), world_group, group->world_ranks.data()));
+  MPI_Group_free(&theirs);
+  MPI_Group_free(&world_group);
+  group->peers = impl_->peers;
+  group->channel = PeerStatus::child_channel(impl_->channel, impl_->splits++, color);
+  std::vector<int> nodes(static_cast<size_t>(size), 0);
+  if (!impl_->node_of.empty())
+    for (int i = 0; i < size; ++i) nodes[size_t(i)] = impl_->node_of[size_t(here[size_t(i)])];
+  auto made = std::unique_ptr<MpiCommunicator>(new MpiCommunicator(std::move(group)));
+  made->impl_->set_layout(nodes);  // collective over the new group: every member is here
+  return made;
+}
+
+void MpiCommunicator::set_node_layout(const std::vector<int>& node_of_rank) {
+  if (int(node_of_rank.size()) != impl_->world)
+    throw std::invalid_argument("set_node_layout: " + std::to_string(node_of_rank.size()) + " nodes for a communicator of " +
+                                std::to_string(impl_->world) + " ranks");
+  barrier_async()->wait();  // every queued call completed: the communication thread is idle
+  // Every rank must pass the same layout: compare a digest of it.
+  uint64_t h = 1469598103934665603ull;
+  for (int v : node_of_rank) h = (h ^ uint64_t(uint32_t(v))) * 1099511628211ull;
+  uint64_t lo_hi[2] = {h, ~h}, max[2] = {0, 0};
+  ZT_MPI_CHECK(MPI_Allreduce(lo_hi, max, 2, MPI_UINT64_T, MPI_MAX, impl_->comm), "set_node_layout");
+  if (max[0] != h || ~max[1] != h)
+    throw std::invalid_argument("set_node_layout: the ranks passed different layouts (every rank must pass the same list)");
+  impl_->set_layout(node_of_rank);
 }
 
 MpiCommunicator::~MpiCommunicator() {
@@ -497,6 +866,7 @@ MpiCommunicator::~MpiCommunicator() {
   impl_->wd_cv.notify_all();
   impl_->watchdog_thread.join();
   impl_->peers.reset();
+  impl_->free_levels();
   MPI_Comm_free(&impl_->comm);
   impl_->boot.detach();
 }

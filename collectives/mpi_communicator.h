@@ -42,6 +42,12 @@ class MpiCommunicator final : public Communicator {
   // MPI_Comm_split of this communicator's own, after every queued call has completed. The group has
   // its own communication and watchdog threads; its timeout messages give ranks within the group.
   std::unique_ptr<Communicator> split(int color, int key) override;
+  // Over several nodes every collective runs in two levels where the group allows it (as many ranks
+  // on each node, node-contiguous: GroupLayout::two_level), else straight from rank to rank; the
+  // reductions then fold each node's contributions in local order and the node partials in node
+  // order (on one node that is rank order). collectives/README.md, "Across nodes".
+  void set_node_layout(const std::vector<int>& node_of_rank) override;
+  bool node_aware() const override { return true; }
   CommStats stats() const override;
   void reset_stats() override;
   uint64_t buffer_bytes() const override;

@@ -1,6 +1,8 @@
-// NodeTopology's groups and LinkModel's ring arithmetic (see topology.h).
+// NodeTopology's groups, GroupLayout and LinkModel's arithmetic (see topology.h).
 #include "collectives/topology.h"
 
+#include <algorithm>
+#include <map>
 #include <stdexcept>
 #include <string>
 
@@ -42,36 +44,92 @@ std::vector<int> NodeTopology::replica_group(int rank, int s) const {
   return strided(rank % s, world_size / s, s);
 }
 
-LinkModel::LinkModel(const NodeTopology& t, const std::vector<int>& ranks) : size_(int(ranks.size())) {
-  add_ring(t, ranks);
+std::vector<int> NodeTopology::node_of_each_rank() const {
+  std::vector<int> v(size_t(world_size), 0);
+  for (int r = 0; r < world_size; ++r) v[size_t(r)] = node_of(r);
+  return v;
 }
 
-LinkModel::LinkModel(const NodeTopology& t, const std::vector<std::vector<int>>& groups) {
+GroupLayout GroupLayout::of(const std::vector<int>& node_of_member) {
+  GroupLayout g;
+  g.size = int(node_of_member.size());
+  std::map<int, int> count;
+  for (size_t i = 0; i < node_of_member.size(); ++i) {
+    ++count[node_of_member[i]];
+    // A node seen before, then another, then this one again: its members are not consecutive.
+    if (i > 0 && node_of_member[i] != node_of_member[i - 1] && count[node_of_member[i]] > 1) g.contiguous = false;
+  }
+  g.nodes = std::max<int>(1, int(count.size()));
+  g.per_node = count.empty() ? 1 : count.begin()->second;
+  for (const auto& [node, c] : count)
+    if (c != g.per_node) g.per_node = 0;
+  return g;
+}
+
+LinkModel::LinkModel(const NodeTopology& t, const std::vector<int>& ranks, Kind kind)
+    : size_(int(ranks.size())), kind_(kind) {
+  add_group(t, ranks);
+}
+
+LinkModel::LinkModel(const NodeTopology& t, const std::vector<std::vector<int>>& groups, Kind kind) : kind_(kind) {
   if (groups.empty()) throw std::invalid_argument("LinkModel: no groups");
   size_ = int(groups[0].size());
   for (const auto& g : groups) {
     if (int(g.size()) != size_) throw std::invalid_argument("LinkModel: the groups must be of one size");
-    add_ring(t, g);
+    add_group(t, g);
   }
 }
 
-void LinkModel::add_ring(const NodeTopology& t, const std::vector<int>& ranks) {
+void LinkModel::add_group(const NodeTopology& t, const std::vector<int>& ranks) {
   if (ranks.empty()) throw std::invalid_argument("LinkModel: a group needs at least one rank");
-  if (ranks.size() > 1) hops_ += int(ranks.size());
+  std::vector<int> node(ranks.size());
   for (size_t i = 0; i < ranks.size(); ++i) {
-    const int a = ranks[i], b = ranks[(i + 1) % ranks.size()];
+    const int a = ranks[i];
     if (a < 0 || a >= t.world_size) throw std::invalid_argument("LinkModel: rank " + std::to_string(a) + " is outside the world");
-    if (i + 1 < ranks.size() && b <= a) throw std::invalid_argument("LinkModel: the group's ranks must ascend");
-    if (ranks.size() > 1 && t.node_of(a) != t.node_of(b)) ++crossing_;
+    if (i > 0 && a <= ranks[i - 1]) throw std::invalid_argument("LinkModel: the group's ranks must ascend");
+    node[i] = t.node_of(a);
+  }
+  const uint64_t G = ranks.size();
+  if (G == 1) return;
+  auto add = [&](CommOp op, uint64_t inter, uint64_t intra) {
+    inter_[int(op)] += inter;
+    intra_[int(op)] += intra;
+  };
+  // Direct sends: A/G from each rank to each peer; with A = G, one byte per (rank, peer) pair.
+  uint64_t off = 0, same = 0;
+  for (size_t p = 0; p < node.size(); ++p)
+    for (size_t q = 0; q < node.size(); ++q)
+      if (p != q) (node[p] == node[q] ? same : off) += 1;
+  if (kind_ == Kind::Ring) {
+    uint64_t crossing = 0;
+    for (size_t i = 0; i < node.size(); ++i) crossing += node[i] != node[(i + 1) % node.size()];
+    // Each hop carries (G-1)/G · A = G-1 bytes at A = G.
+    for (CommOp op : {CommOp::ReduceScatter, CommOp::AllGather, CommOp::Broadcast, CommOp::AllToAll})
+      add(op, (G - 1) * crossing, (G - 1) * (G - crossing));
+    add(CommOp::AllReduce, 2 * (G - 1) * crossing, 2 * (G - 1) * (G - crossing));
+    return;
+  }
+  const GroupLayout g = GroupLayout::of(node);
+  add(CommOp::AllToAll, off, same);
+  // A broadcast reaches one rank of every other node, then spreads inside each node: (nodes-1)·A
+  // between nodes and (G-nodes)·A inside them, wherever the root is.
+  add(CommOp::Broadcast, G * uint64_t(g.nodes - 1), G * (G - uint64_t(g.nodes)));
+  if (g.two_level()) {
+    const uint64_t N = uint64_t(g.nodes), n = uint64_t(g.per_node);
+    for (CommOp op : {CommOp::ReduceScatter, CommOp::AllGather}) add(op, G * (N - 1), G * N * (n - 1));
+    add(CommOp::AllReduce, 2 * G * (N - 1), 2 * G * N * (n - 1));
+  } else {
+    for (CommOp op : {CommOp::ReduceScatter, CommOp::AllGather}) add(op, off, same);
+    add(CommOp::AllReduce, 2 * off, 2 * same);
   }
 }
 
 LinkBytes LinkModel::split(CommOp op, uint64_t algorithm_bytes) const {
-  if (size_ <= 1 || op == CommOp::Barrier) return {};
-  const unsigned __int128 per_hop_x_g = (unsigned __int128)algorithm_bytes * unsigned(size_ - 1) * (op == CommOp::AllReduce ? 2u : 1u);
+  if (size_ <= 1) return {};
+  using u128 = unsigned __int128;
   LinkBytes b;
-  b.inter = uint64_t(per_hop_x_g * unsigned(crossing_) / unsigned(size_));
-  b.intra = uint64_t(per_hop_x_g * unsigned(hops_ - crossing_) / unsigned(size_));
+  b.inter = uint64_t(u128(algorithm_bytes) * inter_[int(op)] / unsigned(size_));
+  b.intra = uint64_t(u128(algorithm_bytes) * intra_[int(op)] / unsigned(size_));
   return b;
 }
 

@@ -40,7 +40,11 @@ CommGroups::CommGroups(Communicator& world, const NodeTopology& topology, const 
   if (topology.world_size != W)
     throw std::invalid_argument("CommGroups: the topology has " + std::to_string(topology.world_size) +
                                 " ranks, the world " + std::to_string(W));
-  members_[size_t(CommRole::World)] = Member{&world, nullptr, LinkModel(topology, ascending(0, W, 1))};
+  // The world learns where its ranks sit (the groups split below inherit it); the link model counts
+  // the algorithm its collectives then run.
+  world.set_node_layout(topology.node_of_each_rank());
+  kind_ = world.node_aware() ? LinkModel::Kind::NodeAware : LinkModel::Kind::Ring;
+  members_[size_t(CommRole::World)] = Member{&world, nullptr, LinkModel(topology, ascending(0, W, 1), kind_)};
   const int s = shape.mics_shard_size;
   mics_ = s > 0 && W > 1;
   if (mics_ && W % s != 0)
@@ -97,7 +101,7 @@ void CommGroups::add(CommRole r, int group_size, const std::vector<std::vector<i
     throw std::logic_error(std::string("CommGroups: the ") + comm_role_name(r) + " group has " +
                            std::to_string(m.owned->world_size()) + " ranks, expected " + std::to_string(group_size));
   m.comm = m.owned.get();
-  m.links = LinkModel(topology_, groups);
+  m.links = LinkModel(topology_, groups, kind_);
 }
 
 std::vector<CommStats> CommGroups::snapshot() const {

@@ -95,6 +95,7 @@ class CommGroups {
   NodeTopology topology_;
   bool mics_ = false;
   bool qgz_ = false;  // cross and node are qgZ's (they reserve no working buffers)
+  LinkModel::Kind kind_ = LinkModel::Kind::NodeAware;  // what the world's collectives run
   std::vector<Member> members_;
 };
 

@@ -61,8 +61,12 @@ inline void fill_input(std::vector<char>& buf, DType t, size_t first, size_t n, 
 
 // Reference reduction over all ranks' inputs for elements [first, first+n), as raw bits: an
 // element-by-element fold in rank order 0..W-1 (fp32 for the float types), AVG divides by W, and
-// 16-bit results are rounded once at the end.
-inline std::vector<char> reference_reduce(DType t, ReduceOp op, size_t first, size_t n, int world, uint64_t salt) {
+// 16-bit results are rounded once at the end. With per_node = n (1 < n < W, n dividing W: the MPI
+// communicator's two levels over W/n nodes of n) each node's ranks are folded in local order into a
+// partial (rounded to 16 bits for the 16-bit types, as it crosses in its own type), and the partials
+// in node order, then AVG divides by W and 16-bit results are rounded once more.
+inline std::vector<char> reference_reduce(DType t, ReduceOp op, size_t first, size_t n, int world, uint64_t salt,
+                                          int per_node = 0) {
   std::vector<char> out(n * dtype_size(t)), in;
   if (t == DType::I64) {
     std::vector<uint64_t> acc(n, 0);
@@ -77,7 +81,12 @@ inline std::vector<char> reference_reduce(DType t, ReduceOp op, size_t first, si
     if (n) std::memcpy(out.data(), acc.data(), 8 * n);
     return out;
   }
-  std::vector<float> acc(n, 0.0f);
+  const int group = per_node > 1 && per_node < world ? per_node : world;
+  auto round16 = [&](float a) -> float {
+    if (t == DType::F32) return a;
+    return t == DType::BF16 ? bf16_to_f32(f32_to_bf16(a)) : f16_to_f32(f32_to_f16(a));
+  };
+  std::vector<float> acc(n, 0.0f), part(n, 0.0f);
   for (int r = 0; r < world; ++r) {
     fill_input(in, t, first, n, r, salt);
     for (size_t k = 0; k < n; ++k) {
@@ -89,7 +98,12 @@ inline std::vector<char> reference_reduce(DType t, ReduceOp op, size_t first, si
         std::memcpy(&h, in.data() + 2 * k, 2);
         v = t == DType::BF16 ? bf16_to_f32(h) : f16_to_f32(h);
       }
-      acc[k] = r == 0 ? v : acc[k] + v;
+      part[k] = r % group == 0 ? v : part[k] + v;
+    }
+    if (r % group != group - 1) continue;
+    for (size_t k = 0; k < n; ++k) {
+      const float p = group < world ? round16(part[k]) : part[k];
+      acc[k] = r < group ? p : acc[k] + p;
     }
   }
   for (size_t k = 0; k < n; ++k) {

@@ -19,6 +19,7 @@ namespace {
 
 MpiCommunicator* g_comm = nullptr;  // set by main() for the duration of RUN_ALL_TESTS
 const Bootstrap* g_boot = nullptr;
+int g_per_node = 0;  // the reference's two-level fold (reference_reduce's per_node); 0: rank order
 
 constexpr DType kTypes[] = {DType::F32, DType::BF16, DType::F16, DType::I64};
 
@@ -48,7 +49,7 @@ void check_all_reduce(size_t count, DType t, ReduceOp op, bool in_place, uint64_
     c.all_reduce(send.data(), recv.data(), count, t, op);
     EXPECT_EQ(send, original) << label("all_reduce send buffer changed:", t, op, in_place, count);
   }
-  std::vector<char> ref = test::reference_reduce(t, op, 0, count, c.world_size(), salt);
+  std::vector<char> ref = test::reference_reduce(t, op, 0, count, c.world_size(), salt, g_per_node);
   EXPECT_TRUE(recv == ref) << label("all_reduce", t, op, in_place, count);
 }
 
@@ -65,7 +66,7 @@ void check_reduce_scatter(size_t shard, DType t, ReduceOp op, bool in_place, uin
   } else {
     c.reduce_scatter(send.data(), out.data(), count, t, op);
   }
-  std::vector<char> ref = test::reference_reduce(t, op, size_t(c.rank()) * shard, shard, c.world_size(), salt);
+  std::vector<char> ref = test::reference_reduce(t, op, size_t(c.rank()) * shard, shard, c.world_size(), salt, g_per_node);
   EXPECT_TRUE(out == ref) << label("reduce_scatter", t, op, in_place, count);
 }
 
@@ -366,7 +367,7 @@ void check_segment_ops(const std::vector<size_t>& reduce_counts, const std::vect
           const Segment& s = sc.segs[i];
           std::vector<char> got(static_cast<char*>(s.data), static_cast<char*>(s.data) + s.count * es);
           std::vector<char> want =
-              s.owner == c.rank() ? test::reference_reduce(t, op, sc.begin[i], s.count, c.world_size(), salt)
+              s.owner == c.rank() ? test::reference_reduce(t, op, sc.begin[i], s.count, c.world_size(), salt, g_per_node)
                                   : std::vector<char>(original.begin() + sc.begin[i] * es,
                                                       original.begin() + (sc.begin[i] + s.count) * es);
           EXPECT_TRUE(got == want) << label("reduce_scatter_segments", t, op, true, count) << " segment " << i;
@@ -375,7 +376,7 @@ void check_segment_ops(const std::vector<size_t>& reduce_counts, const std::vect
         test::fill_input(buf, t, 0, count, c.rank(), salt);
         sc = cut(buf, count, t, c.world_size(), salt);
         c.all_reduce_segments_async(sc.segs, t, op)->wait();
-        EXPECT_TRUE(buf == test::reference_reduce(t, op, 0, count, c.world_size(), salt))
+        EXPECT_TRUE(buf == test::reference_reduce(t, op, 0, count, c.world_size(), salt, g_per_node))
             << label("all_reduce_segments", t, op, true, count);
       }
     }
@@ -450,6 +451,85 @@ TEST(MpiCollectives, ChunkedCallsEqualTheWholeCallAndStayWithinTheCap) {
   EXPECT_EQ(comm.buffer_bytes(), 2 * kMinCommChunkBytes) << "reserved buffers never grow";
   g_comm = whole;
   comm.barrier();
+}
+
+// The layouts a world of W ranks can take: two levels (2 nodes of W/2), one rank per node, and
+// mixed nodes (all but the last rank on one node), with the per_node of the reference's fold.
+std::vector<std::pair<std::vector<int>, int>> layouts(int W) {
+  std::vector<std::pair<std::vector<int>, int>> out;
+  std::vector<int> v(static_cast<size_t>(W), 0);
+  if (W % 2 == 0 && W >= 4) {
+    for (int r = 0; r < W; ++r) v[size_t(r)] = 10 + r / (W / 2);  // any integers name the nodes
+    out.push_back({v, W / 2});
+  }
+  for (int r = 0; r < W; ++r) v[size_t(r)] = r;
+  out.push_back({v, 0});
+  if (W >= 3) {
+    for (int r = 0; r < W; ++r) v[size_t(r)] = r == W - 1;
+    out.push_back({v, 0});
+  }
+  return out;
+}
+
+// Over several nodes every op gives the two-level fold (each node's ranks in local order, then the
+// node partials in node order, 16-bit partials rounded) or, where the layout has no two levels,
+// the rank-order fold; in one call and in chunks of 64 KiB; groups split from it inherit the nodes.
+TEST(MpiCollectives, NodeLayoutsGiveTheirFoldForEveryOpTypeSizeAndChunk) {
+  const int W = g_comm->world_size();
+  MpiCommunicator* whole = g_comm;
+  for (const auto& [nodes, per_node] : layouts(W))
+    for (uint64_t cap : {uint64_t(64) << 20, 2 * kMinCommChunkBytes}) {
+      CommOptions o = CommOptions::from_env();
+      o.timeout_s = 120;
+      o.buffer_bytes = cap;
+      MpiCommunicator comm(*g_boot, o);
+      comm.set_node_layout(nodes);
+      g_comm = &comm;
+      g_per_node = per_node;
+      SCOPED_TRACE("layout per_node " + std::to_string(per_node) + " nodes of rank 0/last " + std::to_string(nodes[0]) +
+                   "/" + std::to_string(nodes.back()) + ", cap " + std::to_string(cap));
+      uint64_t salt = 7000 + cap % 1000 + uint64_t(per_node) * 100;
+      for (DType t : kTypes)
+        for (ReduceOp op : reductions_for(t))
+          for (bool in_place : {false, true}) {
+            for (size_t count : {size_t(0), size_t(1), size_t(W) * 7 + 1, size_t(5003)})
+              check_all_reduce(count, t, op, in_place, ++salt);
+            for (size_t shard : kShards) check_reduce_scatter(shard, t, op, in_place, ++salt);
+          }
+      for (DType t : kTypes)
+        for (bool in_place : {false, true})
+          for (size_t shard : kShards) check_all_gather(shard, t, in_place, ++salt);
+      for (DType t : kTypes)
+        for (size_t chunk : kShards) check_all_to_all(chunk, t, ++salt);
+      check_segment_ops({0, 1, 257, 5003}, {0, 1, 3001});
+      if (cap < (uint64_t(1) << 20)) {  // calls of many chunks
+        check_all_reduce(100003, DType::BF16, ReduceOp::Avg, true, ++salt);
+        check_reduce_scatter(40009, DType::F32, ReduceOp::Sum, false, ++salt);
+        check_all_gather(40009, DType::F16, true, ++salt);
+        check_segment_ops({70001}, {90001});
+      }
+      for (int root : {0, W - 1})
+        for (size_t count : {size_t(0), size_t(777)}) {
+          std::vector<char> buf, ref;
+          test::fill_input(buf, DType::F32, 0, count, comm.rank(), ++salt);
+          test::fill_input(ref, DType::F32, 0, count, root, salt);
+          comm.broadcast(buf.data(), count, DType::F32, root);
+          EXPECT_TRUE(buf == ref) << "broadcast root " << root << " count " << count;
+        }
+      // A split of every rank inherits the layout: the same fold as the parent.
+      auto all = comm.split(0, comm.rank());
+      g_comm = static_cast<MpiCommunicator*>(all.get());
+      check_reduce_scatter(1001, DType::F32, ReduceOp::Sum, true, ++salt);
+      check_all_reduce(5003, DType::BF16, ReduceOp::Sum, false, ++salt);
+      g_comm = &comm;
+      all.reset();
+      comm.barrier();
+    }
+  g_comm = whole;
+  g_per_node = 0;
+  std::vector<int> short_list(size_t(W + 1), 0);
+  EXPECT_THROW(g_comm->set_node_layout(short_list), std::invalid_argument);
+  g_comm->barrier();
 }
 
 }  // namespace

@@ -77,10 +77,10 @@ TEST_P(Accounting, StepBytesAreTheZeroVolumesAndResidentBytesMatchThePlan) {
 }
 
 // Bytes per link class: for every way of cutting the world into nodes, with and without
-// accumulation, each step's measured split
-// equals the predictor's, and both equal the ring model worked by hand: of the W hops of a flat
-// collective, one per node crosses (none on one node), each carrying (W-1)/W of the algorithm bytes
-// (twice that for stage 0's all-reduce).
+// accumulation, each step's measured split equals the predictor's, and both equal the node-aware
+// model worked by hand: with N nodes of n ranks, every call's A algorithm bytes per rank put
+// (N-1)·A on inter-node links and N·(n-1)·A on intra-node links (twice for stage 0's all-reduce,
+// which the algorithm bytes already count twice).
 TEST_P(Accounting, BytesPerLinkClassEqualThePredictorForEveryNodeSize) {
   const int stage = GetParam();
   const int W = world().comm->world_size();
@@ -104,9 +104,8 @@ TEST_P(Accounting, BytesPerLinkClassEqualThePredictorForEveryNodeSize) {
         algorithm = 0;
         for (int i = 0; i < kCommOpCount; ++i) algorithm += st.comm_bytes[i] * (CommOp(i) == CommOp::AllReduce ? 2 : 1);
       }
-      const uint64_t crossing = nodes > 1 ? uint64_t(nodes) : 0;
-      EXPECT_EQ(want.inter, algorithm * (W - 1) * crossing / W) << "n = " << n;
-      EXPECT_EQ(want.intra, algorithm * (W - 1) * (W - crossing) / W) << "n = " << n;
+      EXPECT_EQ(want.inter, algorithm * uint64_t(nodes - 1)) << "n = " << n;
+      EXPECT_EQ(want.intra, algorithm * uint64_t(nodes) * uint64_t(n - 1)) << "n = " << n;
       if (nodes > 1) {
         EXPECT_GT(want.inter, 0u);
       }

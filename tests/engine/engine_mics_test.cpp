@@ -92,7 +92,10 @@ TEST(Mics, HierarchicalGatherIsBitwiseTheFlatGather) {
   EXPECT_EQ(two_level.norms, flat.norms);
   EXPECT_EQ(two_level.summary.checksum, flat.summary.checksum);
   expect_links_predicted(model, mics_options(1, W, true), two_level);
-  EXPECT_LT(two_level.stats.back().comm_links.inter, flat.stats.back().comm_links.inter);
+  // The MPI communicator's flat all-gather over whole nodes is already two-level (each shard crosses
+  // to every other node once): the hierarchical gather moves the same inter-node bytes, not fewer
+  // (it saves them only against a ring, LinkModel::Kind::Ring).
+  EXPECT_EQ(two_level.stats.back().comm_links.inter, flat.stats.back().comm_links.inter);
   for (const StepStats& st : two_level.stats) EXPECT_GT(st.groups.by_role[int(CommRole::Cross)].calls[int(CommOp::AllGather)], 0u);
 }
 
