@@ -1,5 +1,5 @@
 // StopSignals: the handler only records the signal (and says once, with write(2), that the run
-// will stop at the step boundary); the training loop reads it between steps.
+// will stop at the step boundary, on the rank chosen to speak); the training loop reads it between steps.
 #include "runtime/train/stop_signals.h"
 
 #include <signal.h>
@@ -12,6 +12,7 @@ namespace zt {
 namespace {
 
 volatile std::sig_atomic_t g_pending = 0;
+volatile std::sig_atomic_t g_announce = 1;
 struct sigaction g_old_term, g_old_int;
 
 void on_stop_signal(int sig) {
@@ -24,13 +25,15 @@ void on_stop_signal(int sig) {
   static const char msg[] =
       "zerotrain: stop signal received: every rank stops at the end of the current step (send it again to stop "
       "at once)\n";
+  if (!g_announce) return;
   [[maybe_unused]] const ssize_t n = ::write(STDERR_FILENO, msg, sizeof msg - 1);
 }
 
 }  // namespace
 
-StopSignals::StopSignals() {
+StopSignals::StopSignals(bool announce) {
   g_pending = 0;
+  g_announce = announce;
   struct sigaction sa {};
   sa.sa_handler = on_stop_signal;
   sigemptyset(&sa.sa_mask);

@@ -7,7 +7,9 @@ namespace zt {
 // Process-wide: one instance at a time, for the length of a run.
 class StopSignals {
  public:
-  StopSignals();   // installs the handlers and clears any earlier request
+  // Installs the handlers and clears any earlier request. `announce`: this process says that it will
+  // stop (a launcher signals every rank at once, so one rank, rank 0, speaks for the job).
+  explicit StopSignals(bool announce = true);
   ~StopSignals();  // restores the handlers that were there before
   StopSignals(const StopSignals&) = delete;
   StopSignals& operator=(const StopSignals&) = delete;

@@ -320,7 +320,7 @@ RunReport run_training(const RunOptions& run, Communicator& comm, Backend& backe
   // Monitors, comms logger and flops profiler: checked and made before the engine (so they are
   // declared first: destroyed after it).
   RunInstruments instruments;
-  StopSignals signals;  // SIGTERM / SIGINT: stop at the next step boundary
+  StopSignals signals(rank == 0);  // SIGTERM / SIGINT: stop at the next step boundary; rank 0 says so
   Started started;
   // What the process holds before the run reads or allocates anything: the binary, its libraries,
   // MPI, the backend's threads. Its own row in the plan; the ledger counts everything after it.
