@@ -5,7 +5,8 @@ packages=(cmake g++ make ninja-build pkg-config
           libopenmpi-dev openmpi-bin nlohmann-json3-dev libgtest-dev libopenblas-dev libcli11-dev liburing-dev
           libprotobuf-dev protobuf-compiler libisal-dev libxxhash-dev python3 python3-venv python3-matplotlib openssh-client
           clang libclang-rt-14-dev libomp-dev  # the config fuzzer: clang's libFuzzer and OpenMP runtimes
-          libpcre2-dev)  # the BPE pre-tokenizer's Unicode regex
+          libpcre2-dev  # the BPE pre-tokenizer's Unicode regex
+          iproute2 util-linux)  # scripts/cluster.sh: network namespaces, veth, tc; nsenter, unshare
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
