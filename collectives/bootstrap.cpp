@@ -89,7 +89,14 @@ Bootstrap::Bootstrap(int* argc, char*** argv) {
   ZT_MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &local));
   ZT_MPI_CHECK(MPI_Comm_rank(local, &local_rank_));
   ZT_MPI_CHECK(MPI_Comm_size(local, &local_size_));
+  // This host's ranks are consecutive when they span exactly local_size world ranks.
+  int lowest = 0, highest = 0;
+  ZT_MPI_CHECK(MPI_Allreduce(&rank_, &lowest, 1, MPI_INT, MPI_MIN, local));
+  ZT_MPI_CHECK(MPI_Allreduce(&rank_, &highest, 1, MPI_INT, MPI_MAX, local));
   ZT_MPI_CHECK(MPI_Comm_free(&local));
+  int here = highest - lowest + 1 == local_size_ ? 1 : 0, job = 0;
+  ZT_MPI_CHECK(MPI_Allreduce(&here, &job, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
+  consecutive_ = job == 1;
   int leader = local_rank_ == 0 ? 1 : 0;
   ZT_MPI_CHECK(MPI_Allreduce(&leader, &node_count_, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
 #else

@@ -26,6 +26,9 @@ class Bootstrap {
   int local_rank() const { return local_rank_; }  // rank among the processes sharing this node's memory
   int local_size() const { return local_size_; }
   int node_count() const { return node_count_; }
+  // Whether every host's ranks are consecutive world ranks (mpirun's default placement, --map-by
+  // slot), as the node topology's node = rank / n assumes; round-robin (--map-by node) is not.
+  bool hosts_hold_consecutive_ranks() const { return consecutive_; }
   bool mpi_active() const { return mpi_active_; }  // MPI is initialized and usable
   int mpi_thread_level() const { return thread_level_; }
 
@@ -56,6 +59,7 @@ class Bootstrap {
 
  private:
   int rank_ = 0, world_size_ = 1, local_rank_ = 0, local_size_ = 1, node_count_ = 1;
+  bool consecutive_ = true;
   bool mpi_active_ = false;
   bool we_initialized_ = false;
   int thread_level_ = -1;
