@@ -43,7 +43,14 @@ class DequantizingHandle final : public CommHandle {
   }
   void set_call(CommHandlePtr call) { call_ = std::move(call); }
   void wait() override { finish(); }
-  bool done() override { return finished_ || call_->done(); }
+  // True only once `full` holds the dequantized values: a finished call is dequantized here (what
+  // wait() would do at once), so a caller that polls never reads the records as the result.
+  bool done() override {
+    if (finished_) return true;
+    if (!call_->done()) return false;
+    finish();
+    return true;
+  }
 
  private:
   void finish() {

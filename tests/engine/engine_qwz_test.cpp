@@ -88,6 +88,28 @@ TEST(Qwz, GatheredElementsWithinHalfAStepOfEveryRanksSource) {
   }
 }
 
+// done() answers true only once the gathered buffer holds the dequantized values: a caller that
+// polls and then reads, without wait(), reads what wait() would have given.
+TEST(Qwz, DoneMeansTheDequantizedValuesAreInPlace) {
+  Communicator& c = *world().comm;
+  const int W = c.world_size();
+  const size_t S = 4096;
+  const quant::BlockPlan plan(size_t(W), S);
+  MemoryLedger ledger(*world().backend);
+  QuantizedGather qg(&ledger);
+  const std::vector<float> mine = source_shard(c.rank(), S, plan.block_size());
+  std::vector<float> polled(S * size_t(W), -1.0f), waited(S * size_t(W), -2.0f);
+  CommHandlePtr h = qg.gather_async(c, mine.data(), polled.data(), polled.size(), DType::F32);
+  while (!h->done()) {
+  }
+  const std::vector<float> seen = polled;  // read before any wait()
+  h->wait();
+  EXPECT_EQ(seen, polled) << "wait() after done() changes nothing";
+  qg.gather_async(c, mine.data(), waited.data(), waited.size(), DType::F32)->wait();
+  EXPECT_EQ(seen, waited) << "what done() released equals what wait() gives";
+  EXPECT_EQ(qg.take_error().calls, 2u);
+}
+
 // A NaN in a sampled block is refused, not counted as error: the sampled RMS stays finite.
 TEST(Qwz, ANanInASampledBlockIsCountedAsBadNotAsError) {
   Communicator& c = *world().comm;
