@@ -240,7 +240,8 @@ void validate_config(Config& c, const LoadOptions& opts, Diagnostics& d) {
               "backward's gathers inside a node), or remove mics_shard_size");
   }
   // qwZ: stage 3's gathers; the host communicators (the CUDA path's device quantizer is not wired);
-  // not with MiCS's two-level gather. torch_autocast, which DeepSpeed also refuses with qwZ, is
+  // not with MiCS's two-level gather. Over MiCS's shard groups it runs: our extension (DeepSpeed's
+  // MiCS drops hpZ, qwZ and qgZ without a word). torch_autocast, which DeepSpeed also refuses with qwZ, is
   // refused on its own (not built).
   if (z.quantized_weights.present && z.quantized_weights.value) {
     const char* key = "zero_optimization.zero_quantized_weights";

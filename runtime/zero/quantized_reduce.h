@@ -11,9 +11,12 @@
 //   3. each owner adds the k nodes' partial sums and writes the result over its own elements, where
 //      the exact reduce-scatter leaves them.
 // The result is the SUM, as the exact reduce-scatter's (the engine's mean factor applies after,
-// to both alike). DeepSpeed's kernel pre-divides by the world and then divides the sum of the k
-// node sums by k, not n·k: its gradients come out n times the mean (Adam hides it; clipping and the
-// gradient norm do not). With one rank per node the first hop is skipped (nothing to add inside a
+// to both alike). DeepSpeed's quantized path never pre-divides: it divides the sum of the k node
+// sums by k alone (runtime/comm/coalesced_collectives.py:75, all_to_all_quant_reduce), so its
+// quantized tensors come out n times the mean, while its 1-D tensors take the exact fallback,
+// reduce_scatter_coalesced, which pre-divides by the world (l.43 → l.201) and gives the mean, in the
+// same step (stage3.py:1388-1391; gradient_predivide_factor must be 1 there, l.316). Adam hides the
+// factor; clipping and the gradient norm do not. With one rank per node the first hop is skipped (nothing to add inside a
 // node); on one node qgZ is off (the engine says so). Host backend buffers (fp32) only.
 //
 // Per element the error is bounded by the two roundings: half an int4 step of every contributor's

@@ -154,8 +154,9 @@ TEST(Qgz, SumsWithinTheTwoRoundingsOfAnFp64Sum) {
 }
 
 // Every rank sends 1.0 everywhere: every block's levels are exact, so the result is exactly W — the
-// sum the exact reduce-scatter returns. DeepSpeed's rule (pre-divide by W, divide the k node sums by
-// k) would give n / W · ... = n times the mean instead.
+// sum the exact reduce-scatter returns. DeepSpeed's quantized rule (no pre-divide; the k node sums
+// divided by k, coalesced_collectives.py:75) would give W / k = n here, n times the mean (1), which
+// its exact fallback for 1-D tensors (pre-divided by W, l.201) gives in the same step.
 TEST(Qgz, TheResultIsTheSumNotNTimesTheMean) {
   Communicator& c = *world().comm;
   const int W = c.world_size();
