@@ -299,13 +299,14 @@ LinkBytes Engine::expected_link_bytes_per_step() const {
     if (!groups.secondary()) o.gather.hpz_partition_size = 1;
     const UnitGatherVolumes g = unit_gather_elements_per_step(unit_buffer_walk(p.map(), s_->model_cfg, o));
     uint64_t primary = uint64_t(g.primary) * es, secondary = uint64_t(g.secondary) * es;
-    if (o.gather.quantized_weights) {  // qwZ: each call's int8 levels and fp32 scales
+    if (o.gather.quantized_weights) {  // qwZ: each call's int8 levels and fp32 scales; persistent units exact
       primary = secondary = 0;
       for (int u = 0; u < p.units(); ++u) {
         const size_t P = size_t(p.shard(u).padded);
-        primary += uint64_t(g.primary_calls[size_t(u)]) * QuantizedGather::wire_bytes(P, S).total();
+        const bool q = o.gather.quantizes_gather_of(p.shard(u).numel);
+        primary += uint64_t(g.primary_calls[size_t(u)]) * (q ? QuantizedGather::wire_bytes(P, S).total() : P * es);
         secondary += uint64_t(g.secondary_calls[size_t(u)]) *
-                     QuantizedGather::wire_bytes(P, int(o.gather.hpz_partition_size)).total();
+                     (q ? QuantizedGather::wire_bytes(P, int(o.gather.hpz_partition_size)).total() : P * es);
       }
     }
     if (o.gather.mics_hierarchical && groups.mics() && groups.cross()) {

@@ -34,7 +34,7 @@ bool GatherSchedule::uses_unit(int pos, int u) const {
 }
 
 bool GatherSchedule::keeps_after(int u, int pos, int64_t live) const {
-  if (numel_[size_t(u)] <= o_.persistence_threshold) return true;  // kept until the update makes it stale
+  if (o_.persistent(numel_[size_t(u)])) return true;  // kept until the update makes it stale
   int next = -1;
   for (int q = pos + 1; q < 2 * units() && next < 0; ++q)
     if (uses_unit(q, u)) next = q;

@@ -27,8 +27,14 @@ struct GatherOptions {
   // node (runtime/zero/hierarchical_gather.h); the values are the flat gather's.
   bool mics_hierarchical = false;
   // ZeRO++'s qwZ (zero_quantized_weights): every stage-3 parameter all-gather, the secondary's too,
-  // sends int8 levels and fp32 block scales (runtime/zero/quantized_gather.h).
+  // sends int8 levels and fp32 block scales (runtime/zero/quantized_gather.h), except a persistent
+  // unit's, which goes exact (DeepSpeed gathers its persistent parameters with quantize=False).
   bool quantized_weights = false;
+
+  // A unit of `numel` parameters at or under the persistence threshold: kept gathered until the
+  // update makes it stale, and under qwZ gathered exactly.
+  bool persistent(int64_t numel) const { return numel <= persistence_threshold; }
+  bool quantizes_gather_of(int64_t numel) const { return quantized_weights && !persistent(numel); }
 };
 
 class GatherSchedule {

@@ -61,15 +61,16 @@ void ParamGatherer::gather(int u, bool wait) {
     g.from_secondary = hpz_ > 1 && secondary_valid_[size_t(u)];
     // qwZ's dequantized values are rounded to the training precision a 16-bit backend would store.
     const DType round_to = z_.emulates() ? z_.train_precision : DType::F32;
+    const bool quantize = quantized_.on() && o_.quantizes_gather_of(z_.part.shard(u).numel);
     if (g.from_secondary) {
       Communicator& group = *z_.secondary_comm();
-      g.pending = quantized_.on()
+      g.pending = quantize
                       ? quantized_.gather_async(group, static_cast<const float*>(secondary_[size_t(u)]),
                                                 static_cast<float*>(g.full), size_t(P), round_to)
                       : group.all_gather_async(secondary_[size_t(u)], g.full, size_t(P), z_.working_type());
     } else {
       const void* shard = store_.gather_source(u);
-      if (quantized_.on()) {
+      if (quantize) {
         g.pending = quantized_.gather_async(z_.comm, static_cast<const float*>(shard), static_cast<float*>(g.full),
                                             size_t(P), round_to);
       } else if (hierarchical_.on()) {  // MiCS's two levels: the shard goes to its place, then in place

@@ -202,6 +202,44 @@ TEST(Qwz, TrainsWithQuarterGatherBytesEqualToThePredictor) {
   }
 }
 
+// Persistent units (at or under stage3_param_persistence_threshold) are gathered exactly under qwZ,
+// as DeepSpeed's _post_step gathers them with quantize=False: with every unit persistent the run is
+// the exact run bit for bit and quantizes nothing; with some persistent, the link bytes still equal
+// the predictor's, and fewer calls are quantized than with none.
+TEST(Qwz, PersistentUnitsAreGatheredExactly) {
+  const int W = world().comm->world_size();
+  if (W < 2) GTEST_SKIP() << "needs ranks to gather from";
+  const ModelConfig model = tiny_model(true);
+  const int steps = 6;
+  const QwzCase c{"qwZ"};
+  auto with_threshold = [&](bool qwz, int64_t threshold) {
+    EngineOptions o = qwz_options(c, qwz);
+    o.gather.persistence_threshold = threshold;
+    return o;
+  };
+  const int64_t all = int64_t(1) << 40;
+  const RunResult exact = run_engine(model, with_threshold(false, all), steps);
+  const RunResult q = run_engine(model, with_threshold(true, all), steps);
+  EXPECT_EQ(q.summary.checksum, exact.summary.checksum) << "every unit persistent: nothing quantized";
+  for (const StepStats& st : q.stats) EXPECT_EQ(st.quant_weights.calls, 0u);
+  // A threshold between the smallest and the largest unit: some gathered exactly, the rest quantized.
+  Engine sizes(model, with_threshold(true, 0), *world().backend, *world().comm);
+  std::vector<int64_t> numel;
+  for (int u = 0; u < sizes.partition().units(); ++u) numel.push_back(sizes.partition().shard(u).numel);
+  const int64_t mid = *std::min_element(numel.begin(), numel.end());
+  ASSERT_LT(mid, *std::max_element(numel.begin(), numel.end())) << "tiny has units of different sizes";
+  const RunResult none = run_engine(model, with_threshold(true, 0), steps);
+  const RunResult some = run_engine(model, with_threshold(true, mid), steps);
+  Engine probe(model, with_threshold(true, mid), *world().backend, *world().comm);
+  const LinkBytes want = probe.expected_link_bytes_per_step();
+  for (size_t s = 0; s < some.stats.size(); ++s) {
+    ASSERT_EQ(some.stats[s].comm_links.intra, want.intra) << "step " << s + 1;
+    ASSERT_EQ(some.stats[s].comm_links.inter, want.inter) << "step " << s + 1;
+    EXPECT_GT(some.stats[s].quant_weights.calls, 0u);
+    EXPECT_LT(some.stats[s].quant_weights.calls, none.stats[s].quant_weights.calls);
+  }
+}
+
 // bf16 training on the CPU backend: the gathered unit holds bf16 values (every fp32 element's low 16
 // bits zero), each the fp32 dequantized value rounded to nearest even, as a bf16 backend stores it.
 TEST(Qwz, Bf16GathersHoldTheDequantizedValuesRoundedToBf16) {
