@@ -199,7 +199,9 @@ Engine::State::State(const ModelConfig& model_config, const EngineOptions& optio
   }
   store = std::make_unique<ParamStore>(*z, pinned, transfer.get(), opt.offload.params);
   ReduceOptions reduce = opt.reduce;
-  reduce.quantized_block = int64_t(QuantizedReduce::block_for_width(model_cfg.dim));  // qgZ: DeepSpeed's block for a matrix
+  // qgZ: DeepSpeed's block for a matrix is its shorter side; a bucket spans tensors, so it takes the
+  // shortest of the model's (GQA's k and v projections where they are narrower than the width).
+  reduce.quantized_block = int64_t(QuantizedReduce::block_for_width(model_cfg.shortest_matrix_side()));
   reducer = std::make_unique<GradReducer>(*z, *pool, reduce);
   gatherer = std::make_unique<ParamGatherer>(*z, *pool, *store, opt.gather, model_cfg.tied_embeddings);
   optimizer = std::make_unique<ShardOptimizer>(*z, opt.optimizer, opt.update, opt.sub_group_size, opt.offload.state,

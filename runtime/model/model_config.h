@@ -3,6 +3,7 @@
 // presets, and exact parameter counts per unit so the memory plan and the engine agree on Ψ.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -44,6 +45,12 @@ struct ModelConfig {
   int64_t attention_width() const { return int64_t(heads) * head_width(); }  // H·hd: q rows, o_proj columns
   int64_t qkv_rows() const { return int64_t(heads + 2 * kv_head_count()) * head_width(); }
   int64_t mlp_width() const { return llama() ? intermediate : 4 * int64_t(dim); }
+  // The shortest side among a block's matrices as Hugging Face stores them (q, k, v and o
+  // projections, the MLP's): the width C, or under grouped-query attention k_proj's and v_proj's
+  // Hkv·hd rows (Llama 3.2 1B: 512 of 2048), or a narrower attention or MLP width.
+  int64_t shortest_matrix_side() const {
+    return std::min({int64_t(dim), attention_width(), int64_t(kv_head_count()) * head_width(), mlp_width()});
+  }
 
   // Parameters of each unit, in walk order: embedding (wte, and GPT-2's wpe), each block, then the
   // head (final norm, plus the LM head matrix when not tied).

@@ -57,8 +57,11 @@ class TwoHopHandle : public CommHandle {
 class QuantizedReduce {
  public:
   // Elements per scale. DeepSpeed cuts each 2-D gradient into max(rows, cols, world) groups, so its
-  // blocks are the tensor's shorter side: the model's width for every matrix of GPT-2 (and most of
-  // Llama's). A bucket here spans tensors, so it takes one block for all: block_for_width(dim).
+  // blocks are the tensor's shorter side: the model's width for every matrix of GPT-2 and most of
+  // Llama's, Hkv·hd for the k and v projections under grouped-query attention. A bucket here spans
+  // tensors, so it takes one block for all, the shortest: block_for_width(shortest_matrix_side()),
+  // finer than DeepSpeed's for the wider matrices (more scales, never a coarser block). GPT-2's wpe
+  // ([T, C]) is left at C where T < C (DeepSpeed's block there would be T).
   static size_t block_for_width(int64_t width);  // width rounded up to a multiple of 8 (int4 bytes)
   static constexpr uint64_t kSampleEvery = 16;
   // The bound on |deq - x| / absmax of its block for one int4 rounding: half a step (absmax / 7 / 2),

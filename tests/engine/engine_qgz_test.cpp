@@ -221,6 +221,21 @@ uint64_t one_d_elements(const ModelConfig& m) {
   return n;
 }
 
+// The block is the shortest side among the model's matrices: GPT-2's width, and under Llama's
+// grouped-query attention the k and v projections' Hkv·hd rows (llama-tiny: 2 kv heads of 8 = 16,
+// against a width of 32), as DeepSpeed's max(rows, cols, world) groups give those tensors.
+TEST(Qgz, TheBlockIsTheShortestMatrixSideGqaIncluded) {
+  const int W = world().comm->world_size();
+  if (W < 4) GTEST_SKIP() << "needs two nodes of two ranks";
+  const ModelConfig llama = tiny_llama_model(false);
+  ASSERT_LT(int64_t(llama.kv_head_count()) * llama.head_width(), int64_t(llama.dim)) << "the preset uses GQA";
+  Engine gqa(llama, qgz_options(QgzCase{"llama"}, true), *world().backend, *world().comm);
+  EXPECT_EQ(gqa.quantized_gradient_block(), int64_t(llama.kv_head_count()) * llama.head_width());
+  const ModelConfig gpt2 = *model_preset("small");
+  Engine wide(gpt2, qgz_options(QgzCase{"gpt2"}, true), *world().backend, *world().comm);
+  EXPECT_EQ(wide.quantized_gradient_block(), int64_t(gpt2.dim));
+}
+
 TEST(Qgz, TrainsWithLinkBytesEqualToThePredictor) {
   const int W = world().comm->world_size();
   if (W < 4) GTEST_SKIP() << "needs two nodes of two ranks";
