@@ -86,6 +86,7 @@ GradReducer::GradReducer(ZeroContext& z, UnitBufferPool& pool, const ReduceOptio
 GradReducer::~GradReducer() {
   wait_or_abort(z_, "a gradient collective", [&] {
     for (; !in_flight_.empty(); in_flight_.pop_front()) in_flight_.front().handle->wait();
+    for (ReplicaCall& r : replica_calls_) r.handle->wait();
   });
 }
 
@@ -128,6 +129,7 @@ void GradReducer::start_micro_step(bool last) {
   // The previous micro-step's last bucket may still be in flight (it overlapped this micro-step's
   // forward); its buffers must be back before backward asks for them again.
   drain(0);
+  boundary_ = last;
   reducing_now_ = z_.part.reduces_each_micro_step() || last;
   stream_.rewind();
   pending_ = buckets_of_unit_;
@@ -240,6 +242,7 @@ void GradReducer::complete_front() {
       full_[size_t(u)] = nullptr;
     }
   }
+  if (boundary_) all_reduce_replicas(f.bucket);
 }
 
 void GradReducer::finish() {
@@ -247,26 +250,42 @@ void GradReducer::finish() {
     throw std::logic_error("GradReducer::finish: " + std::to_string(stream_.unissued()) +
                            " bucket(s) were never issued (a unit's backward did not report done)");
   drain(0);
-  if (reducing_now_) all_reduce_replicas();
+  for (ReplicaCall& r : replica_calls_) {
+    const auto t0 = Clock::now();
+    r.handle->wait();
+    z_.times.reduce_wait_s += seconds_since(t0);
+    z_.traced("wait all_reduce across replicas", TraceTrack::Wait, t0);
+    z_.traced("all_reduce across replicas", TraceTrack::Comm, r.issued);
+    for (const Segment& s : r.segments) z_.emulate(s.data, int64_t(s.count), z_.comm_precision);
+  }
+  replica_calls_.clear();
 }
 
-void GradReducer::all_reduce_replicas() {
+void GradReducer::all_reduce_replicas(size_t k) {
   Communicator* replicas = z_.replica_comm();
   if (!replicas) return;
-  // MiCS: the shard group's sums of every micro-step, added over the groups once at the boundary,
-  // in the communication type as every reduction is sent.
+  // MiCS: bucket k's parts this rank owns hold the shard group's sums of every micro-step, final
+  // now; they are added over the replica groups (whose members own the same parts), in the
+  // communication type as every reduction is sent, while backward goes on.
   const Partition& p = z_.part;
   std::vector<Segment> segs;
-  for (int u = 0; u < p.units(); ++u) {
-    const int64_t n = p.unit(u).grad_len;
-    z_.emulate(grads_[size_t(u)], n, z_.comm_precision);
-    segs.push_back({grads_[size_t(u)], size_t(n), 0});
+  for (const BucketPiece& piece : stream_.buckets()[k].pieces) {
+    const UnitShard& sh = p.shard(piece.unit);
+    for (const OwnedPart& part : split_by_owner(piece, sh.shard)) {
+      if (part.owner != p.rank()) continue;
+      void* acc = z_.element_at(grads_[size_t(piece.unit)], part.begin - sh.rank_begin);
+      z_.emulate(acc, part.n, z_.comm_precision);
+      segs.push_back({acc, size_t(part.n), 0});
+    }
   }
-  const auto t0 = Clock::now();
-  replicas->all_reduce_segments_async(segs, z_.working_type(), ReduceOp::Sum)->wait();
-  z_.times.reduce_wait_s += seconds_since(t0);
-  z_.traced("all_reduce across replicas", TraceTrack::Comm, t0);
-  for (int u = 0; u < p.units(); ++u) z_.emulate(grads_[size_t(u)], p.unit(u).grad_len, z_.comm_precision);
+  if (segs.empty()) return;  // every replica owns the same parts: all of them skip this bucket
+  ReplicaCall r{replicas->all_reduce_segments_async(segs, z_.working_type(), ReduceOp::Sum), std::move(segs), Clock::now()};
+  if (!overlap_) {  // without overlap_comm every collective is waited where it is issued
+    const auto t0 = Clock::now();
+    r.handle->wait();
+    z_.times.reduce_wait_s += seconds_since(t0);
+  }
+  replica_calls_.push_back(std::move(r));
 }
 
 }  // namespace zt

@@ -5,8 +5,10 @@
 //   stage 1: reduce-scattered at the accumulation boundary into this rank's part of the full grads;
 //   stages 2–3: reduce-scattered every micro-step, this rank's part added into its gradient shard,
 //     and the full buffer released once every bucket holding a piece of it is done;
-//   MiCS (stage 3 over shard groups): the reduce-scatters run inside the shard group, and at the
-//     boundary every gradient shard is all-reduced across the replica group in one call;
+//   MiCS (stage 3 over shard groups): the reduce-scatters run inside the shard group, and in the
+//     accumulation boundary's micro-step each bucket's owned parts, final once its reduce-scatter
+//     completes, are all-reduced across the replica group right then, beside the rest of backward
+//     (as DeepSpeed's MiCS does per bucket); finish() waits for them;
 //   qgZ (stage 3 over more than one node, zero_quantized_gradients): each bucket's 1-D tensors
 //     (biases, norms) are reduce-scattered exactly and the rest goes through QuantizedReduce's two
 //     int4 all-to-alls, both issued together and waited as one.
@@ -89,7 +91,7 @@ class GradReducer {
   void complete_front();
   void drain(size_t keep);
   std::string bucket_name(size_t k) const;
-  void all_reduce_replicas();
+  void all_reduce_replicas(size_t k);
 
   ZeroContext& z_;
   UnitBufferPool& pool_;
@@ -101,6 +103,13 @@ class GradReducer {
   std::vector<int> pending_;         // of those, still to complete this micro-step
   std::deque<InFlight> in_flight_;
   bool reducing_now_ = false;        // this micro-step issues reductions
+  bool boundary_ = false;            // this micro-step ends the accumulation (MiCS: the replicas add then)
+  struct ReplicaCall {
+    CommHandlePtr handle;
+    std::vector<Segment> segments;
+    Clock::time_point issued;
+  };
+  std::vector<ReplicaCall> replica_calls_;  // MiCS: the boundary's replica all-reduces, waited in finish()
   QuantizedReduce qgz_;              // qgZ, when on
   std::vector<BucketSplit> qgz_split_;
   uint64_t exact_elements_ = 0;      // qgZ: elements reduced exactly since the last take
