@@ -12,17 +12,23 @@ PNG plots that put what each run measured beside what the ZeRO paper predicts at
   trace: 1 - time compute waited for collectives / time the communicator was busy);
   with --ranks-per-node n (N/n "nodes" on one machine): bytes per step on intra- and inter-node links
   beside the binary's predictor, and a modelled step time: the measured compute plus an alpha-beta
-  model of each collective as a ring (G-1 steps, 2(G-1) for an all-reduce, each as slow as the ring's
-  slowest hop: an inter-node one when the ring spans nodes), since one machine cannot show a slow
-  link's cost in wall time (beside it, the same with one compute term shared by every run: the median
-  of their measured compute, or --compute-ms, so the ratio is the links' effect alone). Split groups (hpZ's secondary, MiCS's shard and replica groups, the
-  hierarchical gather's levels) are modelled as rings of their own ranks; MiCS runs take the paper's
-  formulas over the shard group (states / s, volume 3Psi + the replica all-reduce's 2Psi/s).
+  model per link class (each node's bytes of the class leave on its own link in parallel: bytes /
+  nodes / beta, plus alpha per call on the class; inter-node calls are those of groups that span
+  nodes), since one machine cannot show a slow link's cost in wall time (beside it, the same with
+  one compute term shared by every run: the median of their measured compute, or --compute-ms, so
+  the ratio is the links' effect alone). MiCS runs take the paper's formulas over the shard group
+  (states / s, volume 3Psi + the replica all-reduce's 2Psi/s).
+  With --cluster (root): every row runs on the emulated cluster (scripts/cluster.sh, world /
+  ranks-per-node nodes), once on the unshaped link and once per --link-rates, the link's TCP rate
+  measured at each; sweep.md puts each measured step beside the model (scripts/cluster_link.py:
+  the unshaped run's compute plus the inter-node bytes per node at the measured rate) and flags a
+  row more than 20% off (--check fails on a flag).
 
 Usage: python3 scripts/sweep.py --config configs/stage2.json --model small --world-size 4 --out out/sweep
        [--stages 0,1,2,3] [--offload none,cpu] [--vary zero_optimization.stage3_prefetch_bucket_size=0,1e6]
        [--set zero_optimization.overlap_comm=false] [--steps 20] [--check] [--ranks-per-node 2]
-       [--inter-gbps 100] [--inter-latency-us 10] [--intra-speedup 20] [--compute-ms 40] [-- zerotrain flags...]
+       [--inter-gbps 100] [--inter-latency-us 10] [--intra-speedup 20] [--compute-ms 40]
+       [--cluster --link-rates 1gbit,100mbit] [-- zerotrain flags...]
 Flags after "--" go to every run; the shipped configs need none (an HF template from configs/hf/ needs
 the Trainer's flags there: -- --micro-batch 4 --lr 3e-3 ...).
 """
@@ -38,6 +44,7 @@ import statistics
 import subprocess
 import sys
 
+import cluster_link
 import zt_metrics
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -103,23 +110,10 @@ def paper_formula(plan, psi):
     return w * psi / div["params"], w * psi / div["grads"], k * psi / div["optimizer"]
 
 
-def ring_s(bytes_by_op, calls_by_op, g, slow, link):
-    """Seconds of calls on rings of g ranks: G-1 steps of A/G bytes each (twice for an all-reduce),
-    each step alpha + bytes / beta of the slowest hop (inter-node when the ring spans nodes)."""
-    if g <= 1:
-        return 0.0
-    alpha, beta = (link["inter_alpha"], link["inter_beta"]) if slow else (link["intra_alpha"], link["intra_beta"])
-    t = 0.0
-    for c in COLLECTIVES:
-        k = 2 if c == "all_reduce" else 1
-        t += k * (g - 1) * alpha * calls_by_op.get(c, 0) + k * (g - 1) / g * bytes_by_op.get(c, 0) / beta
-    return t
-
-
-def group_rings(start, n):
-    """Each split group's ring as (ranks, spans nodes), from the run's shape: hpZ's secondary group
-    and the hierarchical gather's node level sit inside a node; MiCS's shard group spans nodes when it
-    is larger than one, its replica group (one rank of every shard group) whenever there are several
+def group_spans(start, n):
+    """Each split group as (ranks, spans nodes), from the run's shape: hpZ's secondary group and the
+    hierarchical gather's node level sit inside a node; MiCS's shard group spans nodes when it is
+    larger than one, its replica group (one rank of every shard group) whenever there are several
     nodes; the hierarchical gather's cross level is one rank per node of the shard group."""
     rpn, nodes = start["ranks_per_node"], start["nodes"]
     s = start.get("mics_shard_size", -1)
@@ -129,21 +123,25 @@ def group_rings(start, n):
 
 
 def modelled_comm_s(step, n, start, link):
-    """Seconds one step's collectives take on the modelled links: each split group's calls on rings of
-    its ranks (group_rings), the rest (the world's) on a ring over every rank."""
+    """Seconds one step's collectives take on the modelled links, per link class as the binary's MPI
+    collectives send them (the records' comm_bytes_inter / comm_bytes_intra, the whole job's): each
+    node's bytes leave on its own link in parallel, so a class takes its bytes / nodes / beta, plus
+    alpha per call on it (inter-node: the calls of every group that spans nodes)."""
+    nodes = max(1, start["nodes"])
     groups = step.get("comm_groups")
     if groups is None:  # a record without comm_groups: hpZ's secondary group alone
         groups = {"secondary": {"bytes": step.get("comm_bytes_secondary", {}), "calls": step.get("comm_calls_secondary", {})}}
-    rings = group_rings(start, n)
-    world_b, world_c = dict(step["comm_bytes"]), dict(step["comm_calls"])
-    t = 0.0
+    spans = group_spans(start, n)
+    calls = sum(step["comm_calls"].get(c, 0) for c in COLLECTIVES)
+    world_calls, crossing = calls, 0
     for role, g in groups.items():
-        ranks, spans = rings.get(role, (n, start["nodes"] > 1))
-        t += ring_s(g.get("bytes", {}), g.get("calls", {}), ranks, spans, link)
-        for c in COLLECTIVES:
-            world_b[c] -= g.get("bytes", {}).get(c, 0)
-            world_c[c] -= g.get("calls", {}).get(c, 0)
-    return t + ring_s(world_b, world_c, n, start["nodes"] > 1, link)
+        c = sum(g.get("calls", {}).get(x, 0) for x in COLLECTIVES)
+        world_calls -= c
+        crossing += c if spans.get(role, (n, nodes > 1))[1] else 0
+    crossing += world_calls if nodes > 1 else 0
+    inter, intra = step.get("comm_bytes_inter", 0), step.get("comm_bytes_intra", 0)
+    return (inter / nodes / link["inter_beta"] + link["inter_alpha"] * crossing +
+            intra / nodes / link["intra_beta"] + link["intra_alpha"] * calls)
 
 
 def summarize(run, start, steps, end, n, link):
@@ -213,7 +211,7 @@ def summarize(run, start, steps, end, n, link):
     row["rss_peak_bytes"] = proc["hwm"][0] - proc["baseline"][0] if proc else None
     row["comm_busy_ms_per_step"] = 1e3 * statistics.median(s["comm_busy_s"] for s in later)
     row["comm_hidden_share"] = end.get("comm_hidden_share") if end else None
-    # Link classes (the binary's ring model over its measured bytes, the whole job's per step) and the
+    # Link classes (the binary's link model over its measured bytes, the whole job's per step) and the
     # modelled step: compute (the step less the time it waited for collectives) plus modelled links.
     row["ranks_per_node"], row["nodes"] = start["ranks_per_node"], start["nodes"]
     row["intra_bytes_per_step"] = statistics.median(s["comm_bytes_intra"] for s in later)
@@ -339,12 +337,34 @@ def write_markdown(path, rows, title, n):
                    f" | {r['compute_ms']:.1f} | {r['modelled_comm_ms']:.2f} | {r['modelled_step_ms']:.1f} | "
                    f"{ratio('modelled_step_ms', r)} | {ratio('modelled_comm_ms', r)} | "
                    f"{r['modelled_step_shared_ms']:.2f} | {ratio('modelled_step_shared_ms', r)} |")
-    out += ["", "Link bytes: the binary's ring model (each collective a ring over its ranks in order; a hop between "
-            "two nodes is inter-node) over the bytes it measured, summed over every rank. Modelled links: "
+    out += ["", "Link bytes: the binary's link model (the MPI collectives' two-level and direct algorithms: "
+            "collectives/README.md, Across nodes) over the bytes it measured, summed over every rank. Modelled links: "
             f"{LINK_TEXT}; no overlap with compute is assumed (an upper bound). Compute: the step less the time "
             "it waited for collectives, this run's own (noisy between runs on a shared CPU). Shared compute: "
             f"{rows[0]['shared_compute_text']}, the same for every row, so the ratio beside it is the links' "
             "effect alone. vs stage 3: the first stage-3 row's value over this row's.", ""]
+    measured = [r for r in rows if r.get("_cluster")]
+    if measured:
+        first = {}
+        for r in measured:
+            for c in r["_cluster"]:
+                first.setdefault(c["rate"], c["step_ms"])
+        out += ["", f"## Measured on the emulated cluster ({rows[0]['nodes']} nodes of {rows[0]['ranks_per_node']}, "
+                "scripts/cluster.sh): the step at each link rate beside the model", "",
+                "| run | link | TCP rate each way (MB/s) | inter-node MiB/step | link time (ms/step) | compute (ms) "
+                "| step measured (ms) | step modelled (ms) | measured / modelled | vs the first row |",
+                "|---|---|---|---|---|---|---|---|---|---|"]
+        for r in measured:
+            for c in r["_cluster"]:
+                flag = " **FLAG: off by more than 20%**" if c["flag"] else ""
+                out.append(f"| {r['name']} | {c['rate']} | {c['measured_rate'] / 1e6:.1f} | {fmt_mib(c['inter_bytes'])} | "
+                           f"{c['link_ms']:.1f} | {r['compute_ms']:.1f} | {c['step_ms']:.1f} | {c['modelled_step_ms']:.1f} | "
+                           f"{c['ratio']:.3f}{flag} | {c['step_ms'] / first[c['rate']]:.3f}x |")
+        out += ["", "Model (scripts/cluster_link.py): compute (the row's run on the unshaped link: its step less "
+                "the time it waited for collectives) plus the step's inter-node bytes per node at the rate measured "
+                "with both nodes sending; no overlap with compute assumed, so a row that hides collectives behind "
+                "compute lands below it. Steps: medians after the first. vs the first row: this row's measured step "
+                "over the first row's at the same rate.", ""]
     out += ["", "## Time, throughput, memory, overlap", "",
             "| run | step (ms) | tokens/s | ledger peak (MiB) | peak RSS - baseline (MiB) | comm busy (ms/step) | "
             "hidden behind compute | final loss |",
@@ -500,18 +520,26 @@ def main():
     p.add_argument("--check", action="store_true", help="exit 1 unless measured and formula agree within the slack")
     p.add_argument("--ranks-per-node", type=int, default=0, help="ranks per node n (default: the world size: one node)")
     p.add_argument("--inter-gbps", type=float, default=100.0, help="modelled inter-node bandwidth, Gb/s")
-    p.add_argument("--inter-latency-us", type=float, default=10.0, help="modelled inter-node latency per ring step, us")
+    p.add_argument("--inter-latency-us", type=float, default=10.0, help="modelled inter-node latency per call, us")
     p.add_argument("--intra-speedup", type=float, default=20.0, help="intra-node links this many times faster (both terms)")
     p.add_argument("--compute-ms", type=float, help="the modelled step's shared compute term, ms per step "
                    "(default: the median of the runs' measured compute)")
+    p.add_argument("--cluster", action="store_true",
+                   help="run every row on the emulated cluster (scripts/cluster.sh, root): world / ranks-per-node "
+                        "nodes, once on the unshaped link and once per --link-rates, measured step beside the model")
+    p.add_argument("--link-rates", default="1gbit", help="with --cluster: comma list of tc rates (1gbit,100mbit)")
+    p.add_argument("--link-delay", help="with --cluster: added latency (not built: the kernel here has no netem)")
     a = p.parse_args(argv)
+    if a.link_delay:
+        sys.exit("sweep: --link-delay is not built (this kernel has no netem and the user-space delay line is not "
+                 "written); measure at --link-rates alone")
     rpn = a.ranks_per_node or a.world_size
     if rpn < 1 or a.world_size % rpn:
         sys.exit(f"sweep: --ranks-per-node {rpn} must divide --world-size {a.world_size}")
     link = {"inter_alpha": a.inter_latency_us * 1e-6, "inter_beta": a.inter_gbps * 1e9 / 8}
     link["intra_alpha"], link["intra_beta"] = link["inter_alpha"] / a.intra_speedup, link["inter_beta"] * a.intra_speedup
     global LINK_TEXT
-    LINK_TEXT = (f"inter-node {a.inter_gbps:g} Gb/s and {a.inter_latency_us:g} us per ring step, intra-node "
+    LINK_TEXT = (f"inter-node {a.inter_gbps:g} Gb/s per node and {a.inter_latency_us:g} us per call, intra-node "
                  f"{a.intra_speedup:g}x faster in both")
     zt = find_binary("zerotrain", a.zerotrain)
     flags = extra
@@ -526,6 +554,74 @@ def main():
         varies.append((k, [parse_value(v) for v in vs.split(",")]))
     os.makedirs(a.out, exist_ok=True)
     mpi = [a.mpirun, "--oversubscribe", "--bind-to", "none"] + (["--allow-run-as-root"] if os.geteuid() == 0 else [])
+    cluster = Cluster(a.world_size // rpn, rpn, a.link_rates.split(",")) if a.cluster else None
+    try:
+        rows = run_rows(a, zt, flags, base, varies, mpi, rpn, link, cluster)
+    finally:
+        if cluster:
+            cluster.down()
+    return report(a, zt, rows)
+
+
+class Cluster:
+    """The emulated cluster the rows run on: its own name, up for the sweep, down after it; the link's
+    measured TCP rate, unshaped and at each rate."""
+
+    def __init__(self, nodes, per_node, rates):
+        self.sh = os.path.join(ROOT, "scripts", "cluster.sh")
+        self.env = dict(os.environ, ZT_CLUSTER="ztsweep%d" % os.getpid(),
+                        ZT_CLUSTER_NET="10.%d.%d" % (178 + os.getpid() % 70, os.getpid() % 250))
+        self.nodes, self.per_node, self.rates, self.measured = nodes, per_node, rates, {}
+        if nodes < 2:
+            sys.exit("sweep: --cluster needs at least 2 nodes (--world-size / --ranks-per-node)")
+        check = subprocess.run([self.sh, "check"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        if check.returncode != 0:
+            sys.exit("sweep: --cluster: " + check.stdout.strip())
+        self.sh_run("up", str(nodes))
+
+    def sh_run(self, *args):
+        r = subprocess.run([self.sh] + list(args), env=self.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        if r.returncode != 0:
+            sys.exit(f"sweep: cluster.sh {' '.join(args)} failed: {r.stdout.strip()}")
+        return r.stdout
+
+    def shape(self, rate):
+        """Shapes every node's link (`off`: unshaped) and measures its TCP rate once per rate."""
+        self.sh_run("shape", rate)
+        if rate not in self.measured:
+            self.measured[rate] = cluster_link.measure_rate(self.sh, self.env, rate_hint_bps=rate_bits(rate), both_ways=True)
+            print(f"sweep: the link at {rate}: {self.measured[rate] / 1e6:.1f} MB/s of TCP payload each way", flush=True)
+        return self.measured[rate]
+
+    def launcher(self):
+        return [self.sh, "run", "-n", str(self.per_node), "--"]
+
+    def down(self):
+        subprocess.run([self.sh, "down"], env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def rate_bits(rate):
+    """A tc rate in bits per second (20 Gb/s for `off`: a hint for how much to send when measuring)."""
+    if rate == "off":
+        return 20e9
+    units = {"gbit": 1e9, "mbit": 1e6, "kbit": 1e3, "bit": 1.0}
+    for u, f in units.items():
+        if rate.endswith(u) and rate[:-len(u)].replace(".", "", 1).isdigit():
+            return float(rate[:-len(u)]) * f
+    sys.exit(f"sweep: --link-rates: '{rate}' is not a tc rate (e.g. 1gbit, 100mbit)")
+
+
+def run_one(cmd, log, name, env=None):
+    print(f"sweep: {name}: {' '.join(cmd)}", flush=True)
+    with open(log, "w") as f:
+        rc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, env=env).returncode
+    if rc != 0:
+        with open(log) as f:
+            sys.stderr.write(f.read())
+        sys.exit(f"sweep: {name} failed (exit {rc}); its log: {log}")
+
+
+def run_rows(a, zt, flags, base, varies, mpi, rpn, link, cluster):
     rows = []
     combos = list(itertools.product([int(s) for s in a.stages.split(",")], a.offload.split(","),
                                     itertools.product(*[v for _, v in varies]) if varies else [()]))
@@ -559,20 +655,45 @@ def main():
         with open(cfg_path, "w") as f:
             json.dump(cfg, f, indent=2)
         metrics, trace, log = (os.path.join(run_dir, n) for n in ("metrics.jsonl", "trace.json", "run.log"))
-        cmd = mpi + ["-np", str(a.world_size), zt, "--config", cfg_path, "--model", a.model, "--steps", str(a.steps),
-                     "--eval-every", "0", "--eval-batches", "1", "--metrics", metrics, "--trace", trace,
-                     "--ranks-per-node", str(rpn)] + flags
-        print(f"sweep: {name}: {' '.join(cmd)}", flush=True)
-        with open(log, "w") as f:
-            rc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT).returncode
-        if rc != 0:
-            with open(log) as f:
-                sys.stderr.write(f.read())
-            sys.exit(f"sweep: {name} failed (exit {rc}); its log: {log}")
+        args = [zt, "--config", cfg_path, "--model", a.model, "--steps", str(a.steps), "--eval-every", "0",
+                "--eval-batches", "1", "--metrics", metrics, "--trace", trace] + flags
+        # On the cluster the start record finds the nodes itself; on one host --ranks-per-node says.
+        if cluster:
+            cluster.shape("off")  # the compute term: this run on the unshaped link
+            run_one(cluster.launcher() + args, log, name, cluster.env)
+        else:
+            run_one(mpi + ["-np", str(a.world_size)] + args + ["--ranks-per-node", str(rpn)], log, name)
         m = zt_metrics.read_metrics(metrics, missing_ok=False)  # the run exited 0: its file must be there
         row = summarize({"name": name, "offload": off, **{k: v for (k, _), v in zip(varies, values)}},
                         m.start, m.of("step"), m.end, a.world_size, link)
+        if cluster:
+            row["_cluster"] = measure_on_cluster(cluster, row, args, run_dir, name)
         rows.append(row)
+    return rows
+
+
+def measure_on_cluster(cluster, row, args, run_dir, name):
+    """The row's run again at each link rate: its median step beside the model's (cluster_link)."""
+    out = []
+    for rate in cluster.rates:
+        measured_rate = cluster.shape(rate)
+        metrics = os.path.join(run_dir, f"metrics_{rate}.jsonl")
+        shaped = [x if x != args[args.index("--metrics") + 1] else metrics for x in args]
+        shaped[shaped.index("--trace") + 1] = os.path.join(run_dir, f"trace_{rate}.json")
+        run_one(cluster.launcher() + shaped, os.path.join(run_dir, f"run_{rate}.log"), f"{name} at {rate}", cluster.env)
+        steps = zt_metrics.read_metrics(metrics, missing_ok=False).of("step")
+        later = steps[1:] if len(steps) > 1 else steps
+        step_ms = statistics.median(s["step_ms"] for s in later)
+        inter = statistics.median(s["comm_bytes_inter"] for s in later)
+        model = cluster_link.modelled_step_ms(row["compute_ms"], inter, row["nodes"], measured_rate)
+        out.append({"rate": rate, "measured_rate": measured_rate, "inter_bytes": inter, "step_ms": step_ms,
+                    "link_ms": cluster_link.link_ms(inter, row["nodes"], measured_rate), "modelled_step_ms": model,
+                    "ratio": step_ms / model, "flag": abs(step_ms / model - 1) > 0.20})
+    cluster.shape("off")
+    return out
+
+
+def report(a, zt, rows):
     share_compute(rows, a.compute_ms)
     title = f"{a.model} ({rows[0]['params'] / 1e6:.2f} M params), N = {a.world_size}, {machine_name(zt)}"
     keys = []
@@ -589,6 +710,8 @@ def main():
         print(f.read())
     if a.check:
         problems = check_rows(rows, a.world_size)
+        problems += [f"{r['name']} at {c['rate']}: measured step {c['step_ms']:.1f} ms against the model's "
+                     f"{c['modelled_step_ms']:.1f} ({c['ratio']:.3f})" for r in rows for c in r.get("_cluster", []) if c["flag"]]
         for m in problems:
             print("sweep: CHECK FAILED:", m)
         if problems:

@@ -1,6 +1,11 @@
 // bench_collectives: time all-reduce, reduce-scatter and all-gather of our MPI communicator (and the
-// NCCL one where a GPU is present) from 4 KiB up to --max-bytes, next to the MPI library's own
-// MPI_Allreduce on the same sizes, interleaved; prints an nccl-tests-style table and JSON lines.
+// NCCL one where a GPU is present) from 4 KiB up to --max-bytes, each next to the MPI library's own
+// op on the same buffer (MPI_Allreduce, MPI_Reduce_scatter_block, MPI_Allgather), interleaved; prints
+// an nccl-tests-style table and JSON lines. Across nodes (ranks placed node by node) our communicator
+// is told the layout, as the engine tells it, and runs its two-level collectives; with --link-rate
+// (the inter-node link's measured bytes per second, bench/collectives/cluster_bench.sh) each row also
+// gets the time the link needs for the bytes the op must send across it (each node's share, each
+// direction apart) and the ratio of the measured time to it.
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -20,6 +25,7 @@
 
 #include "base/mpi_check.h"
 #include "collectives/mpi_communicator.h"
+#include "collectives/topology.h"
 #endif
 #if ZT_HAVE_CUDA
 #include <cuda_runtime_api.h>
@@ -56,6 +62,7 @@ struct Row {
   std::string impl, op;
   size_t bytes = 0;
   double seconds = 0;  // per call: median over rounds of the slowest rank's mean
+  double link_s = 0;   // the time each node's link needs for the op's inter-node bytes (0: one node or no rate)
 };
 
 // Runs fn `iters` times between barriers and returns the slowest rank's mean seconds per call.
@@ -85,6 +92,9 @@ int main(int argc, char** argv) {
   size_t min_bytes = 4 << 10, max_bytes = size_t(256) << 20;
   int rounds = 5, step = 4;
   bool no_nccl = false;
+  double link_rate = 0;
+  app.add_option("--link-rate", link_rate, "the inter-node link's measured rate, bytes/s (each direction): adds the "
+                                           "time the link needs for each op's inter-node bytes");
   app.add_option("--min-bytes", min_bytes, "smallest buffer (bytes, full un-sharded size)");
   app.add_option("--max-bytes", max_bytes, "largest buffer (bytes); default 256 MiB");
   app.add_option("--step", step, "size multiplier between rows")->check(CLI::Range(2, 16));
@@ -101,6 +111,19 @@ int main(int argc, char** argv) {
 #if ZT_HAVE_MPI
   if (boot.mpi_active()) {
     zt::MpiCommunicator comm(boot);
+    // Several hosts, ranks node by node: the layout the engine gives the world (node = rank / n).
+    const int n = boot.local_size(), nodes = w / std::max(1, n);
+    const bool layered = boot.node_count() > 1 && boot.hosts_hold_consecutive_ranks() && w % n == 0;
+    zt::NodeTopology topo{w, layered ? n : w};
+    if (layered) comm.set_node_layout(topo.node_of_each_rank());
+    std::vector<int> all(static_cast<size_t>(w));
+    for (int r = 0; r < w; ++r) all[size_t(r)] = r;
+    const zt::LinkModel links(topo, all);
+    // Seconds each node's link needs for a call's inter-node bytes (the job's, spread over the nodes).
+    auto link_s = [&](zt::CommOp op, size_t bytes) {
+      if (!layered || link_rate <= 0) return 0.0;
+      return double(links.split(op, bytes).inter) / double(nodes) / link_rate;
+    };
     MPI_Comm peer;
     ZT_MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &peer));
     auto sync = [&] { comm.barrier(); };
@@ -108,22 +131,34 @@ int main(int argc, char** argv) {
       const size_t count = bytes / 4 / size_t(w) * size_t(w);
       std::vector<float> a(count, 1.0f + float(me)), b(count, 0.0f);
       const int iters = iters_for(bytes);
-      std::vector<double> t_ours[3], t_peer;
+      const int shard = int(count / size_t(w));
+      std::vector<double> t_ours[3], t_peer[3];
       for (int r = 0; r < rounds; ++r) {
-        // Interleaved: ours (3 ops), then the library's MPI_Allreduce, in every round.
+        // Interleaved: each of our ops, then the library's own op of the same buffer, in every round.
         for (int k = 0; k < 3; ++k) {
-          std::function<void()> fn;
-          if (k == 0) fn = [&] { comm.all_reduce(a.data(), b.data(), count, zt::DType::F32, zt::ReduceOp::Sum); };
-          if (k == 1) fn = [&] { comm.reduce_scatter(a.data(), b.data(), count, zt::DType::F32, zt::ReduceOp::Sum); };
-          if (k == 2) fn = [&] { comm.all_gather(a.data(), b.data(), count, zt::DType::F32); };
+          std::function<void()> fn, lib;
+          if (k == 0) {
+            fn = [&] { comm.all_reduce(a.data(), b.data(), count, zt::DType::F32, zt::ReduceOp::Sum); };
+            lib = [&] { ZT_MPI_CHECK(MPI_Allreduce(a.data(), b.data(), int(count), MPI_FLOAT, MPI_SUM, peer)); };
+          }
+          if (k == 1) {
+            fn = [&] { comm.reduce_scatter(a.data(), b.data(), count, zt::DType::F32, zt::ReduceOp::Sum); };
+            lib = [&] { ZT_MPI_CHECK(MPI_Reduce_scatter_block(a.data(), b.data(), shard, MPI_FLOAT, MPI_SUM, peer)); };
+          }
+          if (k == 2) {
+            fn = [&] { comm.all_gather(a.data(), b.data(), count, zt::DType::F32); };
+            lib = [&] { ZT_MPI_CHECK(MPI_Allgather(a.data(), shard, MPI_FLOAT, b.data(), shard, MPI_FLOAT, peer)); };
+          }
           t_ours[k].push_back(time_block(boot, fn, sync, iters));
+          t_peer[k].push_back(time_block(boot, lib, sync, iters));
         }
-        t_peer.push_back(time_block(
-            boot, [&] { ZT_MPI_CHECK(MPI_Allreduce(a.data(), b.data(), int(count), MPI_FLOAT, MPI_SUM, peer)); }, sync,
-            iters));
       }
-      for (int k = 0; k < 3; ++k) rows.push_back({"mpi", zt::comm_op_name(ops[k]), count * 4, median(t_ours[k])});
-      rows.push_back({"MPI_Allreduce", "all_reduce", count * 4, median(t_peer)});
+      const char* lib_name[3] = {"MPI_Allreduce", "MPI_Reduce_scatter_block", "MPI_Allgather"};
+      for (int k = 0; k < 3; ++k) {
+        const double need = link_s(ops[k], count * 4);
+        rows.push_back({"mpi", zt::comm_op_name(ops[k]), count * 4, median(t_ours[k]), need});
+        rows.push_back({lib_name[k], zt::comm_op_name(ops[k]), count * 4, median(t_peer[k]), need});
+      }
     }
     ZT_MPI_CHECK(MPI_Comm_free(&peer));
   }
@@ -160,37 +195,45 @@ int main(int argc, char** argv) {
     std::printf("nothing to measure: world size %d without MPI and no GPU (run under mpirun -np 2 or more)\n", w);
     return 0;
   }
-  // The peer for a row: the library's MPI_Allreduce at the same size (all-reduce rows only).
-  auto peer_busbw = [&](size_t bytes) {
+  // The peer for a row of ours: the library's own op at the same size (its time; 0 if none).
+  auto peer_of = [&](const Row& mine) -> const Row* {
+    if (mine.impl != "mpi") return nullptr;
     for (const Row& r : rows)
-      if (r.impl == "MPI_Allreduce" && r.bytes == bytes) return double(bytes) / r.seconds / 1e9 * bus_factor(zt::CommOp::AllReduce, w);
-    return 0.0;
+      if (r.impl.rfind("MPI_", 0) == 0 && r.op == mine.op && r.bytes == mine.bytes) return &r;
+    return nullptr;
   };
   std::printf("# %s, %d ranks on %d node(s); %s\n", "collectives", w, boot.node_count(), zt::collectives_versions().c_str());
   std::printf("# busbw = algbw x 2(n-1)/n (all_reduce), (n-1)/n (reduce_scatter, all_gather); time = median of %d "
               "interleaved rounds of the slowest rank\n",
               rounds);
-  std::printf("%-14s %-15s %12s %11s %11s %10s %10s %12s\n", "impl", "op", "size(B)", "count", "time(us)", "algbw",
-              "busbw", "vs MPI_AR");
+  std::printf("# vs MPI: the library's op time over ours (>= 1: ours is as fast); vs link: our time over the time the\n"
+              "# inter-node link needs for the op's bytes across it at --link-rate (each node's share)\n");
+  std::printf("%-25s %-15s %12s %11s %11s %10s %10s %8s %12s %8s\n", "impl", "op", "size(B)", "count", "time(us)",
+              "algbw", "busbw", "vs MPI", "link(us)", "vs link");
+  auto op_of = [](const Row& r) {
+    return r.op == "all_reduce" ? zt::CommOp::AllReduce : r.op == "reduce_scatter" ? zt::CommOp::ReduceScatter : zt::CommOp::AllGather;
+  };
   for (const Row& r : rows) {
-    const zt::CommOp op = r.op == "all_reduce" ? zt::CommOp::AllReduce : r.op == "reduce_scatter" ? zt::CommOp::ReduceScatter : zt::CommOp::AllGather;
-    const double algbw = double(r.bytes) / r.seconds / 1e9, busbw = algbw * bus_factor(op, w);
-    const double peer = peer_busbw(r.bytes);
-    const bool has_ratio = op == zt::CommOp::AllReduce && r.impl == "mpi" && peer > 0;
-    char ratio[32] = "-";
-    if (has_ratio) std::snprintf(ratio, sizeof ratio, "%.2f", busbw / peer);
-    std::printf("%-14s %-15s %12zu %11zu %11.1f %10.3f %10.3f %12s\n", r.impl.c_str(), r.op.c_str(), r.bytes, r.bytes / 4,
-                r.seconds * 1e6, algbw, busbw, ratio);
+    const double algbw = double(r.bytes) / r.seconds / 1e9, busbw = algbw * bus_factor(op_of(r), w);
+    const Row* p = peer_of(r);
+    char vs[32] = "-", link[32] = "-", vl[32] = "-";
+    if (p) std::snprintf(vs, sizeof vs, "%.2f", p->seconds / r.seconds);
+    if (r.link_s > 0) {
+      std::snprintf(link, sizeof link, "%.1f", r.link_s * 1e6);
+      std::snprintf(vl, sizeof vl, "%.2f", r.seconds / r.link_s);
+    }
+    std::printf("%-25s %-15s %12zu %11zu %11.1f %10.3f %10.3f %8s %12s %8s\n", r.impl.c_str(), r.op.c_str(), r.bytes,
+                r.bytes / 4, r.seconds * 1e6, algbw, busbw, vs, link, vl);
   }
   for (const Row& r : rows) {
-    const zt::CommOp op = r.op == "all_reduce" ? zt::CommOp::AllReduce : r.op == "reduce_scatter" ? zt::CommOp::ReduceScatter : zt::CommOp::AllGather;
-    const double algbw = double(r.bytes) / r.seconds / 1e9, busbw = algbw * bus_factor(op, w);
-    const double peer = peer_busbw(r.bytes);
+    const double algbw = double(r.bytes) / r.seconds / 1e9, busbw = algbw * bus_factor(op_of(r), w);
+    const Row* p = peer_of(r);
     std::printf("{\"bench\":\"collectives\",\"machine\":%s,\"impl\":\"%s\",\"op\":\"%s\",\"dtype\":\"f32\",\"bytes\":%zu,"
-                "\"count\":%zu,\"time_us\":%.3f,\"algbw_GBps\":%.4f,\"busbw_GBps\":%.4f,\"peer\":\"MPI_Allreduce\","
-                "\"peer_busbw_GBps\":%.4f,\"ratio_vs_peer\":%s}\n",
-                machine.c_str(), r.impl.c_str(), r.op.c_str(), r.bytes, r.bytes / 4, r.seconds * 1e6, algbw, busbw, peer,
-                op == zt::CommOp::AllReduce && r.impl == "mpi" && peer > 0 ? std::to_string(busbw / peer).c_str() : "null");
+                "\"count\":%zu,\"time_us\":%.3f,\"algbw_GBps\":%.4f,\"busbw_GBps\":%.4f,\"peer\":%s,"
+                "\"ratio_vs_peer\":%s,\"link_rate_Bps\":%.0f,\"link_us\":%.3f,\"ratio_vs_link\":%s}\n",
+                machine.c_str(), r.impl.c_str(), r.op.c_str(), r.bytes, r.bytes / 4, r.seconds * 1e6, algbw, busbw,
+                p ? ("\"" + p->impl + "\"").c_str() : "null", p ? std::to_string(p->seconds / r.seconds).c_str() : "null",
+                link_rate, r.link_s * 1e6, r.link_s > 0 ? std::to_string(r.seconds / r.link_s).c_str() : "null");
   }
   return 0;
 }

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# bench_collectives across 2 emulated nodes (scripts/cluster.sh, root): the link shaped to RATE, its
+# TCP rate measured in the same run (scripts/cluster_link.py), then each op of ours beside the MPI
+# library's own and beside the time the link needs for the op's inter-node bytes.
+#   bench/collectives/cluster_bench.sh [RATE=1gbit] [RANKS_PER_NODE=2] [bench_collectives flags...]
+# ZT_BUILD_DIR picks the build (default build/); the cluster is this script's own and is removed after.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+rate=${1:-1gbit}
+per_node=${2:-2}
+shift $(( $# >= 2 ? 2 : $# ))
+bench="${ZT_BUILD_DIR:-$root/build}/bench/collectives/bench_collectives"
+[ -x "$bench" ] || { echo "cluster_bench: $bench is not built (run scripts/build.sh)"; exit 2; }
+export ZT_CLUSTER="ztbench$$" ZT_CLUSTER_NET="10.$((200 + $$ % 50)).$(($$ % 250))"
+cluster="$root/scripts/cluster.sh"
+"$cluster" check
+trap '"$cluster" down >/dev/null' EXIT
+"$cluster" up 2
+"$cluster" shape "$rate"
+measured=$(cd "$root/scripts" && python3 -c "
+import os, cluster_link
+r = cluster_link.measure_rate('$cluster', dict(os.environ), rate_hint_bps={'gbit': 1e9, 'mbit': 1e6}.get('${rate//[0-9.]/}', 1e9) * float('${rate//[a-z]/}' or 1))
+print(int(r))")
+echo "# the link at $rate: $((measured / 1000000)) MB/s of TCP payload, measured from node 1 to node 2"
+"$cluster" run -n "$per_node" -- "$bench" --link-rate "$measured" "$@"

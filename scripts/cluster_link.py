@@ -1,0 +1,103 @@
+"""The emulated cluster's link, measured: the rate one node's TCP stream reaches another (the rate
+the step's inter-node bytes travel at) and the α–β model of a step at another rate.
+
+measure_rate(cluster_sh, env) runs a receiver in node 2 and a sender in node 1 (scripts/cluster.sh
+exec) and times a transfer of about one second at the shaped rate, after a first 64 KiB that opens
+the connection and TCP's window; bytes per second of payload.
+
+modelled_step_ms(...) is the sweep's cluster-mode model, α–β with the α left out (the shaper adds
+no latency; a call's few-µs veth round trip is noise beside these steps): the compute measured on
+the unshaped link (the step less the time it waited for collectives), plus the step's inter-node
+bytes (the whole job's comm_bytes_inter, split evenly over the nodes' own links, which send in
+parallel) at the link's rate measured with both nodes sending, as an exchange does. Intra-node
+bytes go through shared memory inside the compute term's noise. No overlap with compute is
+assumed, so a run that hides its collectives behind compute lands below the model."""
+import subprocess
+import time
+
+RECEIVER = r"""
+import socket, sys
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("0.0.0.0", int(sys.argv[1]))); s.listen(1); print("ready", flush=True)
+c, _ = s.accept(); n = 0
+while True:
+    b = c.recv(1 << 20)
+    if not b: break
+    n += len(b)
+c.sendall(b"k"); c.close(); print(n, flush=True)
+"""
+
+SENDER = r"""
+import socket, sys, time
+host, port, total = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+c = socket.create_connection((host, port)); chunk = b"\0" * (1 << 20)
+c.sendall(chunk[:65536])  # the connection and the first window, not timed
+t0 = time.perf_counter(); left = total
+while left > 0:
+    n = min(left, len(chunk)); c.sendall(chunk[:n]); left -= n
+c.shutdown(socket.SHUT_WR); c.recv(1); print(time.perf_counter() - t0, flush=True)
+"""
+
+
+def _transfer(cluster_sh, env, src, dst, total, port):
+    """Starts a receiver in node `dst` and a sender in node `src`; returns (sender, receiver) processes."""
+    host = subprocess.run([cluster_sh, "exec", str(dst), "hostname"], env=env, stdout=subprocess.PIPE, text=True,
+                          check=True).stdout.strip()
+    rx = subprocess.Popen([cluster_sh, "exec", str(dst), "python3", "-c", RECEIVER, str(port)], env=env,
+                          stdout=subprocess.PIPE, text=True)
+    if rx.stdout.readline().strip() != "ready":
+        rx.kill()
+        raise RuntimeError(f"cluster_link: the receiver in node {dst} did not start")
+    tx = subprocess.Popen([cluster_sh, "exec", str(src), "python3", "-c", SENDER, host, str(port), str(total)], env=env,
+                          stdout=subprocess.PIPE, text=True)
+    return tx, rx
+
+
+def measure_rate(cluster_sh, env, seconds_at_rate=1.0, rate_hint_bps=None, port=47111, both_ways=False):
+    """Payload bytes per second of a TCP stream from node 1 to node 2, about `seconds_at_rate` long;
+    both_ways: node 2 streams to node 1 at the same time (what an exchange between nodes does), and
+    the slower direction's rate is returned: each node's link then carries its data and the other
+    stream's acknowledgements in one queue."""
+    total = max(int((rate_hint_bps or 1e9) / 8 * seconds_at_rate), 4 << 20)
+    pairs = [(1, 2, port)] + ([(2, 1, port + 1)] if both_ways else [])
+    procs = [_transfer(cluster_sh, env, src, dst, total, p) for src, dst, p in pairs]
+    rates = []
+    try:
+        for tx, rx in procs:
+            out, _ = tx.communicate(timeout=300)
+            if tx.returncode != 0:
+                raise RuntimeError("cluster_link: the sender failed")
+            got = int(rx.stdout.readline().strip())
+            if got != total + 65536:
+                raise RuntimeError(f"cluster_link: received {got} of {total + 65536} bytes")
+            rates.append(total / float(out.strip()))
+    finally:
+        for tx, rx in procs:
+            for p in (tx, rx):
+                if p.poll() is None:
+                    try:
+                        p.wait(timeout=10)
+                    except subprocess.TimeoutExpired:
+                        p.kill()
+    return min(rates)
+
+
+def modelled_step_ms(compute_ms, inter_bytes, nodes, rate):
+    """The step at `rate` (bytes/s): the compute term plus the inter-node bytes' time on each link."""
+    return compute_ms + link_ms(inter_bytes, nodes, rate)
+
+
+def link_ms(inter_bytes, nodes, rate):
+    """Milliseconds a step's inter-node bytes occupy each node's link at `rate` (bytes/s)."""
+    return 1e3 * inter_bytes / max(1, nodes) / rate
+
+
+if __name__ == "__main__":  # scripts/cluster.sh must be up with 2 nodes
+    import os
+    import sys
+    here = os.path.dirname(os.path.abspath(__file__))
+    hint = float(sys.argv[1]) if len(sys.argv) > 1 else None
+    for both in (False, True):
+        r = measure_rate(os.path.join(here, "cluster.sh"), dict(os.environ), rate_hint_bps=hint, both_ways=both)
+        print(f"{r / 1e6:.1f} MB/s ({8 * r / 1e9:.3f} Gb/s) of TCP payload " +
+              ("each way, both nodes sending at once" if both else "from node 1 to node 2"))
