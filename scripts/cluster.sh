@@ -217,9 +217,10 @@ cmd_run() {
   # a rendezvous handshake (Open MPI's default above 64 KiB) waits behind the other direction's
   # data in it, which cost 1.35-1.6x the link's time per exchange; eagerly sent, an exchange takes
   # what its bytes need (bench/RESULTS.md). Unless given.
-  if [[ " ${mca[*]:-} " != *" btl_tcp_eager_limit "* ]]; then
-    keep+=(--mca btl_tcp_eager_limit 8388608 --mca btl_tcp_rndv_eager_limit 8388608 --mca btl_tcp_max_send_size 8388608)
-  fi
+  local k
+  for k in btl_tcp_eager_limit btl_tcp_rndv_eager_limit btl_tcp_max_send_size; do
+    [[ " ${mca[*]:-} " == *" $k "* ]] || keep+=(--mca "$k" 8388608)
+  done
   # The transport and launcher: rsh through the agent into each node, shared memory inside a node and
   # TCP on the cluster's subnet between nodes; no binding and yielding ranks (2 cores, many ranks).
   nsenter -t "$(holder 1)" -m -u -n --wd="$PWD" mpirun "${root_flag[@]}" -q --oversubscribe --bind-to none \

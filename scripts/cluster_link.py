@@ -39,18 +39,21 @@ c.shutdown(socket.SHUT_WR); c.recv(1); print(time.perf_counter() - t0, flush=Tru
 """
 
 
-def _transfer(cluster_sh, env, src, dst, total, port):
-    """Starts a receiver in node `dst` and a sender in node `src`; returns (sender, receiver) processes."""
-    host = subprocess.run([cluster_sh, "exec", str(dst), "hostname"], env=env, stdout=subprocess.PIPE, text=True,
-                          check=True).stdout.strip()
-    rx = subprocess.Popen([cluster_sh, "exec", str(dst), "python3", "-c", RECEIVER, str(port)], env=env,
+def rate_bits(rate):
+    """A tc rate (1gbit, 100mbit, 500kbit, 64000bit) in bits per second; ValueError otherwise."""
+    for unit, factor in (("gbit", 1e9), ("mbit", 1e6), ("kbit", 1e3), ("bit", 1.0)):
+        if rate.endswith(unit) and rate[:-len(unit)].replace(".", "", 1).isdigit():
+            return float(rate[:-len(unit)]) * factor
+    raise ValueError(f"'{rate}' is not a tc rate (e.g. 1gbit, 100mbit)")
+
+
+def _receiver(cluster_sh, env, node, port):
+    rx = subprocess.Popen([cluster_sh, "exec", str(node), "python3", "-c", RECEIVER, str(port)], env=env,
                           stdout=subprocess.PIPE, text=True)
     if rx.stdout.readline().strip() != "ready":
         rx.kill()
-        raise RuntimeError(f"cluster_link: the receiver in node {dst} did not start")
-    tx = subprocess.Popen([cluster_sh, "exec", str(src), "python3", "-c", SENDER, host, str(port), str(total)], env=env,
-                          stdout=subprocess.PIPE, text=True)
-    return tx, rx
+        raise RuntimeError(f"cluster_link: the receiver in node {node} did not start")
+    return rx
 
 
 def measure_rate(cluster_sh, env, seconds_at_rate=1.0, rate_hint_bps=None, port=47111, both_ways=False):
@@ -60,10 +63,17 @@ def measure_rate(cluster_sh, env, seconds_at_rate=1.0, rate_hint_bps=None, port=
     stream's acknowledgements in one queue."""
     total = max(int((rate_hint_bps or 1e9) / 8 * seconds_at_rate), 4 << 20)
     pairs = [(1, 2, port)] + ([(2, 1, port + 1)] if both_ways else [])
-    procs = [_transfer(cluster_sh, env, src, dst, total, p) for src, dst, p in pairs]
-    rates = []
+    hosts = {n: subprocess.run([cluster_sh, "exec", str(n), "hostname"], env=env, stdout=subprocess.PIPE, text=True,
+                               check=True).stdout.strip() for n in (1, 2)}
+    receivers, senders = [], []
     try:
-        for tx, rx in procs:
+        for src, dst, p in pairs:  # every receiver listens before any sender starts: the streams overlap
+            receivers.append(_receiver(cluster_sh, env, dst, p))
+        for src, dst, p in pairs:
+            senders.append(subprocess.Popen([cluster_sh, "exec", str(src), "python3", "-c", SENDER, hosts[dst], str(p),
+                                             str(total)], env=env, stdout=subprocess.PIPE, text=True))
+        rates = []
+        for tx, rx in zip(senders, receivers):
             out, _ = tx.communicate(timeout=300)
             if tx.returncode != 0:
                 raise RuntimeError("cluster_link: the sender failed")
@@ -72,13 +82,12 @@ def measure_rate(cluster_sh, env, seconds_at_rate=1.0, rate_hint_bps=None, port=
                 raise RuntimeError(f"cluster_link: received {got} of {total + 65536} bytes")
             rates.append(total / float(out.strip()))
     finally:
-        for tx, rx in procs:
-            for p in (tx, rx):
-                if p.poll() is None:
-                    try:
-                        p.wait(timeout=10)
-                    except subprocess.TimeoutExpired:
-                        p.kill()
+        for p in senders + receivers:
+            if p.poll() is None:
+                try:
+                    p.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    p.kill()
     return min(rates)
 
 
@@ -92,11 +101,11 @@ def link_ms(inter_bytes, nodes, rate):
     return 1e3 * inter_bytes / max(1, nodes) / rate
 
 
-if __name__ == "__main__":  # scripts/cluster.sh must be up with 2 nodes
+if __name__ == "__main__":  # scripts/cluster.sh must be up with 2 nodes; argument: the shaped tc rate
     import os
     import sys
     here = os.path.dirname(os.path.abspath(__file__))
-    hint = float(sys.argv[1]) if len(sys.argv) > 1 else None
+    hint = rate_bits(sys.argv[1]) if len(sys.argv) > 1 else None
     for both in (False, True):
         r = measure_rate(os.path.join(here, "cluster.sh"), dict(os.environ), rate_hint_bps=hint, both_ways=both)
         print(f"{r / 1e6:.1f} MB/s ({8 * r / 1e9:.3f} Gb/s) of TCP payload " +

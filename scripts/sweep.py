@@ -577,38 +577,33 @@ class Cluster:
         check = subprocess.run([self.sh, "check"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         if check.returncode != 0:
             sys.exit("sweep: --cluster: " + check.stdout.strip())
+        for rate in rates:
+            try:
+                cluster_link.rate_bits(rate)
+            except ValueError as e:
+                sys.exit(f"sweep: --link-rates: {e}")
         self.sh_run("up", str(nodes))
 
     def sh_run(self, *args):
         r = subprocess.run([self.sh] + list(args), env=self.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         if r.returncode != 0:
+            self.down()  # nothing of this sweep's cluster is left behind
             sys.exit(f"sweep: cluster.sh {' '.join(args)} failed: {r.stdout.strip()}")
         return r.stdout
 
     def shape(self, rate):
-        """Shapes every node's link (`off`: unshaped) and measures its TCP rate once per rate."""
+        """Shapes every node's link (`off`: unshaped, not measured) and measures its TCP rate once per rate."""
         self.sh_run("shape", rate)
-        if rate not in self.measured:
-            self.measured[rate] = cluster_link.measure_rate(self.sh, self.env, rate_hint_bps=rate_bits(rate), both_ways=True)
+        if rate != "off" and rate not in self.measured:
+            self.measured[rate] = cluster_link.measure_rate(self.sh, self.env, rate_hint_bps=cluster_link.rate_bits(rate), both_ways=True)
             print(f"sweep: the link at {rate}: {self.measured[rate] / 1e6:.1f} MB/s of TCP payload each way", flush=True)
-        return self.measured[rate]
+        return self.measured.get(rate)
 
     def launcher(self):
         return [self.sh, "run", "-n", str(self.per_node), "--"]
 
     def down(self):
         subprocess.run([self.sh, "down"], env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-
-
-def rate_bits(rate):
-    """A tc rate in bits per second (20 Gb/s for `off`: a hint for how much to send when measuring)."""
-    if rate == "off":
-        return 20e9
-    units = {"gbit": 1e9, "mbit": 1e6, "kbit": 1e3, "bit": 1.0}
-    for u, f in units.items():
-        if rate.endswith(u) and rate[:-len(u)].replace(".", "", 1).isdigit():
-            return float(rate[:-len(u)]) * f
-    sys.exit(f"sweep: --link-rates: '{rate}' is not a tc rate (e.g. 1gbit, 100mbit)")
 
 
 def run_one(cmd, log, name, env=None):

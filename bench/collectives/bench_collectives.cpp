@@ -111,9 +111,13 @@ int main(int argc, char** argv) {
 #if ZT_HAVE_MPI
   if (boot.mpi_active()) {
     zt::MpiCommunicator comm(boot);
-    // Several hosts, ranks node by node: the layout the engine gives the world (node = rank / n).
-    const int n = boot.local_size(), nodes = w / std::max(1, n);
-    const bool layered = boot.node_count() > 1 && boot.hosts_hold_consecutive_ranks() && w % n == 0;
+    // Several hosts of as many ranks each, ranks node by node: the layout the engine gives the world
+    // (node = rank / n); every rank decides alike (the hosts' sizes compared job-wide).
+    int sizes[2] = {boot.local_size(), -boot.local_size()};
+    ZT_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, sizes, 2, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
+    const int n = sizes[0], nodes = w / std::max(1, n);
+    const bool layered = boot.node_count() > 1 && boot.hosts_hold_consecutive_ranks() && sizes[0] == -sizes[1] &&
+                         w % n == 0;
     zt::NodeTopology topo{w, layered ? n : w};
     if (layered) comm.set_node_layout(topo.node_of_each_rank());
     std::vector<int> all(static_cast<size_t>(w));

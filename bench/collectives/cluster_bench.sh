@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # bench_collectives across 2 emulated nodes (scripts/cluster.sh, root): the link shaped to RATE, its
-# TCP rate measured in the same run (scripts/cluster_link.py), then each op of ours beside the MPI
-# library's own and beside the time the link needs for the op's inter-node bytes.
+# TCP rate measured in the same run with both nodes sending at once, as an exchange does
+# (scripts/cluster_link.py), then each op of ours beside the MPI library's own and beside the time
+# the link needs for the op's inter-node bytes at that rate.
 #   bench/collectives/cluster_bench.sh [RATE=1gbit] [RANKS_PER_NODE=2] [bench_collectives flags...]
 # ZT_BUILD_DIR picks the build (default build/); the cluster is this script's own and is removed after.
 set -euo pipefail
@@ -19,7 +20,6 @@ trap '"$cluster" down >/dev/null' EXIT
 "$cluster" shape "$rate"
 measured=$(cd "$root/scripts" && python3 -c "
 import os, cluster_link
-r = cluster_link.measure_rate('$cluster', dict(os.environ), rate_hint_bps={'gbit': 1e9, 'mbit': 1e6}.get('${rate//[0-9.]/}', 1e9) * float('${rate//[a-z]/}' or 1))
-print(int(r))")
-echo "# the link at $rate: $((measured / 1000000)) MB/s of TCP payload, measured from node 1 to node 2"
+print(int(cluster_link.measure_rate('$cluster', dict(os.environ), rate_hint_bps=cluster_link.rate_bits('$rate'), both_ways=True)))")
+echo "# the link at $rate: $(awk "BEGIN{printf \"%.1f\", $measured / 1e6}") MB/s of TCP payload each way, both nodes sending at once"
 "$cluster" run -n "$per_node" -- "$bench" --link-rate "$measured" "$@"

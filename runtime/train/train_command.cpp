@@ -68,6 +68,17 @@ int resolve_ranks_per_node(int flag, int W) {
 // world stands for one node, said once.
 int ranks_per_node_of_job(int flag, const Bootstrap& boot) {
   const int W = boot.world_size();
+  // Ranks placed round-robin (mpirun --map-by node): node = rank / n would name the wrong ranks as
+  // neighbours, and hpZ's and MiCS's groups and the two-level collectives would cross the hosts they
+  // claim to stay inside, whatever --ranks-per-node says.
+  if (!boot.hosts_hold_consecutive_ranks()) {
+    if (boot.rank() == 0)
+      write_all(stderr, "error: the launcher placed the ranks on " + std::to_string(boot.node_count()) +
+                            " hosts round-robin, not node by node (each host's ranks consecutive: 0.." +
+                            std::to_string(boot.local_size() - 1) + " on the first, and so on), which zerotrain's "
+                            "node layout needs. Fix: launch with --map-by slot (Open MPI's default with a hostfile)\n");
+    throw ReportedError(kUserErrorExit);
+  }
   if (flag > 0) {
     if (W % flag == 0) return flag;
     if (boot.rank() == 0)
@@ -78,17 +89,6 @@ int ranks_per_node_of_job(int flag, const Bootstrap& boot) {
   }
   int n = boot.local_size();
   boot.broadcast_bytes(&n, sizeof n, 0);
-  // Ranks placed round-robin (mpirun --map-by node): node = rank / n would name the wrong ranks as
-  // neighbours, and hpZ's and MiCS's groups and the two-level collectives would cross the hosts they
-  // claim to stay inside.
-  if (!boot.hosts_hold_consecutive_ranks()) {
-    if (boot.rank() == 0)
-      write_all(stderr, "error: the launcher placed the ranks on " + std::to_string(boot.node_count()) +
-                            " hosts round-robin, not node by node (each host's ranks consecutive: 0.." +
-                            std::to_string(n - 1) + " on the first, and so on), which zerotrain's node layout "
-                            "needs. Fix: launch with --map-by slot (Open MPI's default with a hostfile)\n");
-    throw ReportedError(kUserErrorExit);
-  }
   if (n >= 1 && W % n == 0) return n;
   if (boot.rank() == 0)
     std::printf("zerotrain: rank 0's host holds %d of %d ranks, which does not divide the world: the bytes per link "

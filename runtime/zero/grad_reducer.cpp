@@ -121,6 +121,10 @@ uint64_t GradReducer::exact_elements_per_micro_step() const {
 }
 
 void GradReducer::start_step() {
+  // A step that ended early (an exception before finish()) may leave replica calls writing into
+  // the gradients: they complete before the gradients are zeroed.
+  for (ReplicaCall& r : replica_calls_) r.handle->wait();
+  replica_calls_.clear();
   for (int u = 0; u < z_.part.units(); ++u)
     z_.backend.zero(grads_[size_t(u)], size_t(z_.part.unit(u).grad_len) * z_.element_bytes());
 }

@@ -22,6 +22,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -73,7 +74,13 @@ def records(path):
 
 def bytes_sent():
     p = cluster("counters")
-    return json.loads(p.stdout)["bytes_sent"] if p.returncode == 0 else None
+    if p.returncode != 0:
+        raise RuntimeError("cluster.sh counters failed: " + p.stdout.strip())
+    return json.loads(p.stdout)["bytes_sent"]
+
+
+# A timeout's SIGTERM (CTest) still takes the cluster down: the finally below runs on SystemExit.
+signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
 
 
 CASES = [
@@ -91,13 +98,13 @@ try:
     if p.returncode == 77:
         if os.environ.get("CI") == "true":
             check(False, p.stdout.strip() + " (CI=true: the cluster must run here)")
-            raise SystemExit
+            raise SystemExit(1)
         print(p.stdout.strip() + ": skipped")
         sys.exit(77)
     up = cluster("up", "2")
     check(up.returncode == 0, "two nodes come up (%s)" % up.stdout.strip()[-200:])
     if up.returncode != 0:
-        raise SystemExit
+        raise SystemExit(1)
 
     # 1. The same training as one host told the layout.
     for name, zero in CASES:
