@@ -13,7 +13,6 @@ parallel) at the link's rate measured with both nodes sending, as an exchange do
 bytes go through shared memory inside the compute term's noise. No overlap with compute is
 assumed, so a run that hides its collectives behind compute lands below the model."""
 import subprocess
-import time
 
 RECEIVER = r"""
 import socket, sys
