@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "collectives/half_convert.h"
+#include "base/half_float.h"
 
 namespace zt {
 namespace {
@@ -70,10 +70,10 @@ void reduce_rows(const void* rows, size_t n, int w, DType t, int divisor, void* 
       reduce_f32(static_cast<const float*>(rows), n, w, divisor, static_cast<float*>(out));
       break;
     case DType::BF16:
-      reduce_16<bf16_to_f32, f32_to_bf16>(static_cast<const uint16_t*>(rows), n, w, divisor, static_cast<uint16_t*>(out));
+      reduce_16<bf16_bits_to_f32, f32_to_bf16_bits>(static_cast<const uint16_t*>(rows), n, w, divisor, static_cast<uint16_t*>(out));
       break;
     case DType::F16:
-      reduce_16<f16_to_f32, f32_to_f16>(static_cast<const uint16_t*>(rows), n, w, divisor, static_cast<uint16_t*>(out));
+      reduce_16<f16_bits_to_f32, f32_to_f16_bits>(static_cast<const uint16_t*>(rows), n, w, divisor, static_cast<uint16_t*>(out));
       break;
     case DType::I64:
       reduce_i64(static_cast<const int64_t*>(rows), n, w, static_cast<int64_t*>(out));

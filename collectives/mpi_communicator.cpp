@@ -240,7 +240,7 @@ struct MpiCommunicator::Impl {
               launcher.source + ").";
       else if (who.host_lost)
         end = "Aborting the job; if mpirun does not exit, its daemons wait on the lost link: launch with " +
-              launcher_link_check_hint(limit) + " (README, Across nodes).";
+              launcher_link_check_hint(limit) + " (docs/across-nodes.md).";
       std::fprintf(stderr,
                    "[rank %d] zerotrain: collective %s #%llu on %s did not complete within %g s; %s. To wait longer "
                    "set ZT_COMM_TIMEOUT_S=<seconds> (now %g). %s\n",

@@ -1,5 +1,5 @@
-// Per-element Adam update and fp32 -> bf16/fp16 rounding shared by every SIMD path's tail and the
-// scalar path. Internal: everything has internal linkage so each ISA's file keeps its own copy.
+// Per-element Adam update and the low-precision store (base/half_float.h's rounding) shared by every
+// SIMD path's tail and the scalar path. Internal: everything has internal linkage so each ISA's file keeps its own copy.
 #pragma once
 
 #include <immintrin.h>
@@ -8,6 +8,7 @@
 #include <cstring>
 #include <cmath>
 
+#include "base/half_float.h"
 #include "offload/cpu_adam.h"
 
 namespace zt::offload {
@@ -33,44 +34,6 @@ inline void adam_prefetch(const float* p, const float* g, const float* m, const 
 inline size_t adam_head_elems(const float* p) {
   const auto mis = reinterpret_cast<uintptr_t>(p) & 63u;
   return mis == 0 ? 0 : (64u - mis) / sizeof(float) % 16u;
-}
-
-inline uint32_t f32_bits(float f) {
-  uint32_t x;
-  std::memcpy(&x, &f, 4);
-  return x;
-}
-
-// bf16: round to nearest even; NaN -> quiet NaN (sign and top payload bits kept).
-inline uint16_t f32_to_bf16_bits(float f) {
-  const uint32_t x = f32_bits(f);
-  if ((x & 0x7FFFFFFFu) > 0x7F800000u) return static_cast<uint16_t>((x >> 16) | 0x0040u);
-  return static_cast<uint16_t>((x + 0x7FFFu + ((x >> 16) & 1u)) >> 16);
-}
-
-// Rounds `mant >> shift` to nearest even (shift >= 1).
-inline uint32_t shift_round_even(uint32_t mant, uint32_t shift) {
-  const uint32_t r = mant >> shift;
-  const uint32_t rem = mant & ((1u << shift) - 1u);
-  const uint32_t half = 1u << (shift - 1u);
-  return (rem > half || (rem == half && (r & 1u))) ? r + 1u : r;
-}
-
-// fp16 (IEEE binary16): round to nearest even with subnormals; overflow -> inf; NaN -> quiet NaN
-// keeping sign and the top 10 payload bits (what x86's vcvtps2ph produces).
-inline uint16_t f32_to_f16_bits(float f) {
-  const uint32_t x = f32_bits(f);
-  const uint32_t sign = (x >> 16) & 0x8000u;
-  const uint32_t ax = x & 0x7FFFFFFFu;
-  if (ax > 0x7F800000u) return static_cast<uint16_t>(sign | 0x7E00u | ((ax >> 13) & 0x3FFu));
-  if (ax >= 0x477FF000u) return static_cast<uint16_t>(sign | 0x7C00u);  // >= 65520 (and inf)
-  if (ax >= 0x38800000u) {                                               // normal fp16 range
-    return static_cast<uint16_t>(sign | shift_round_even(ax - 0x38000000u, 13));
-  }
-  if (ax <= 0x33000000u) return static_cast<uint16_t>(sign);  // <= 2^-25 rounds to zero
-  const uint32_t e = ax >> 23;
-  const uint32_t mant = (ax & 0x7FFFFFu) | 0x800000u;
-  return static_cast<uint16_t>(sign | shift_round_even(mant, 126u - e));
 }
 
 inline void store_low(void* out, int out_kind, size_t i, float val) {

@@ -1,4 +1,4 @@
-// CPU Adam dispatcher: picks the SIMD path (CPU features, ZT_SIMD), folds the hyper-parameters into
+// CPU Adam dispatcher: runs the SIMD level base/simd.h resolves (CPU features, ZT_SIMD), folds the hyper-parameters into
 // per-step constants once, and splits the shard over OpenMP threads in static, size-based chunks.
 #include "offload/cpu_adam.h"
 
@@ -26,13 +26,6 @@ int out_kind_of(const AdamOutput& out) {
                               std::string(dtype_name(out.dtype)));
 }
 
-std::string supported_list() {
-  std::string s = "scalar";
-  if (simd_path_supported(SimdPath::Avx2)) s += ", avx2";
-  if (simd_path_supported(SimdPath::Avx512)) s += ", avx512";
-  return s;
-}
-
 int thread_count(size_t n, int requested) {
   const int max_t = requested > 0 ? requested : omp_get_max_threads();
   const size_t useful = std::max<size_t>(1, n / kMinElemsPerThread);
@@ -50,79 +43,23 @@ void chunk(size_t n, int t, int T, size_t& begin, size_t& end) {
   end = edge(t + 1);
 }
 
-}  // namespace
+// The level a call runs: the one it asks for, checked, or base/simd.h's rule.
+SimdLevel level_of(const CpuAdamOptions& opt) {
+  return opt.level ? checked_simd_level(*opt.level, "requested") : resolve_simd_level();
+}
 
-const char* simd_path_name(SimdPath path) {
+detail::AdamRangeFn adam_fn(SimdLevel path) {
   switch (path) {
-    case SimdPath::Auto: return "auto";
-    case SimdPath::Avx512: return "avx512";
-    case SimdPath::Avx2: return "avx2";
-    case SimdPath::Scalar: return "scalar";
-  }
-  return "?";
-}
-
-SimdPath parse_simd_path(const std::string& name) {
-  if (name == "avx512") return SimdPath::Avx512;
-  if (name == "avx2") return SimdPath::Avx2;
-  if (name == "scalar") return SimdPath::Scalar;
-  if (name == "auto") return SimdPath::Auto;
-  throw std::invalid_argument("unknown SIMD path '" + name + "': use avx512, avx2, scalar or auto");
-}
-
-bool simd_path_supported(SimdPath path) {
-  __builtin_cpu_init();
-  switch (path) {
-    case SimdPath::Auto:
-    case SimdPath::Scalar: return true;
-    case SimdPath::Avx2:
-      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
-    case SimdPath::Avx512:
-      return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-             __builtin_cpu_supports("avx512vl");
-  }
-  return false;
-}
-
-SimdPath resolve_simd_path(SimdPath requested) {
-  std::string origin = "requested";
-  if (requested == SimdPath::Auto) {
-    const char* env = std::getenv("ZT_SIMD");
-    if (env && *env) {
-      try {
-        requested = parse_simd_path(env);
-      } catch (const std::invalid_argument& e) {
-        throw std::runtime_error(std::string("ZT_SIMD=") + env + ": " + e.what());
-      }
-      origin = std::string("ZT_SIMD=") + env;
-    }
-  }
-  if (requested == SimdPath::Auto) {
-    if (simd_path_supported(SimdPath::Avx512)) return SimdPath::Avx512;
-    if (simd_path_supported(SimdPath::Avx2)) return SimdPath::Avx2;
-    return SimdPath::Scalar;
-  }
-  if (!simd_path_supported(requested)) {
-    throw std::runtime_error(origin + ": this CPU does not support the " + simd_path_name(requested) +
-                             " path (it supports: " + supported_list() + "); unset ZT_SIMD or pick one of those");
-  }
-  return requested;
-}
-
-namespace {
-
-detail::AdamRangeFn adam_fn(SimdPath path) {
-  switch (path) {
-    case SimdPath::Avx512: return detail::adam_range_avx512;
-    case SimdPath::Avx2: return detail::adam_range_avx2;
+    case SimdLevel::Avx512: return detail::adam_range_avx512;
+    case SimdLevel::Avx2: return detail::adam_range_avx2;
     default: return detail::adam_range_scalar;
   }
 }
 
-detail::ConvertRangeFn convert_fn(SimdPath path) {
+detail::ConvertRangeFn convert_fn(SimdLevel path) {
   switch (path) {
-    case SimdPath::Avx512: return detail::convert_range_avx512;
-    case SimdPath::Avx2: return detail::convert_range_avx2;
+    case SimdLevel::Avx512: return detail::convert_range_avx512;
+    case SimdLevel::Avx2: return detail::convert_range_avx2;
     default: return detail::convert_range_scalar;
   }
 }
@@ -133,7 +70,7 @@ void cpu_adam_step(float* p, const float* g, float* m, float* v, size_t n, const
                    AdamOutput out, const CpuAdamOptions& opt) {
   const int out_kind = out_kind_of(out);
   const detail::AdamConsts c = detail::make_adam_consts(h);
-  const detail::AdamRangeFn fn = adam_fn(resolve_simd_path(opt.path));
+  const detail::AdamRangeFn fn = adam_fn(level_of(opt));
   if (n == 0) return;
   const int T = thread_count(n, opt.num_threads);
   auto* o16 = static_cast<uint16_t*>(out.data);
@@ -148,7 +85,7 @@ void cpu_adam_step(float* p, const float* g, float* m, float* v, size_t n, const
 void convert_f32(void* dst, DType dtype, const float* src, size_t n, const CpuAdamOptions& opt) {
   const int kind = out_kind_of(AdamOutput{dst, dtype});
   if (kind == 0 || n == 0) return;
-  const detail::ConvertRangeFn fn = convert_fn(resolve_simd_path(opt.path));
+  const detail::ConvertRangeFn fn = convert_fn(level_of(opt));
   const int T = thread_count(n, opt.num_threads);
   auto* o16 = static_cast<uint16_t*>(dst);
 #pragma omp parallel num_threads(T)

@@ -3,25 +3,13 @@
 #pragma once
 
 #include <cstddef>
-#include <string>
+#include <optional>
 
 #include "base/adam_math.h"
 #include "base/dtype.h"
+#include "base/simd.h"
 
 namespace zt::offload {
-
-// The SIMD path a step runs on. Auto = the widest the CPU supports (ZT_SIMD may force one).
-enum class SimdPath { Auto, Avx512, Avx2, Scalar };
-
-const char* simd_path_name(SimdPath path);
-// Parses "avx512" | "avx2" | "scalar"; throws std::invalid_argument naming the accepted values.
-SimdPath parse_simd_path(const std::string& name);
-// True when this CPU can run `path` (Auto and Scalar always).
-bool simd_path_supported(SimdPath path);
-// Resolves Auto: ZT_SIMD when set (an unknown or unsupported value throws std::runtime_error
-// saying which paths this CPU has), else the widest supported path. A concrete path is checked
-// against the CPU the same way.
-SimdPath resolve_simd_path(SimdPath requested = SimdPath::Auto);
 
 // Optional low-precision copy of the updated params, written in the same pass.
 struct AdamOutput {
@@ -30,7 +18,9 @@ struct AdamOutput {
 };
 
 struct CpuAdamOptions {
-  SimdPath path = SimdPath::Auto;
+  // The SIMD level a call runs: unset = base/simd.h's rule at the call (ZT_SIMD, else the widest
+  // this CPU has); a level given is checked against the CPU the same way (std::runtime_error).
+  std::optional<SimdLevel> level;
   int num_threads = 0;  // 0 = omp_get_max_threads()
 };
 

@@ -13,7 +13,7 @@
 #                                     mpirun inside node 1 across every node (ranks node by node
 #                                     unless --map-by says otherwise);
 #                                     the launcher's link check is set to end a job whose node is cut
-#                                     off within ZT_COMM_TIMEOUT_S + 30 s (README, Across nodes)
+#                                     off within ZT_COMM_TIMEOUT_S + 30 s (docs/across-nodes.md)
 #   cluster.sh status [--json]        nodes, addresses, shaping, interface counters, processes
 #   cluster.sh counters               {"bytes_sent": total, "nodes": [{"tx":..,"rx":..}, ...]} (JSON)
 #   cluster.sh link NODE down|up      cut or restore node NODE's link (a fault: the job is not told)

@@ -6,10 +6,16 @@
 # mutation, also on Ctrl-C, and the executables are rebuilt from the restored source at the end.
 #
 #   bash scripts/mutation_check.sh [--build DIR] [--list FILE] [--only NAME[,NAME...]] [--all]
+#   bash scripts/mutation_check.sh --check-list [--list FILE]
+#
+# --check-list only reads the list against the source (seconds, no build, no mutation applied):
+# every file exists, every from: text occurs exactly once in its file, every tests: name is a test
+# executable some tests/**/CMakeLists.txt defines. CTest runs it (mutation_list), so a refactor that
+# rewrites a mutated line fails the suite instead of rotting the list.
 #
 # --all runs every selected test of a mutation (the table then lists every test that failed);
 # without it the first failure ends that mutation's run. Needs a configured build (scripts/build.sh).
-# CI does not run it (about a minute per mutation on 2 cores); run it before closing a change to
+# CI runs only --check-list; the mutations themselves take about a minute each on 2 cores, so; run it before closing a change to
 # runtime/zero/, runtime/engine/, collectives/ or offload/, and quote its table. Exit status: 0 when
 # every mutation was caught, 1 when one survived, 2 for bad input.
 set -euo pipefail
@@ -18,17 +24,19 @@ build="$root/build"
 list="$root/scripts/mutations.txt"
 only=""
 stop_on_failure=1
+check_list=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --build) build="$(cd "$2" && pwd)"; shift 2 ;;
     --list) list="$2"; shift 2 ;;
     --only) only=",$2,"; shift 2 ;;
     --all) stop_on_failure=0; shift ;;
-    *) echo "mutation_check: unknown argument '$1' (use --build DIR, --list FILE, --only NAMES, --all)" >&2; exit 2 ;;
+    --check-list) check_list=1; shift ;;
+    *) echo "mutation_check: unknown argument '$1' (use --build DIR, --list FILE, --only NAMES, --all, --check-list)" >&2; exit 2 ;;
   esac
 done
-[ -f "$build/CMakeCache.txt" ] || { echo "mutation_check: $build is not a configured build: run scripts/build.sh first" >&2; exit 2; }
 [ -f "$list" ] || { echo "mutation_check: no mutation list at $list" >&2; exit 2; }
+[ $check_list = 1 ] || [ -f "$build/CMakeCache.txt" ] || { echo "mutation_check: $build is not a configured build: run scripts/build.sh first" >&2; exit 2; }
 jobs="${ZT_JOBS:-$(nproc)}"
 
 # --- the list: blocks of "key: value" lines ------------------------------------------------------
@@ -58,6 +66,29 @@ while IFS= read -r line || [ -n "$line" ]; do
 done <"$list"
 flush
 [ ${#names[@]} -gt 0 ] || { echo "mutation_check: no mutation selected from $list" >&2; exit 2; }
+
+# --- --check-list: the list against today's source, nothing built or changed ---------------------
+if [ $check_list = 1 ]; then
+  defined="$(cat "$root"/tests/*/CMakeLists.txt "$root"/tests/CMakeLists.txt |
+             grep -oE '(add_executable|zt_add_unit_test)\([A-Za-z0-9_]+' | sed -E 's/.*\(//' | sort -u)"
+  bad=0
+  for i in "${!names[@]}"; do
+    name="${names[$i]}"; file="${files[$i]}"
+    if [ ! -f "$root/$file" ]; then
+      echo "mutation_check: $list: mutation '$name': no file $file (fix its file: line)"; bad=$((bad + 1)); continue
+    fi
+    count="$(FROM="${froms[$i]}" perl -0777 -ne 'my $c = () = /\Q$ENV{FROM}\E/g; print $c' "$root/$file")"
+    if [ "$count" != 1 ]; then
+      echo "mutation_check: $list: mutation '$name': its from: text occurs $count times in $file, not once (fix its from: line)"
+      bad=$((bad + 1))
+    fi
+    for t in ${tests[$i]}; do
+      grep -qx "$t" <<<"$defined" || { echo "mutation_check: $list: mutation '$name': no test executable '$t' in tests/ (fix its tests: line)"; bad=$((bad + 1)); }
+    done
+  done
+  echo "mutation_check: --check-list: ${#names[@]} mutation(s), $bad problem(s)"
+  [ $bad = 0 ] && exit 0 || exit 1
+fi
 
 # --- one substitution, exact and unique ----------------------------------------------------------
 # replace FILE FROM TO: fails (exit 2) unless FROM occurs exactly once in FILE.

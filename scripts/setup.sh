@@ -6,7 +6,8 @@ packages=(cmake g++ make ninja-build pkg-config
           libprotobuf-dev protobuf-compiler libisal-dev libxxhash-dev python3 python3-venv python3-matplotlib openssh-client
           clang libclang-rt-14-dev libomp-dev  # the config fuzzer: clang's libFuzzer and OpenMP runtimes
           libpcre2-dev  # the BPE pre-tokenizer's Unicode regex
-          iproute2 util-linux)  # scripts/cluster.sh: network namespaces, veth, tc; nsenter, unshare
+          iproute2 util-linux  # scripts/cluster.sh: network namespaces, veth, tc; nsenter, unshare
+          jq)  # scripts/mutation_check.sh: the CTest names of a mutation's test executables
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

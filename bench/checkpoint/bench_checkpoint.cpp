@@ -241,7 +241,7 @@ int main(int argc, char** argv) {
   const int64_t params = std::max<int64_t>(1024, mib * (1 << 20) / 12 / 1024 * 1024);
   HostState state(params, 0, small_pages), unaligned(params, 16, small_pages);
   zt::SingleCommunicator comm;
-  zt::ckpt::RankExchange ex(comm);
+  zt::RankExchange ex(comm);
   zt::ckpt::SaveOptions so;  // the write path: O_DIRECT through io_uring, hashing beside it
   so.dir = dir + "/c";
   so.writer_nice = 0;        // nothing else runs here: the rounds measure the disk, not the scheduler

@@ -19,7 +19,7 @@
 namespace {
 
 using Clock = std::chrono::steady_clock;
-using zt::offload::SimdPath;
+using zt::SimdLevel;
 
 std::string cpu_model() {
   std::ifstream f("/proc/cpuinfo");
@@ -86,12 +86,12 @@ int main(int argc, char** argv) {
   app.add_option("--paths", path_names, "paths to measure (default: every path this CPU supports)");
   CLI11_PARSE(app, argc, argv);
 
-  std::vector<SimdPath> paths;
+  std::vector<SimdLevel> paths;
   if (path_names.empty()) {
-    for (SimdPath p : {SimdPath::Avx512, SimdPath::Avx2, SimdPath::Scalar})
-      if (zt::offload::simd_path_supported(p)) paths.push_back(p);
+    for (SimdLevel p : {SimdLevel::Avx512, SimdLevel::Avx2, SimdLevel::Scalar})
+      if (zt::simd_level_supported(p)) paths.push_back(p);
   } else {
-    for (const auto& n : path_names) paths.push_back(zt::offload::resolve_simd_path(zt::offload::parse_simd_path(n)));
+    for (const auto& n : path_names) paths.push_back(zt::checked_simd_level(zt::parse_simd_level(n), "--paths " + n));
   }
   const size_t n = mparams * 1000000;
   const std::string machine = cpu_model();
@@ -115,7 +115,7 @@ int main(int argc, char** argv) {
   zt::AdamWHyper h;
   h.weight_decay = 0.01f;
   int step = 1;
-  auto adam = [&](SimdPath path, int threads, void* out) {
+  auto adam = [&](SimdLevel path, int threads, void* out) {
     h.step = step++;
     zt::offload::cpu_adam_step(P, G, M, V, n, h, {out, zt::DType::BF16}, {path, threads});
   };
@@ -125,7 +125,7 @@ int main(int argc, char** argv) {
   // Warm-up: one pass of everything (page faults, frequency).
   zt::bench::stream_probe(P, G, M, V, n, max_threads);
   zt::bench::stream_probe(P, G, M, V, n, max_threads, zt::bench::ProbeKind::Prefetch);
-  for (SimdPath path : paths) adam(path, max_threads, nullptr);
+  for (SimdLevel path : paths) adam(path, max_threads, nullptr);
 
   // time[variant][threads] per round; variant a probe or a path name. Two probes run every round
   // (the compiler's loop and the Adam's loop structure with prefetch); the ceiling of a round is
@@ -147,7 +147,7 @@ int main(int argc, char** argv) {
       const double ceiling = std::min(t[0], t[1]);
       for (size_t k = 0; k < nv; ++k) {
         const std::string name = k < kProbes ? zt::bench::probe_kind_name(probes[k])
-                                             : zt::offload::simd_path_name(paths[k - kProbes]);
+                                             : zt::simd_level_name(paths[k - kProbes]);
         t_of[name][T].push_back(t[k]);
         ratio_of[name][T].push_back(ceiling / t[k]);
       }
@@ -155,7 +155,7 @@ int main(int argc, char** argv) {
   }
 
   // Fused step + bf16 copy vs step then a separate conversion pass, best path, all threads.
-  const SimdPath best = paths.front();
+  const SimdLevel best = paths.front();
   const int T = max_threads;
   std::vector<double> t_fused, t_separate, fuse_ratio;
   for (int r = 0; r < rounds; ++r) {
@@ -185,7 +185,7 @@ int main(int argc, char** argv) {
   double best_ratio = 0;
   std::string best_name;
   std::vector<std::string> order{zt::bench::probe_kind_name(probes[0]), zt::bench::probe_kind_name(probes[1])};
-  for (SimdPath path : paths) order.push_back(zt::offload::simd_path_name(path));
+  for (SimdLevel path : paths) order.push_back(zt::simd_level_name(path));
   for (int Tn : thread_counts) {
     for (const auto& name : order) {
       const Stats ts = stats(t_of[name][Tn]);
@@ -211,7 +211,7 @@ int main(int argc, char** argv) {
   const Stats fs = stats(t_fused), ss = stats(t_separate), fr = stats(fuse_ratio);
   std::printf("\nfused step + bf16 copy (%s, %d threads): %.2f GB/s (30 B/param), median %.4f s; step then "
               "convert: median %.4f s\n",
-              zt::offload::simd_path_name(best), T, bytes_fused / fs.median / 1e9, fs.median, ss.median);
+              zt::simd_level_name(best), T, bytes_fused / fs.median / 1e9, fs.median, ss.median);
   std::printf("fusing speed-up (separate / fused): %.3f (min..max %.3f..%.3f) -> %s\n", fr.median, fr.min, fr.max,
               fr.median > 1.0 ? "fused wins" : "FUSED DOES NOT WIN");
   char buf[640];
@@ -219,7 +219,7 @@ int main(int argc, char** argv) {
                 "{\"bench\":\"cpu_adam\",\"machine\":\"%s\",\"variant\":\"fused_bf16\",\"path\":\"%s\",\"threads\":%d,"
                 "\"params\":%zu,\"fused_median_s\":%.6f,\"separate_median_s\":%.6f,\"ratio\":%.4f,\"ratio_min\":%.4f,"
                 "\"ratio_max\":%.4f,\"ratio_to\":\"step then separate conversion pass (>1: fused faster)\"}",
-                json_escape(machine).c_str(), zt::offload::simd_path_name(best), T, n, fs.median, ss.median,
+                json_escape(machine).c_str(), zt::simd_level_name(best), T, n, fs.median, ss.median,
                 fr.median, fr.min, fr.max);
   json.push_back(buf);
   const double load_end = load_average();

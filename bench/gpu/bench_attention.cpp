@@ -7,7 +7,7 @@
 // halved by the mask (2·B·NH·T²·hs); backward 2.5 times that (5 products). The flash backward does
 // 7 (dQ recomputes S and dP so that no atomics are needed): that work is not counted.
 // Head size 128 runs at the FLOPs of the GPT-2 shape (half the heads): its backward's dK/dV kernel
-// spills registers (README), and each shape's line "backward kernels" shows registers and local
+// spills registers (docs/status.md), and each shape's line "backward kernels" shows registers and local
 // memory (the spill's stack frame) per thread, so the times show what the spill costs.
 //   usage: bench_attention [--quick]        (exit 77 without a GPU)
 #include <cuda_runtime.h>

@@ -94,9 +94,9 @@ int main(int argc, char** argv) {
   std::sort(thread_counts.begin(), thread_counts.end());
   thread_counts.erase(std::unique(thread_counts.begin(), thread_counts.end()), thread_counts.end());
 
-  std::vector<zt::cpu::SimdLevel> levels;
-  for (auto l : {zt::cpu::SimdLevel::Avx512, zt::cpu::SimdLevel::Avx2, zt::cpu::SimdLevel::Scalar})
-    if (zt::cpu::simd_level_supported(l)) levels.push_back(l);
+  std::vector<zt::SimdLevel> levels;
+  for (auto l : {zt::SimdLevel::Avx512, zt::SimdLevel::Avx2, zt::SimdLevel::Scalar})
+    if (zt::simd_level_supported(l)) levels.push_back(l);
 
   const size_t n = melems * 1000000;
   const zt::quant::BlockPlan plan = block ? zt::quant::BlockPlan(1, n, block) : zt::quant::BlockPlan(1, n);
@@ -133,8 +133,8 @@ int main(int argc, char** argv) {
   // key: level/threads/bits/dtype/op -> times and ratios
   std::map<std::string, std::vector<double>> t_of, ratio_of;
   std::map<std::string, double> bytes_of;
-  auto key = [](zt::cpu::SimdLevel l, int T, QuantBits b, bool bf16, const std::string& op) {
-    return std::string(zt::cpu::simd_level_name(l)) + "/" + std::to_string(T) + "/" + zt::quant::quant_bits_name(b) +
+  auto key = [](zt::SimdLevel l, int T, QuantBits b, bool bf16, const std::string& op) {
+    return std::string(zt::simd_level_name(l)) + "/" + std::to_string(T) + "/" + zt::quant::quant_bits_name(b) +
            "/" + (bf16 ? "bf16" : "fp32") + "/" + op;
   };
   for (int r = 0; r < rounds; ++r) {
@@ -184,7 +184,7 @@ int main(int argc, char** argv) {
           const Stats ts = stats(t_of[k]), ms = stats(t_of[k + "/memcpy"]), rs = stats(ratio_of[k]);
           const double gbps = bytes_of[k] / ts.median / 1e9, mgbps = bytes_of[k] / ms.median / 1e9;
           const char* dt = v.bf16 ? "bf16" : "fp32";
-          std::printf("%-7s %7d %5s %5s %-10s %10.2f %12.2f %8.3f %9.3f..%.3f\n", zt::cpu::simd_level_name(level), T,
+          std::printf("%-7s %7d %5s %5s %-10s %10.2f %12.2f %8.3f %9.3f..%.3f\n", zt::simd_level_name(level), T,
                       zt::quant::quant_bits_name(v.bits), dt, op, gbps, mgbps, rs.median, rs.min, rs.max);
           char buf[768];
           std::snprintf(buf, sizeof buf,
@@ -194,7 +194,7 @@ int main(int argc, char** argv) {
                         "\"memcpy_gbps\":%.3f,\"ratio\":%.4f,\"ratio_min\":%.4f,\"ratio_max\":%.4f,"
                         "\"ratio_to\":\"memcpy of the same bytes read+written, same round and thread count\","
                         "\"loadavg_start\":%.2f}",
-                        machine.c_str(), zt::cpu::simd_level_name(level), T, zt::quant::quant_bits_name(v.bits), dt, op,
+                        machine.c_str(), zt::simd_level_name(level), T, zt::quant::quant_bits_name(v.bits), dt, op,
                         n, plan.block_size(), rounds, ts.median, ts.min, ts.max, bytes_of[k], gbps, mgbps, rs.median,
                         rs.min, rs.max, load_start);
           json.push_back(buf);
@@ -203,7 +203,7 @@ int main(int argc, char** argv) {
         }
   std::printf("\nworst round trip at %s, %d threads: %.1f%% of memcpy's bandwidth (goal >= 80%%): %s\n"
               "load average %.2f at start, %.2f at end (other work on the machine makes every ratio noisier)\n\n",
-              zt::cpu::simd_level_name(levels.front()), thread_counts.back(), 100 * worst_roundtrip,
+              zt::simd_level_name(levels.front()), thread_counts.back(), 100 * worst_roundtrip,
               worst_roundtrip >= 0.8 ? "met" : "NOT met", load_start, load_average());
   for (const auto& j : json) std::printf("%s\n", j.c_str());
   return 0;

@@ -2,15 +2,13 @@
 // compiled for AVX-512, AVX2+FMA and baseline x86-64, and the widest the CPU supports runs.
 #pragma once
 
+#include "base/simd.h"
+
 namespace zt::cpu {
 
-// Which compiled variant the kernels run. Chosen once per process with offload's rules (ZT_SIMD may
-// force avx512 | avx2 | scalar; an unsupported value throws naming what this CPU has).
-enum class SimdLevel { Scalar, Avx2, Avx512 };
-
+// Which compiled variant the kernels run: base/simd.h's level (ZT_SIMD may force avx512 | avx2 |
+// scalar; an unsupported value throws naming what this CPU has), resolved once per process.
 SimdLevel simd_level();
-const char* simd_level_name(SimdLevel level);
-bool simd_level_supported(SimdLevel level);
 // Forces a level (tests compare the variants); throws std::runtime_error when the CPU lacks it.
 void set_simd_level(SimdLevel level);
 
@@ -40,9 +38,9 @@ void set_simd_level(SimdLevel level);
   static void NAME##_scalar PARAMS { NAME##_body ARGS; }                  \
   static void NAME PARAMS {                                               \
     switch (::zt::cpu::simd_level()) {                                    \
-      case ::zt::cpu::SimdLevel::Avx512: NAME##_avx512 ARGS; return;      \
-      case ::zt::cpu::SimdLevel::Avx2: NAME##_avx2 ARGS; return;          \
-      case ::zt::cpu::SimdLevel::Scalar: break;                           \
+      case ::zt::SimdLevel::Avx512: NAME##_avx512 ARGS; return;      \
+      case ::zt::SimdLevel::Avx2: NAME##_avx2 ARGS; return;          \
+      case ::zt::SimdLevel::Scalar: break;                           \
     }                                                                     \
     NAME##_scalar ARGS;                                                   \
   }

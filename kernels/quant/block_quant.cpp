@@ -32,7 +32,7 @@ size_t QuantLayout::blocks() const {
 }
 size_t QuantLayout::q_bytes() const { return bits == QuantBits::Int8 ? n : (n + 1) / 2; }
 
-const char* quant_simd_level_name() { return cpu::simd_level_name(cpu::simd_level()); }
+const char* quant_simd_level_name() { return simd_level_name(cpu::simd_level()); }
 
 namespace {
 
@@ -235,9 +235,9 @@ ZT_SIMD_INLINE void deq_add_body(const uint8_t* q, size_t len, float s, bool int
   static void NAME##_scalar PARAMS { NAME##_body<Isa::Scalar> ARGS; }                  \
   static void NAME PARAMS {                                                            \
     switch (::zt::cpu::simd_level()) {                                                 \
-      case ::zt::cpu::SimdLevel::Avx512: NAME##_avx512 ARGS; return;                   \
-      case ::zt::cpu::SimdLevel::Avx2: NAME##_avx2 ARGS; return;                       \
-      case ::zt::cpu::SimdLevel::Scalar: break;                                        \
+      case ::zt::SimdLevel::Avx512: NAME##_avx512 ARGS; return;                   \
+      case ::zt::SimdLevel::Avx2: NAME##_avx2 ARGS; return;                       \
+      case ::zt::SimdLevel::Scalar: break;                                        \
     }                                                                                  \
     NAME##_scalar ARGS;                                                                \
   }

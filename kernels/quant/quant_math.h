@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "base/half_float.h"
+
 #if defined(__CUDACC__)
 #define ZT_QUANT_HD __host__ __device__ __forceinline__
 #else
@@ -27,16 +29,6 @@ ZT_QUANT_HD float float_of_bits(uint32_t u) {
   std::memcpy(&f, &u, 4);
   return f;
 }
-ZT_QUANT_HD float bf16_bits_to_f32(uint16_t h) { return float_of_bits(uint32_t(h) << 16); }
-// fp32 -> bf16 bits, round to nearest even, NaN stays a quiet NaN (collectives/half_convert.h's rule).
-ZT_QUANT_HD uint16_t f32_to_bf16_bits(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return uint16_t((u >> 16) | 0x0040u);
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return uint16_t(u >> 16);
-}
-
 // The scale of a block of largest magnitude `absmax` (finite, >= 0) for levels +-qmax:
 //   scale = fl32(absmax / qmax)                        when that is a normal float;
 //   the smallest float >= absmax / qmax                when it is subnormal or 0 (absmax > 0),

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "runtime/checkpoint/manifest.h"
-#include "runtime/checkpoint/rank_exchange.h"
+#include "collectives/rank_exchange.h"
 #include "runtime/checkpoint/shard_file.h"
 #include "runtime/checkpoint/sharded_state.h"
 #include "runtime/common/diagnostics.h"

@@ -13,7 +13,7 @@
 #include "runtime/checkpoint/checkpoint_load.h"
 #include "runtime/checkpoint/checkpoint_save.h"
 #include "runtime/checkpoint/manifest.h"
-#include "runtime/checkpoint/rank_exchange.h"
+#include "collectives/rank_exchange.h"
 #include "runtime/checkpoint/sharded_state.h"
 
 namespace zt::ckpt {

@@ -14,7 +14,7 @@
 #include "offload/pinned_memory.h"
 #include "runtime/checkpoint/bulk_io.h"
 #include "runtime/checkpoint/manifest.h"
-#include "runtime/checkpoint/rank_exchange.h"
+#include "collectives/rank_exchange.h"
 #include "runtime/checkpoint/sharded_state.h"
 #include "runtime/checkpoint/writer_pacer.h"
 
@@ -23,7 +23,7 @@ namespace zt::ckpt {
 struct SaveOptions {
   std::string dir;                       // the save directory: DIR/latest, DIR/<tag>/
   std::string tag_validation = "Warn";   // checkpoint.tag_validation: Ignore | Warn | Fail (any case)
-  bool node_local_storage = false;       // checkpoint.use_node_local_storage (see README)
+  bool node_local_storage = false;       // checkpoint.use_node_local_storage (see docs/checkpoints.md)
   int64_t block_bytes = kDefaultBlockBytes;
   bool pin_memory = true;                // the snapshot buffer
   std::function<void(const std::string&)> warn;  // warnings (default: stderr, rank 0)

@@ -1,5 +1,5 @@
-// XXH3-64 through libxxhash (one-shot hashes through its AVX2 / AVX-512 builds where the CPU has
-// them): fast enough to hash every byte a save writes and a load reads.
+// XXH3-64 through libxxhash (one-shot hashes through its AVX2 / AVX-512 builds at the level
+// base/simd.h resolves): fast enough to hash every byte a save writes and a load reads.
 #include "runtime/checkpoint/checksum.h"
 
 #include <xxhash.h>
@@ -7,6 +7,8 @@
 #include <cinttypes>
 #include <cstdio>
 #include <stdexcept>
+
+#include "base/simd.h"
 
 namespace zt::ckpt {
 
@@ -21,18 +23,20 @@ using HashFn = uint64_t (*)(const void*, size_t);
 
 uint64_t xxh3_library(const void* data, size_t bytes) { return XXH3_64bits(data, bytes); }
 
-// The widest build of XXH3 this CPU runs (all give the same hash).
-HashFn widest_xxh3() {
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f")) return detail::xxh3_avx512;
-  if (__builtin_cpu_supports("avx2")) return detail::xxh3_avx2;
+// The build of XXH3 for base/simd.h's level (ZT_SIMD honoured; all give the same hash).
+HashFn xxh3_for_level() {
+  switch (resolve_simd_level()) {
+    case SimdLevel::Avx512: return detail::xxh3_avx512;
+    case SimdLevel::Avx2: return detail::xxh3_avx2;
+    case SimdLevel::Scalar: break;
+  }
   return xxh3_library;
 }
 
 }  // namespace
 
 uint64_t xxh3(const void* data, size_t bytes) {
-  static const HashFn hash = widest_xxh3();
+  static const HashFn hash = xxh3_for_level();
   return hash(data, bytes);
 }
 

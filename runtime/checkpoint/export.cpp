@@ -7,7 +7,7 @@
 
 #include <algorithm>
 
-#include "collectives/half_convert.h"
+#include "base/half_float.h"
 #include "runtime/checkpoint/consolidated.h"
 #include "runtime/checkpoint/file_io.h"
 #include "runtime/checkpoint/hf_gpt2.h"
@@ -147,7 +147,7 @@ ExportResult export_weights(const ExportOptions& o) {
         const int64_t n = numel_out(t);  // the first rows (vocabulary tensors are never transposed)
         if (dt == StDType::BF16) {
           half.resize(size_t(n));
-          for (int64_t i = 0; i < n; ++i) half[size_t(i)] = f32_to_bf16(src[i]);
+          for (int64_t i = 0; i < n; ++i) half[size_t(i)] = f32_to_bf16_bits(src[i]);
           w.append(half.data(), half.size() * 2);
           largest = std::max(largest, t.numel * (transpose[k] ? 6 : 2));
         } else {

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "collectives/half_convert.h"
+#include "base/half_float.h"
 #include "runtime/checkpoint/file_io.h"
 #include "runtime/checkpoint/manifest.h"
 
@@ -71,10 +71,10 @@ void to_f32(StDType t, const void* src, int64_t n, float* dst) {
   switch (t) {
     case StDType::F32: std::memcpy(dst, src, size_t(n) * 4); return;
     case StDType::BF16:
-      for (int64_t i = 0; i < n; ++i) dst[i] = bf16_to_f32(static_cast<const uint16_t*>(src)[i]);
+      for (int64_t i = 0; i < n; ++i) dst[i] = bf16_bits_to_f32(static_cast<const uint16_t*>(src)[i]);
       return;
     case StDType::F16:
-      for (int64_t i = 0; i < n; ++i) dst[i] = f16_to_f32(static_cast<const uint16_t*>(src)[i]);
+      for (int64_t i = 0; i < n; ++i) dst[i] = f16_bits_to_f32(static_cast<const uint16_t*>(src)[i]);
       return;
     case StDType::F64:
       for (int64_t i = 0; i < n; ++i) dst[i] = float(static_cast<const double*>(src)[i]);

@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "runtime/checkpoint/rank_exchange.h"
+#include "collectives/rank_exchange.h"
 #include "runtime/checkpoint/safetensors.h"
 #include "runtime/checkpoint/sharded_state.h"
 #include "runtime/common/diagnostics.h"

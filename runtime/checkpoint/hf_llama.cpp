@@ -9,7 +9,7 @@
 #include <cstring>
 #include <set>
 
-#include "collectives/half_convert.h"
+#include "base/half_float.h"
 #include "runtime/checkpoint/file_io.h"
 #include "runtime/checkpoint/hf_gpt2.h"
 #include "runtime/checkpoint/manifest.h"
@@ -570,7 +570,7 @@ HfLlamaWritten write_hf_llama_safetensors(FileWriter& out, const ModelConfig& m,
     int64_t extra = 0;
     if (dtype == StDType::BF16) {
       half.resize(size_t(n));
-      for (int64_t i = 0; i < n; ++i) half[size_t(i)] = f32_to_bf16(src[i]);
+      for (int64_t i = 0; i < n; ++i) half[size_t(i)] = f32_to_bf16_bits(src[i]);
       w.append(half.data(), half.size() * 2);
       extra = n * 2;
     } else {

@@ -7,7 +7,7 @@
 
 #include "runtime/checkpoint/export.h"
 #include "runtime/checkpoint/info.h"
-#include "runtime/cli/commands.h"
+#include "runtime/cli/subcommands.h"
 #include "runtime/common/diagnostics.h"
 
 namespace zt {

@@ -1,5 +1,6 @@
-// zerotrain: the command-line entry point. Parses with CLI11, dispatches to the module that owns
-// each subcommand, and turns user errors into the one report format and exit code 2.
+// zerotrain: the command-line entry point. Parses with CLI11, dispatches to each sub-command (one
+// file each beside it, runtime/cli/*_command.cpp), and turns user errors into the one report format
+// and exit code 2.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <cstdlib>
@@ -8,7 +9,7 @@
 
 #include "build_info.h"
 #include "collectives/bootstrap.h"
-#include "runtime/cli/commands.h"
+#include "runtime/cli/subcommands.h"
 #include "runtime/common/diagnostics.h"
 #include "runtime/config/report.h"
 

@@ -56,7 +56,7 @@ std::vector<std::string> ds_keys_of(const std::string& block);
 bool ds_key_is_off(const DsKey& k, const nlohmann::json& v);
 // True when `v` has the JSON kind the entry expects.
 bool ds_key_kind_ok(const DsKey& k, const nlohmann::json& v);
-// The whole table (tests check its classes; the README lists it).
+// The whole table (tests check its classes; configs/README.md lists it).
 const std::vector<DsKey>& ds_key_table();
 
 }  // namespace zt

@@ -1,15 +1,12 @@
-// prepare_text and the `zerotrain prepare` subcommand registration.
+// prepare_text: any text file as byte-level (vocab 256) train.bin / val.bin shards.
 #include "runtime/data/prepare.h"
 
-#include <CLI/CLI.hpp>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <memory>
 #include <vector>
 
-#include "runtime/cli/commands.h"
 #include "runtime/common/diagnostics.h"
 #include "runtime/data/token_shard.h"
 
@@ -43,26 +40,6 @@ PrepareResult prepare_text(const std::string& text_path, const std::string& out_
   write_token_shard(out_dir + "/train.bin", train);
   write_token_shard(out_dir + "/val.bin", val);
   return {int64_t(n_train), int64_t(n_val)};
-}
-
-void register_prepare_command(CLI::App& app, int& exit_code) {
-  auto* cmd = app.add_subcommand("prepare", "Turn a text file into byte-level (vocab 256) train.bin/val.bin shards");
-  struct Opts {
-    std::string text, out;
-    double val_fraction = 0.1;
-  };
-  auto opts = std::make_shared<Opts>();
-  cmd->add_option("--text", opts->text, "Input text file (any bytes)")->required();
-  cmd->add_option("--out", opts->out, "Output directory for train.bin and val.bin")->required();
-  cmd->add_option("--val-fraction", opts->val_fraction, "Fraction of the file, from its end, used for validation")
-      ->capture_default_str();
-  cmd->callback([opts, &exit_code] {
-    const auto r = prepare_text(opts->text, opts->out, opts->val_fraction);
-    std::printf("prepare: %s -> %s/train.bin (%lld tokens), %s/val.bin (%lld tokens), vocab 256 (bytes)\n",
-                opts->text.c_str(), opts->out.c_str(), (long long)r.train_tokens, opts->out.c_str(),
-                (long long)r.val_tokens);
-    exit_code = 0;
-  });
 }
 
 }  // namespace zt

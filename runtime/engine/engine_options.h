@@ -1,6 +1,6 @@
 // EngineOptions: everything the ZeRO engine needs to run a step, as plain values composed of the
-// options of the objects it builds (the config module fills them from a ds_config; tests fill them
-// directly).
+// options of the objects it builds (runtime/train/engine_config.h fills them from a ds_config; tests
+// fill them directly). The engine knows no ds_config.
 #pragma once
 
 #include <cstdint>
@@ -32,8 +32,8 @@ struct OffloadOptions {
 };
 
 // Each object below the engine receives its own member as it is; the config mapping
-// (engine_config.h) fills them, and fills both `reduce.overlap` and `gather.overlap` from
-// overlap_comm.
+// (runtime/train/engine_config.h) fills them, and fills both `reduce.overlap` and `gather.overlap`
+// from overlap_comm.
 struct EngineOptions {
   int micro_batch = 1;  // rows per micro-step per rank (M)
   int grad_accum = 1;   // micro-steps per optimizer step (G)

@@ -2,7 +2,7 @@
 // one all-gather of the short records.
 #include "runtime/monitor/process_memory_report.h"
 
-#include "runtime/checkpoint/rank_exchange.h"
+#include "collectives/rank_exchange.h"
 #include "runtime/plan/gpu_memory.h"
 #include "runtime/plan/process_memory.h"
 
@@ -18,7 +18,7 @@ nlohmann::json ProcessMemoryReport::sample(const MemoryLedger& ledger) {
   if (backend_.name() == "cuda")
     if (const auto g = query_gpu_memory()) mine["device_used"] = g->total_bytes - g->free_bytes;
   // Staged through the backend's memory where the communicator needs that (NCCL).
-  ckpt::RankExchange exchange(comm_, backend_.native_stream() ? &backend_ : nullptr);
+  RankExchange exchange(comm_, backend_.native_stream() ? &backend_ : nullptr);
   nlohmann::json out = nlohmann::json::object();
   for (const std::string& text : exchange.all_gather(mine.dump())) {
     const nlohmann::json r = nlohmann::json::parse(text);

@@ -1,11 +1,13 @@
-// The CPU half of `zerotrain env`: model name from /proc/cpuinfo, SIMD level detected at run time
-// (__builtin_cpu_supports), logical CPU count, host RAM from /proc/meminfo, and the kernel's
+// The CPU half of `zerotrain env`: model name from /proc/cpuinfo, the SIMD features the CPU reports
+// (__builtin_cpu_supports) and the level that runs (base/simd.h), logical CPU count, host RAM from /proc/meminfo, and the kernel's
 // transparent-huge-page mode.
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 #include <thread>
 
 #include "base/host_pages.h"
+#include "base/simd.h"
 #include "runtime/plan/env_report.h"
 #include "runtime/plan/machine_probe.h"
 
@@ -40,12 +42,15 @@ void query_cpu_env(EnvReport& r) {
   if (__builtin_cpu_supports("avx512bw")) r.cpu_features.push_back("avx512bw");
   if (__builtin_cpu_supports("avx512vl")) r.cpu_features.push_back("avx512vl");
   if (__builtin_cpu_supports("avx512bf16")) r.cpu_features.push_back("avx512bf16");
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw")) r.simd_level = "AVX-512";
-  else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) r.simd_level = "AVX2";
-  else r.simd_level = "none";
-#else
-  r.simd_level = "none";
 #endif
+  // The level the kernels, the CPU Adam and the checksum run: base/simd.h's rule, ZT_SIMD honoured.
+  SimdLevel level = SimdLevel::Scalar;
+  try {
+    level = resolve_simd_level();
+  } catch (const std::runtime_error& e) {
+    r.simd_note = e.what();  // a ZT_SIMD that a run would refuse, said as the run would
+  }
+  r.simd_level = level == SimdLevel::Avx512 ? "AVX-512" : level == SimdLevel::Avx2 ? "AVX2" : "none";
   r.logical_cpus = std::thread::hardware_concurrency();
   const MachineFacts m = probe_machine();
   r.host_mem_total = m.host_mem_total;

@@ -58,8 +58,8 @@ nlohmann::json env_report_to_json(const EnvReport& r) {
       {"cublas_version", r.cublas_version},
       {"mpi_library", r.mpi_library},
       {"openblas_config", r.openblas_config},
-      {"cpu", {{"model", r.cpu_model}, {"simd_level", r.simd_level}, {"features", r.cpu_features},
-               {"logical_cpus", r.logical_cpus}}},
+      {"cpu", {{"model", r.cpu_model}, {"simd_level", r.simd_level}, {"simd_note", r.simd_note},
+               {"features", r.cpu_features}, {"logical_cpus", r.logical_cpus}}},
       {"host_memory", {{"total_bytes", r.host_mem_total}, {"available_bytes", r.host_mem_available}, {"huge_pages", r.huge_pages}}},
   };
 }
@@ -97,7 +97,8 @@ std::string env_report_to_text(const EnvReport& r) {
   line("CPU", r.cpu_model + " (" + std::to_string(r.logical_cpus) + " logical CPUs)");
   std::string feats;
   for (const auto& f : r.cpu_features) feats += (feats.empty() ? "" : " ") + f;
-  line("SIMD (run time)", r.simd_level + (feats.empty() ? std::string() : " [" + feats + "]"));
+  line("SIMD (run time)", r.simd_level + (feats.empty() ? std::string() : " [" + feats + "]") +
+                               (r.simd_note.empty() ? std::string() : "; " + r.simd_note));
   line("host RAM", format_gib(double(r.host_mem_total), 1) + " total, " +
                        format_gib(double(r.host_mem_available), 1) + " available");
   line("huge pages", r.huge_pages + (r.huge_pages == "madvise" || r.huge_pages == "always"

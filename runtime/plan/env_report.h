@@ -31,7 +31,8 @@ struct EnvReport {
   std::string openblas_config = "unknown";
   // CPU and host.
   std::string cpu_model = "unknown";
-  std::string simd_level = "none";  // "AVX-512", "AVX2", "none"
+  std::string simd_level = "none";  // the level that runs (base/simd.h): "AVX-512", "AVX2", "none"
+  std::string simd_note;            // why ZT_SIMD cannot be honoured, when it cannot ("" otherwise)
   std::vector<std::string> cpu_features;  // SIMD features the CPU reports at run time
   unsigned logical_cpus = 0;
   uint64_t host_mem_total = 0, host_mem_available = 0;

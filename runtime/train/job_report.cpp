@@ -8,7 +8,7 @@
 #include "collectives/rank_list.h"
 #include "runtime/common/diagnostics.h"
 #include "runtime/config/report.h"
-#include "runtime/train/word_exchange.h"
+#include "collectives/rank_exchange.h"
 
 namespace zt {
 namespace {
@@ -47,8 +47,8 @@ std::string merge_rank_texts(const std::vector<std::string>& per_rank) {
 }
 
 void print_once(Communicator& comm, Backend& backend, const std::string& mine, std::FILE* to) {
-  WordExchange x(comm, backend);
-  const std::vector<std::string> all = x.all_gather_text(mine);
+  RankExchange x(comm, &backend);
+  const std::vector<std::string> all = x.all_gather(mine);
   if (comm.rank() == 0) write_all(to, merge_rank_texts(all));
 }
 
@@ -72,9 +72,9 @@ FailureText describe_failure(const std::exception_ptr& failure, const std::strin
 void report_failure_once(Communicator& comm, Backend& backend, const std::exception_ptr& mine,
                          const std::string& stopped) {
   const FailureText f = describe_failure(mine, stopped);
-  WordExchange x(comm, backend);
-  const std::vector<std::string> all = x.all_gather_text(f.text);
-  const std::vector<int64_t> codes = x.all_gather({int64_t(f.exit_code)});
+  RankExchange x(comm, &backend);
+  const std::vector<std::string> all = x.all_gather(f.text);
+  const std::vector<int64_t> codes = x.all_gather_words({int64_t(f.exit_code)});
   if (comm.rank() == 0) {
     write_all(stderr, merge_rank_texts(all));
     std::fflush(stderr);

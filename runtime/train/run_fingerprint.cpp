@@ -10,7 +10,7 @@
 #include "collectives/rank_list.h"
 #include "runtime/config/config_echo.h"
 #include "runtime/data/token_shard.h"
-#include "runtime/train/word_exchange.h"
+#include "collectives/rank_exchange.h"
 
 namespace zt {
 
@@ -142,13 +142,13 @@ Diagnostics fingerprint_differences(const std::vector<std::string>& per_rank_tex
 void agree_on_fingerprint(const RunFingerprint& mine, Communicator& comm, Backend& backend) {
   const int W = comm.world_size();
   if (W == 1) return;
-  WordExchange x(comm, backend);
-  const std::vector<int64_t> hashes = x.all_gather({int64_t(mine.hash())});
+  RankExchange x(comm, &backend);
+  const std::vector<int64_t> hashes = x.all_gather_words({int64_t(mine.hash())});
   bool same = true;
   for (int r = 1; r < W; ++r) same = same && hashes[size_t(r)] == hashes[0];
   if (same) return;
   // The texts themselves.
-  const std::vector<std::string> texts = x.all_gather_text(mine.text());
+  const std::vector<std::string> texts = x.all_gather(mine.text());
   Diagnostics d = fingerprint_differences(texts);
   if (!d.has_errors())  // equal maps, different hashes: an ordering difference only
     return;

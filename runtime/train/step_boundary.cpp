@@ -5,7 +5,7 @@ namespace zt {
 
 StopDecision StepBoundary::agree(int local_signal, bool local_output_failed) {
   const int64_t mine = int64_t(local_signal & 0xff) | (local_output_failed ? 0x100 : 0);
-  const std::vector<int64_t> all = x_.all_gather({mine});
+  const std::vector<int64_t> all = x_.all_gather_words({mine});
   StopDecision d;
   for (int r = 0; r < int(all.size()); ++r) {
     const int sig = int(all[size_t(r)] & 0xff);

@@ -10,7 +10,7 @@
 #include <cstdio>
 
 #include "runtime/checkpoint/checkpoint_manager.h"
-#include "runtime/train/word_exchange.h"
+#include "collectives/rank_exchange.h"
 
 namespace zt {
 
@@ -23,12 +23,12 @@ struct StopDecision {
 
 class StepBoundary {
  public:
-  StepBoundary(Communicator& comm, Backend& backend) : x_(comm, backend) {}
+  StepBoundary(Communicator& comm, Backend& backend) : x_(comm, &backend) {}
   // Collective: one int64 word per rank (at world size 1, no communication).
   StopDecision agree(int local_signal, bool local_output_failed);
 
  private:
-  WordExchange x_;
+  RankExchange x_;
 };
 
 // Called on every rank at the step boundary where a stop signal ends the run, after `step` steps,

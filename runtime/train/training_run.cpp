@@ -1,6 +1,6 @@
-// run_training: config, data and pre-flight checks first (all problems reported at once), every
-// rank agreeing on the run's fingerprint, the outputs opened, then the engine's steps with rank 0's
-// reports and monitors, validation every K steps, and a stop at a step boundary on SIGTERM/SIGINT.
+// run_training: config, data and pre-flight checks first (all problems reported at once), the outputs
+// opened, every rank agreeing on the run's fingerprint, then the engine's steps with rank 0's reports
+// and monitors, validation every K steps, and a stop at a step boundary on SIGTERM/SIGINT.
 #include "runtime/train/training_run.h"
 
 #include <algorithm>
@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
+#include "collectives/rank_exchange.h"
 #include "collectives/rank_list.h"
 #include "offload/nvme_swapper.h"
 #include "runtime/common/diagnostics.h"
@@ -20,7 +21,7 @@
 #include "runtime/data/sampler.h"
 #include "runtime/data/synthetic.h"
 #include "runtime/engine/engine_checkpoint.h"
-#include "runtime/engine/engine_config.h"
+#include "runtime/train/engine_config.h"
 #include "runtime/model/causal_lm.h"
 #include "runtime/monitor/run_reporter.h"
 #include "runtime/plan/machine_probe.h"
@@ -101,14 +102,7 @@ void print_sample(Engine& engine, Backend& backend, const TextCodec& codec, cons
 // Start-up checks run on every rank (data, this machine's memory, the swap file); a rank that
 // fails must not leave the others waiting in their first collective, so all ranks agree first.
 bool any_rank_failed(Communicator& comm, Backend& backend, bool failed) {
-  if (comm.world_size() == 1) return failed;
-  int64_t flag = failed ? 1 : 0;
-  void* buf = backend.alloc(sizeof flag);
-  backend.copy_to_device(buf, &flag, sizeof flag);
-  comm.all_reduce(buf, buf, 1, DType::I64, ReduceOp::Sum);
-  backend.copy_to_host(&flag, buf, sizeof flag);
-  backend.free(buf);
-  return flag > 0;
+  return RankExchange(comm, &backend).any_true(failed);
 }
 
 // What a checkpoint records of the run beside the engine's state (the data order is a function of

@@ -80,7 +80,7 @@ ckpt::SaveResult save_fake(const std::string& dir, const ModelConfig& m, int wor
   run_ranks(world, [&](int rank, Communicator& comm) {
     FakeShardedState st(m, world, rank, stage, optimizer);
     st.fill(gen);
-    ckpt::RankExchange ex(comm);
+    RankExchange ex(comm);
     ckpt::CheckpointWriter w(ex, opt);
     ckpt::RunFacts facts;
     facts.model = m;
@@ -104,7 +104,7 @@ LoadCheck load_fake(const ckpt::LoadOptions& o, const ModelConfig& m, int world,
   run_ranks(world, [&](int rank, Communicator& comm) {
     FakeShardedState st(m, world, rank, stage, optimizer);
     if (prefill >= 0) st.fill(prefill);
-    ckpt::RankExchange ex(comm);
+    RankExchange ex(comm);
     auto res = ckpt::load_checkpoint(st, ex, o);
     const auto arrays = o.load_optimizer_states ? st.arrays() : std::vector<std::string>{"master"};
     std::vector<std::string> unloaded;

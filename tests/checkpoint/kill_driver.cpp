@@ -19,7 +19,7 @@ int main(int argc, char** argv) {
   const zt::ModelConfig m = zt::test::kill_driver_model();
   zt::test::run_ranks(2, [&](int rank, zt::Communicator& comm) {
     zt::test::FakeShardedState st(m, 2, rank, 2);
-    zt::ckpt::RankExchange ex(comm);
+    zt::RankExchange ex(comm);
     zt::ckpt::SaveOptions o;
     o.dir = dir;
     zt::ckpt::CheckpointWriter w(ex, o);

@@ -28,7 +28,7 @@ int main(int argc, char** argv) {
     auto comm = zt::make_communicator(boot, zt::CommBackend::Auto);
     const auto m = zt::test::small_model();
     zt::test::FakeShardedState st(m, comm->world_size(), comm->rank(), stage);
-    zt::ckpt::RankExchange ex(*comm);
+    zt::RankExchange ex(*comm);
     try {
       if (mode == "tagfail") {
         st.fill(gen);

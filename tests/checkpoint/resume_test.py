@@ -131,7 +131,7 @@ def close(a, b, rel):
 
 def reshard_cases():
     """World 2 stage 1's checkpoint loaded at world 2 stage 3 (bitwise), world 4 stage 3 and world 1
-    stage 0 (against uninterrupted runs at those world sizes, within the README's 1e-6 fp32)."""
+    stage 0 (against uninterrupted runs at those world sizes, within docs/stages.md's 1e-6 fp32)."""
     names = ["reshard_w2s3", "reshard_w4s3", "reshard_w1s0"]
     if ONLY and not ONLY.intersection(names):
         return

@@ -17,7 +17,7 @@
 #include "collectives/single_communicator.h"
 #include "kernels/backend.h"
 #include "runtime/checkpoint/checkpoint_load.h"
-#include "runtime/checkpoint/rank_exchange.h"
+#include "collectives/rank_exchange.h"
 #include "runtime/engine/engine_checkpoint.h"
 #include "runtime/model/gpt2.h"
 #include "tests/checkpoint/ckpt_test_util.h"
@@ -162,7 +162,7 @@ TEST(EngineStateLoad, ReadsStraightIntoTheOptimizersHostMemory) {
     SingleCommunicator comm;
     Engine engine(m, options_for(p, swap), *backend, comm);
     EngineCheckpoint st(engine, m);
-    ckpt::RankExchange ex(comm);
+    RankExchange ex(comm);
     ckpt::LoadOptions lo;
     lo.path = dir.path();
     lo.load_counters = false;

@@ -2,7 +2,7 @@
 // layout, streamed unit by unit; the round trips export -> import (--init-from) give the same bits.
 #include <gtest/gtest.h>
 
-#include "collectives/half_convert.h"
+#include "base/half_float.h"
 #include "runtime/checkpoint/export.h"
 #include "runtime/checkpoint/file_io.h"
 #include "runtime/checkpoint/hf_gpt2.h"
@@ -72,7 +72,7 @@ TEST_F(Export, Bf16RoundsToNearestEven) {
   ASSERT_EQ(st->dtype, StDType::BF16);
   std::vector<uint16_t> v(size_t(t.numel));
   f->read(*st, 0, v.size() * 2, v.data());
-  for (int64_t i = 0; i < t.numel; ++i) ASSERT_EQ(v[size_t(i)], f32_to_bf16(master(1, t.offset + i)));
+  for (int64_t i = 0; i < t.numel; ++i) ASSERT_EQ(v[size_t(i)], f32_to_bf16_bits(master(1, t.offset + i)));
 }
 
 TEST_F(Export, HuggingFaceNamesLayoutAndConfig) {

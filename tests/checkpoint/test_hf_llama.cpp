@@ -8,7 +8,7 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
-#include "collectives/half_convert.h"
+#include "base/half_float.h"
 #include "runtime/checkpoint/checkpoint_save.h"
 #include "runtime/checkpoint/export.h"
 #include "runtime/checkpoint/file_io.h"
@@ -309,7 +309,7 @@ TEST(HfLlamaImport, Bf16AndF16FilesImportConverted) {
     for (auto& t : half) {
       const auto v = floats(t);
       std::vector<uint16_t> h(v.size());
-      for (size_t i = 0; i < v.size(); ++i) h[i] = bf ? f32_to_bf16(v[i]) : f32_to_f16(v[i]);
+      for (size_t i = 0; i < v.size(); ++i) h[i] = bf ? f32_to_bf16_bits(v[i]) : f32_to_f16_bits(v[i]);
       t.bytes.assign(reinterpret_cast<const char*>(h.data()), reinterpret_cast<const char*>(h.data()) + h.size() * 2);
       t.meta.dtype = bf ? StDType::BF16 : StDType::F16;
     }
@@ -322,7 +322,7 @@ TEST(HfLlamaImport, Bf16AndF16FilesImportConverted) {
     const auto& wte = units[0].tensor("wte");
     const auto src = floats(named(ts, "model.embed_tokens.weight"));
     for (int64_t i = 0; i < wte.numel; ++i) {
-      const float want = bf ? bf16_to_f32(f32_to_bf16(src[size_t(i)])) : f16_to_f32(f32_to_f16(src[size_t(i)]));
+      const float want = bf ? bf16_bits_to_f32(f32_to_bf16_bits(src[size_t(i)])) : f16_bits_to_f32(f32_to_f16_bits(src[size_t(i)]));
       ASSERT_EQ(bufs[0][size_t(wte.offset + i)], want) << i;
     }
   }

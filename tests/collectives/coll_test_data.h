@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "collectives/communicator.h"
-#include "collectives/half_convert.h"
+#include "base/half_float.h"
 
 namespace zt::test {
 
@@ -40,13 +40,13 @@ inline void fill_input(std::vector<char>& buf, DType t, size_t first, size_t n, 
       break;
     case DType::BF16:
       for (size_t k = 0; k < n; ++k) {
-        uint16_t v = f32_to_bf16(input_f32(rank, first + k, salt));
+        uint16_t v = f32_to_bf16_bits(input_f32(rank, first + k, salt));
         std::memcpy(p + 2 * k, &v, 2);
       }
       break;
     case DType::F16:  // keep within fp16 range: |x| < 8
       for (size_t k = 0; k < n; ++k) {
-        uint16_t v = f32_to_f16(input_f32(rank, first + k, salt) / 256.0f);
+        uint16_t v = f32_to_f16_bits(input_f32(rank, first + k, salt) / 256.0f);
         std::memcpy(p + 2 * k, &v, 2);
       }
       break;
@@ -84,7 +84,7 @@ inline std::vector<char> reference_reduce(DType t, ReduceOp op, size_t first, si
   const int group = per_node > 1 && per_node < world ? per_node : world;
   auto round16 = [&](float a) -> float {
     if (t == DType::F32) return a;
-    return t == DType::BF16 ? bf16_to_f32(f32_to_bf16(a)) : f16_to_f32(f32_to_f16(a));
+    return t == DType::BF16 ? bf16_bits_to_f32(f32_to_bf16_bits(a)) : f16_bits_to_f32(f32_to_f16_bits(a));
   };
   std::vector<float> acc(n, 0.0f), part(n, 0.0f);
   for (int r = 0; r < world; ++r) {
@@ -96,7 +96,7 @@ inline std::vector<char> reference_reduce(DType t, ReduceOp op, size_t first, si
       } else {
         uint16_t h;
         std::memcpy(&h, in.data() + 2 * k, 2);
-        v = t == DType::BF16 ? bf16_to_f32(h) : f16_to_f32(h);
+        v = t == DType::BF16 ? bf16_bits_to_f32(h) : f16_bits_to_f32(h);
       }
       part[k] = r % group == 0 ? v : part[k] + v;
     }
@@ -111,7 +111,7 @@ inline std::vector<char> reference_reduce(DType t, ReduceOp op, size_t first, si
     if (t == DType::F32) {
       std::memcpy(out.data() + 4 * k, &a, 4);
     } else {
-      uint16_t h = t == DType::BF16 ? f32_to_bf16(a) : f32_to_f16(a);
+      uint16_t h = t == DType::BF16 ? f32_to_bf16_bits(a) : f32_to_f16_bits(a);
       std::memcpy(out.data() + 2 * k, &h, 2);
     }
   }

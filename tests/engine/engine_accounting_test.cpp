@@ -12,7 +12,7 @@
 #include <tuple>
 
 #include "runtime/checkpoint/checkpoint_save.h"
-#include "runtime/checkpoint/rank_exchange.h"
+#include "collectives/rank_exchange.h"
 #include "runtime/engine/engine_checkpoint.h"
 #include "runtime/model/causal_lm.h"
 #include "runtime/model/model_config.h"
@@ -318,7 +318,7 @@ TEST(Accounting, PlannedCheckpointSnapshotIsWhatTheWriterHolds) {
     int64_t owned = 0;
     for (const ElementRange& r : state.owned()) owned += r.n;
     EXPECT_EQ(planned, uint64_t(owned) * state.arrays().size() * 4);
-    ckpt::RankExchange ex(*world().comm);
+    RankExchange ex(*world().comm);
     ckpt::SaveOptions so;
     so.dir = dir;
     ckpt::CheckpointWriter writer(ex, so);

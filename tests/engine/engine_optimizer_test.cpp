@@ -14,7 +14,7 @@
 #include "optim/lamb.h"
 #include "optim/sgd.h"
 #include "runtime/config/config_load.h"
-#include "runtime/engine/engine_config.h"
+#include "runtime/train/engine_config.h"
 #include "runtime/model/gpt2.h"
 #include "runtime/model/init.h"
 #include "tests/engine/engine_test_util.h"

@@ -10,10 +10,10 @@ namespace zt::test {
 
 template <class F>
 void for_each_simd_level(F f) {
-  const cpu::SimdLevel before = cpu::simd_level();
-  for (cpu::SimdLevel l : {cpu::SimdLevel::Scalar, cpu::SimdLevel::Avx2, cpu::SimdLevel::Avx512}) {
-    if (!cpu::simd_level_supported(l)) {
-      std::printf("SIMD level %s: not supported by this CPU, not compared\n", cpu::simd_level_name(l));
+  const SimdLevel before = cpu::simd_level();
+  for (SimdLevel l : {SimdLevel::Scalar, SimdLevel::Avx2, SimdLevel::Avx512}) {
+    if (!simd_level_supported(l)) {
+      std::printf("SIMD level %s: not supported by this CPU, not compared\n", simd_level_name(l));
       continue;
     }
     cpu::set_simd_level(l);

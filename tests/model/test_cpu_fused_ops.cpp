@@ -144,7 +144,7 @@ TEST(CpuVecMath, GeluAndItsGradientMatchTheTanhFormInFloat64) {
 }
 
 TEST(CpuSimdLevels, EveryVariantAgreesWithScalar) {
-  std::printf("SIMD level the backend runs here: %s\n", cpu::simd_level_name(cpu::simd_level()));
+  std::printf("SIMD level the backend runs here: %s\n", simd_level_name(cpu::simd_level()));
   const int C = 200, T = 70, NH = 2, Vp = 128, V = 97;
   const Vec x = randn(size_t(N) * C, 20, 2.f), w = randn(C, 21), b = randn(C, 22), g = randn(size_t(N) * C, 23);
   const Vec qkv = randn(size_t(T) * 3 * C, 24), dout = randn(size_t(T) * C, 25), logit_src = randn(size_t(N) * Vp, 26, 3.f);
@@ -177,10 +177,10 @@ TEST(CpuSimdLevels, EveryVariantAgreesWithScalar) {
     return o;
   };
   Out ref;
-  test::for_each_simd_level([&](cpu::SimdLevel l) {
-    SCOPED_TRACE(cpu::simd_level_name(l));
+  test::for_each_simd_level([&](SimdLevel l) {
+    SCOPED_TRACE(simd_level_name(l));
     Out o = run();
-    if (l == cpu::SimdLevel::Scalar) {
+    if (l == SimdLevel::Scalar) {
       ref = o;
       return;
     }
@@ -200,8 +200,8 @@ TEST(CpuSimdLevels, EveryVariantAgreesWithScalar) {
 }
 
 TEST(CpuSimdLevels, UnsupportedLevelIsRefused) {
-  for (cpu::SimdLevel l : {cpu::SimdLevel::Avx2, cpu::SimdLevel::Avx512})
-    if (!cpu::simd_level_supported(l)) {
+  for (SimdLevel l : {SimdLevel::Avx2, SimdLevel::Avx512})
+    if (!simd_level_supported(l)) {
       EXPECT_THROW(cpu::set_simd_level(l), std::runtime_error);
     }
   EXPECT_NO_THROW(cpu::set_simd_level(cpu::simd_level()));

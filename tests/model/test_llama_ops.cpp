@@ -500,10 +500,10 @@ TEST(LlamaOps, EverySimdVariantAgreesWithScalar) {
     return o;
   };
   Out ref;
-  test::for_each_simd_level([&](cpu::SimdLevel l) {
-    SCOPED_TRACE(cpu::simd_level_name(l));
+  test::for_each_simd_level([&](SimdLevel l) {
+    SCOPED_TRACE(simd_level_name(l));
     Out o = run();
-    if (l == cpu::SimdLevel::Scalar) {
+    if (l == SimdLevel::Scalar) {
       ref = o;
       return;
     }

@@ -20,7 +20,7 @@ float from_bits(uint32_t x) {
   return f;
 }
 
-uint16_t convert_one(float f, DType dt, SimdPath path) {
+uint16_t convert_one(float f, DType dt, SimdLevel path) {
   // Put the value in every lane position of a vector-sized block so the SIMD body handles it.
   std::vector<float> src(37, f);
   std::vector<uint16_t> dst(37, 0);
@@ -29,15 +29,15 @@ uint16_t convert_one(float f, DType dt, SimdPath path) {
   return dst[0];
 }
 
-std::vector<SimdPath> supported_paths() {
-  std::vector<SimdPath> out{SimdPath::Scalar};
-  if (simd_path_supported(SimdPath::Avx2)) out.push_back(SimdPath::Avx2);
-  if (simd_path_supported(SimdPath::Avx512)) out.push_back(SimdPath::Avx512);
+std::vector<SimdLevel> supported_paths() {
+  std::vector<SimdLevel> out{SimdLevel::Scalar};
+  if (simd_level_supported(SimdLevel::Avx2)) out.push_back(SimdLevel::Avx2);
+  if (simd_level_supported(SimdLevel::Avx512)) out.push_back(SimdLevel::Avx512);
   return out;
 }
 
 TEST(Convert, Bf16KnownValues) {
-  for (SimdPath path : supported_paths()) {
+  for (SimdLevel path : supported_paths()) {
     EXPECT_EQ(convert_one(1.0f, DType::BF16, path), 0x3F80);
     EXPECT_EQ(convert_one(from_bits(0x3F808000u), DType::BF16, path), 0x3F80);  // tie -> even
     EXPECT_EQ(convert_one(from_bits(0x3F818000u), DType::BF16, path), 0x3F82);  // tie -> even (up)
@@ -51,7 +51,7 @@ TEST(Convert, Bf16KnownValues) {
 }
 
 TEST(Convert, Fp16KnownValues) {
-  for (SimdPath path : supported_paths()) {
+  for (SimdLevel path : supported_paths()) {
     EXPECT_EQ(convert_one(1.0f, DType::F16, path), 0x3C00);
     EXPECT_EQ(convert_one(65504.0f, DType::F16, path), 0x7BFF);
     EXPECT_EQ(convert_one(65519.0f, DType::F16, path), 0x7BFF);
@@ -82,12 +82,12 @@ TEST(Convert, AllPathsAgreeOnRandomBitPatterns) {
   for (size_t i = 20000; i < 40000; ++i) src[i] = from_bits(0x477F0000u + static_cast<uint32_t>(i - 20000) * 7u);
   for (DType dt : {DType::BF16, DType::F16}) {
     std::vector<uint16_t> want(n);
-    convert_f32(want.data(), dt, src.data(), n, {SimdPath::Scalar, 1});
-    for (SimdPath path : supported_paths()) {
+    convert_f32(want.data(), dt, src.data(), n, {SimdLevel::Scalar, 1});
+    for (SimdLevel path : supported_paths()) {
       std::vector<uint16_t> got(n);
       convert_f32(got.data(), dt, src.data(), n, {path, 2});
       for (size_t i = 0; i < n; ++i)
-        ASSERT_EQ(got[i], want[i]) << dtype_name(dt) << " " << simd_path_name(path) << " input bits 0x" << std::hex
+        ASSERT_EQ(got[i], want[i]) << dtype_name(dt) << " " << simd_level_name(path) << " input bits 0x" << std::hex
                                    << [&] { uint32_t x; std::memcpy(&x, &src[i], 4); return x; }();
     }
   }
@@ -99,7 +99,7 @@ TEST(Convert, RoundsToNearest) {
   std::uniform_real_distribution<float> u(-1000.0f, 1000.0f);
   for (int i = 0; i < 20000; ++i) {
     const float f = u(rng);
-    const uint16_t b = convert_one(f, DType::BF16, SimdPath::Scalar);
+    const uint16_t b = convert_one(f, DType::BF16, SimdLevel::Scalar);
     const float back = from_bits(static_cast<uint32_t>(b) << 16);
     const float up = from_bits((static_cast<uint32_t>(b) + 1) << 16), down = from_bits((static_cast<uint32_t>(b) - 1) << 16);
     ASSERT_LE(std::abs(double(back) - f), std::abs(double(up) - f)) << f;

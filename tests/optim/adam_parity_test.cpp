@@ -29,8 +29,8 @@ TEST(AdamParity, ReferenceEqualsSimdCpuAdamBitwise) {
   };
   for (size_t i = 0; i < n; ++i) p0[i] = next();
   const std::vector<Hyper> cases = {{true, true, 0.1f, 1.0f}, {false, true, 0.1f, 0.5f}, {true, false, 0.0f, 0.25f}};
-  for (const auto path : {offload::SimdPath::Scalar, offload::SimdPath::Avx2, offload::SimdPath::Avx512}) {
-    if (!offload::simd_path_supported(path)) continue;
+  for (const auto path : {SimdLevel::Scalar, SimdLevel::Avx2, SimdLevel::Avx512}) {
+    if (!simd_level_supported(path)) continue;
     for (const auto& c : cases) {
       auto pa = p0, pb = p0;
       std::vector<float> ma(n, 0.0f), va(n, 0.0f), mb(n, 0.0f), vb(n, 0.0f);
@@ -45,10 +45,10 @@ TEST(AdamParity, ReferenceEqualsSimdCpuAdamBitwise) {
         h.step = step;
         adam_step(pa, g, ma, va, h);
         offload::CpuAdamOptions opt;
-        opt.path = path;
+        opt.level = path;
         offload::cpu_adam_step(pb.data(), g.data(), mb.data(), vb.data(), n, h, {}, opt);
       }
-      EXPECT_EQ(pa, pb) << offload::simd_path_name(path) << " decoupled=" << c.decoupled;
+      EXPECT_EQ(pa, pb) << simd_level_name(path) << " decoupled=" << c.decoupled;
       EXPECT_EQ(ma, mb);
       EXPECT_EQ(va, vb);
     }

@@ -215,7 +215,7 @@ TEST(LossScaler, InvalidConfigNamesTheKey) {
   c = {};
   c.initial_scale_power = 2000;
   EXPECT_NE(error_of(c).find("fp16.initial_scale_power"), std::string::npos);
-  c.initial_scale_power = 127;  // 2^127 is a finite fp32 number (the README's range)
+  c.initial_scale_power = 127;  // 2^127 is a finite fp32 number (configs/README.md's range)
   EXPECT_EQ(error_of(c), "");
   EXPECT_EQ(error_of(LossScalerConfig{}), "");
   EXPECT_EQ(LossScaler(LossScalerConfig{}).scale(), 65536.0);

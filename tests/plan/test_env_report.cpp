@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "build_info.h"
-#include "runtime/cli/commands.h"
+#include "runtime/cli/subcommands.h"
 #include "runtime/plan/env_report.h"
 
 namespace zt {

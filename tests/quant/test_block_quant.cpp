@@ -10,7 +10,7 @@
 #include <limits>
 #include <vector>
 
-#include "collectives/half_convert.h"
+#include "base/half_float.h"
 #include "kernels/quant/block_quant.h"
 #include "kernels/quant/quant_math.h"
 #include "tests/model/simd_levels.h"
@@ -62,8 +62,8 @@ TEST(BlockQuant, Bf16InputAndOutput) {
     std::vector<uint16_t> xb(l.n);
     std::vector<float> xr(l.n);  // the bf16 values as fp32
     for (size_t i = 0; i < l.n; ++i) {
-      xb[i] = f32_to_bf16(xf[i]);
-      xr[i] = bf16_to_f32(xb[i]);
+      xb[i] = f32_to_bf16_bits(xf[i]);
+      xr[i] = bf16_bits_to_f32(xb[i]);
     }
     std::vector<uint8_t> q(l.q_bytes());
     std::vector<float> sc(l.blocks());
@@ -75,7 +75,7 @@ TEST(BlockQuant, Bf16InputAndOutput) {
     std::vector<uint16_t> out(l.n);
     dequantize_bf16(q.data(), sc.data(), l, out.data());
     const auto deq = run_dequantize(from_f32, l);
-    for (size_t i = 0; i < l.n; ++i) ASSERT_EQ(out[i], f32_to_bf16(deq[i])) << i;
+    for (size_t i = 0; i < l.n; ++i) ASSERT_EQ(out[i], f32_to_bf16_bits(deq[i])) << i;
   }
 }
 
@@ -210,7 +210,7 @@ TEST(BlockQuant, NonFiniteBlocksAreRefusedAndDequantizeToNaN) {
     }
     for (size_t b : {0u, 2u}) EXPECT_TRUE(std::isfinite(r.scales[b]) && r.scales[b] > 0);
     // bf16 inf and NaN are refused the same way.
-    std::vector<uint16_t> xb(l.n, f32_to_bf16(1.0f));
+    std::vector<uint16_t> xb(l.n, f32_to_bf16_bits(1.0f));
     xb[33] = 0x7f80;  // +inf
     xb[70] = 0xffc1;  // NaN
     std::vector<uint8_t> q(l.q_bytes());
@@ -299,8 +299,8 @@ void expect_levels_bit_identical(size_t n, size_t block) {
   for (size_t i = 4 * block; i < 5 * block; ++i)
     x[i] = float(int(i % 301) - 150) * std::numeric_limits<float>::denorm_min();
   std::vector<uint16_t> xb(n);
-  for (size_t i = 0; i < n; ++i) xb[i] = f32_to_bf16(x[i]);
-  cpu::set_simd_level(cpu::SimdLevel::Scalar);
+  for (size_t i = 0; i < n; ++i) xb[i] = f32_to_bf16_bits(x[i]);
+  cpu::set_simd_level(SimdLevel::Scalar);
   const AllOutputs ref = run_everything(x, xb, block);
   // The outputs are what the format says, whichever store path (plain or streaming) wrote them.
   for (size_t i = 0; i < n; ++i) {
@@ -308,10 +308,10 @@ void expect_levels_bit_identical(size_t n, size_t block) {
     const int nib = (i % 2 == 0) ? (ref.q4[i / 2] & 0xf) : (ref.q4[i / 2] >> 4);
     ASSERT_TRUE(same_bits(std::vector<float>{ref.d4[i]}, {float(nib >= 8 ? nib - 16 : nib) * ref.s4[i / block]})) << i;
   }
-  test::for_each_simd_level([&](cpu::SimdLevel level) {
+  test::for_each_simd_level([&](SimdLevel level) {
     std::printf("quantizers at SIMD level %s, %zu values\n", quant_simd_level_name(), n);
     const AllOutputs o = run_everything(x, xb, block);
-    const char* name = cpu::simd_level_name(level);
+    const char* name = simd_level_name(level);
     EXPECT_TRUE(same_bits(o.q8, ref.q8) && same_bits(o.s8, ref.s8)) << name << " int8 fp32";
     EXPECT_TRUE(same_bits(o.q4, ref.q4) && same_bits(o.s4, ref.s4)) << name << " int4 fp32";
     EXPECT_TRUE(same_bits(o.qb8, ref.qb8) && same_bits(o.sb8, ref.sb8)) << name << " int8 bf16";

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "base/cuda_check.h"
-#include "collectives/half_convert.h"
+#include "base/half_float.h"
 #include "kernels/quant/block_quant.h"
 #include "kernels/quant/block_quant_cuda.h"
 #include "tests/quant/quant_test_util.h"
@@ -66,7 +66,7 @@ bool same_values(const std::vector<uint16_t>& a, const std::vector<uint16_t>& b)
 void compare_one(const std::vector<float>& x, const QuantLayout& l) {
   SCOPED_TRACE(std::string(quant_bits_name(l.bits)) + " n=" + std::to_string(l.n) + " block=" + std::to_string(l.block));
   std::vector<uint16_t> xb(l.n);
-  for (size_t i = 0; i < l.n; ++i) xb[i] = f32_to_bf16(x[i]);
+  for (size_t i = 0; i < l.n; ++i) xb[i] = f32_to_bf16_bits(x[i]);
   // CPU reference.
   std::vector<uint8_t> q(l.q_bytes()), qb(l.q_bytes());
   std::vector<float> s(l.blocks()), sb(l.blocks()), d(l.n), a = x;

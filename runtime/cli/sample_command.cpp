@@ -12,7 +12,7 @@
 #include "collectives/bootstrap.h"
 #include "runtime/checkpoint/consolidated.h"
 #include "runtime/checkpoint/hf_gpt2.h"
-#include "runtime/cli/commands.h"
+#include "runtime/cli/subcommands.h"
 #include "runtime/common/diagnostics.h"
 #include "runtime/train/backend_choice.h"
 #include "runtime/train/model_flags.h"

@@ -8,7 +8,7 @@
 
 #include "collectives/factory.h"
 #include "kernels/cpu/cpu_threads.h"
-#include "runtime/cli/commands.h"
+#include "runtime/cli/subcommands.h"
 #include "runtime/checkpoint/checkpoint_load.h"
 #include "runtime/checkpoint/file_io.h"
 #include "runtime/checkpoint/hf_llama.h"

@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kernels/backend.h"
-#include "runtime/cli/commands.h"
+#include "runtime/cli/subcommands.h"
 #include "runtime/config/auto_flags.h"
 #include "runtime/config/config_echo.h"
 #include "runtime/config/config_load.h"
@@ -17,7 +17,7 @@
 #include "runtime/model/causal_lm.h"
 #include "runtime/config/report.h"
 #include "runtime/engine/engine.h"
-#include "runtime/engine/engine_config.h"
+#include "runtime/train/engine_config.h"
 #include "runtime/model/model_config.h"
 #include "runtime/plan/gpu_memory.h"
 #include "runtime/plan/machine_probe.h"

@@ -1,5 +1,5 @@
 // engine_options_from_config: the mapping from DeepSpeed's keys to the engine's options.
-#include "runtime/engine/engine_config.h"
+#include "runtime/train/engine_config.h"
 
 #include "runtime/config/zero_sizes.h"
 

@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <memory>
 
-#include "runtime/cli/commands.h"
+#include "runtime/cli/subcommands.h"
 #include "runtime/plan/env_report.h"
 
 namespace zt {
