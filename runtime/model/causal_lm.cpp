@@ -33,36 +33,4 @@ float forward_backward(CausalLM& model, const std::vector<void*>& params, const 
   return l;
 }
 
-int64_t check_batch(const char* who, const ModelConfig& config, int max_batch, const int32_t* tokens,
-                    const int32_t* targets, int B, int T) {
-  if (B < 1 || B > max_batch || T < 1 || T > config.seq_len)
-    throw std::invalid_argument(std::string(who) + "::set_batch: B=" + std::to_string(B) + " T=" + std::to_string(T) +
-                                " outside 1..max_batch=" + std::to_string(max_batch) +
-                                ", 1..seq_len=" + std::to_string(config.seq_len));
-  const size_t n = size_t(B) * size_t(T);
-  int64_t valid = 0;
-  for (size_t i = 0; i < n; ++i) {
-    if (tokens[i] < 0 || tokens[i] >= config.vocab || targets[i] >= config.vocab)
-      throw std::invalid_argument(std::string(who) + "::set_batch: token or target id outside the vocabulary at position " +
-                                  std::to_string(i));
-    valid += targets[i] >= 0;
-  }
-  return valid;
-}
-
-void check_unit_call(const char* who, int u, int num_units, const void* params, int B) {
-  if (u < 0 || u >= num_units) throw std::out_of_range(std::string(who) + ": unit " + std::to_string(u) + " out of range");
-  if (!params) throw std::invalid_argument(std::string(who) + ": null parameter buffer for unit " + std::to_string(u));
-  if (B == 0) throw std::logic_error(std::string(who) + ": set_batch() must come before forward/backward");
-}
-
-double sum_of_losses(Backend& backend, const float* losses, size_t n) {
-  std::vector<float> host(n);
-  backend.synchronize();
-  backend.copy_to_host(host.data(), losses, n * sizeof(float));
-  double sum = 0.0;
-  for (float x : host) sum += x;
-  return sum;
-}
-
 }  // namespace zt

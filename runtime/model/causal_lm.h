@@ -1,6 +1,7 @@
 // CausalLM: what the engine, the training loop and the memory plan call on a decoder-only language
-// model run unit by unit on a Backend (GPT2 and Llama implement it), the factory choosing the class
-// by ModelConfig::family, and the whole-model walks used by tests and the single-process loop.
+// model run unit by unit on a Backend (GPT2 and Llama implement it over CausalLMBase,
+// causal_lm_base.h), the factory choosing the class by ModelConfig::family, and the whole-model
+// walks used by tests and the single-process loop.
 #pragma once
 
 #include <cstdint>
@@ -59,17 +60,6 @@ class CausalLM {
   // Bytes of activation and scratch memory this model holds on the backend.
   virtual size_t activation_bytes() const = 0;
 };
-
-// The checks every model's set_batch and unit calls make, one message format (`who`: "GPT2",
-// "Llama"): B and T inside the sizes the model was built for and every id inside the vocabulary
-// (std::invalid_argument naming the position); returns the number of targets >= 0.
-int64_t check_batch(const char* who, const ModelConfig& config, int max_batch, const int32_t* tokens,
-                    const int32_t* targets, int B, int T);
-// u a unit, params not null, and a batch set (B > 0); std::out_of_range / invalid_argument / logic_error.
-void check_unit_call(const char* who, int u, int num_units, const void* params, int B);
-// The sum, in position order, of n per-position losses in backend memory (synchronises the backend):
-// every model's loss_sum().
-double sum_of_losses(Backend& backend, const float* losses, size_t n);
 
 // The model class of config.family (GPT2 or Llama) on `backend`.
 std::unique_ptr<CausalLM> make_causal_lm(const ModelConfig& config, Backend& backend, ModelRunOptions options = {});

@@ -27,27 +27,16 @@ void gpt2_block_forward(Backend& backend, const UnitLayout& layout, const void* 
   backend.residual_forward(out, out, a.r2, size_t(N) * C);
 }
 
-void* GPT2::take(size_t bytes) {
-  void* p = backend_.alloc(bytes);
-  allocations_.push_back(p);
-  activation_bytes_ += bytes;
-  return p;
-}
-
 GPT2::GPT2(const ModelConfig& config, Backend& backend, ModelRunOptions options)
-    : config_(config), backend_(backend), options_(options), layouts_(build_unit_layouts(config)) {
+    : CausalLMBase("GPT2", config, backend, options) {
   if (config.dim % config.heads != 0)
     throw std::invalid_argument("model dim " + std::to_string(config.dim) + " does not divide by heads " +
                                 std::to_string(config.heads));
-  if (options.max_batch < 1) throw std::invalid_argument("ModelRunOptions.max_batch must be >= 1");
-  const size_t es = dtype_size(backend.act_dtype());
-  const size_t N = size_t(options.max_batch) * size_t(config.seq_len);
-  const size_t C = size_t(config.dim), Vp = size_t(config.padded_vocab());
+  take_batch();
+  const size_t es = element_bytes(), N = max_rows(), C = size_t(config.dim);
   const int L = config.layers;
 
-  tokens_ = static_cast<int32_t*>(take(N * sizeof(int32_t)));
-  targets_ = static_cast<int32_t*>(take(N * sizeof(int32_t)));
-  for (int i = 0; i <= L; ++i) resid_.push_back(static_cast<float*>(take(N * C * es)));
+  for (int i = 0; i <= L; ++i) resid_.push_back(take(N * C * es));
   const int sets = options.checkpoint_activations ? 1 : L;
   for (int i = 0; i < sets; ++i) {
     auto a = std::make_unique<BlockActs>();
@@ -65,23 +54,20 @@ GPT2::GPT2(const ModelConfig& config, Backend& backend, ModelRunOptions options)
     a->fch_gelu = take(N * 4 * C * es);
     blocks_.push_back(std::move(a));
   }
-  lnf_ = static_cast<float*>(take(N * C * es));
+  lnf_ = take(N * C * es);
   lnf_mean_ = static_cast<float*>(take(N * 4));
   lnf_rstd_ = static_cast<float*>(take(N * 4));
-  logits_ = static_cast<float*>(take(N * Vp * es));
-  if (options.keep_logits) kept_logits_ = static_cast<float*>(take(N * Vp * es));
-  losses_ = static_cast<float*>(take(N * 4));
-  dresid_ = static_cast<float*>(take(N * C * es));
-  dln_ = static_cast<float*>(take(N * C * es));
-  datty_ = static_cast<float*>(take(N * C * es));
-  dqkv_ = static_cast<float*>(take(N * 3 * C * es));
-  dfch_ = static_cast<float*>(take(N * 4 * C * es));
-  const size_t counted = activation_bytes_for(
-      config, options, es, backend.attention_saved_bytes(options.max_batch, config.seq_len, config.dim, config.heads));
-  if (activation_bytes_ != counted)
-    throw std::logic_error("GPT2: allocated " + std::to_string(activation_bytes_) + " activation bytes, " +
-                           "activation_bytes_for counts " + std::to_string(counted));
+  take_head_outputs();
+  dresid_ = take(N * C * es);
+  dln_ = take(N * C * es);
+  datty_ = take(N * C * es);
+  dqkv_ = take(N * 3 * C * es);
+  dfch_ = take(N * 4 * C * es);
+  check_taken(activation_bytes_for(
+      config, options, es, backend.attention_saved_bytes(options.max_batch, config.seq_len, config.dim, config.heads)));
 }
+
+GPT2::~GPT2() = default;
 
 size_t GPT2::activation_bytes_for(const ModelConfig& config, const ModelRunOptions& options, size_t es,
                                   size_t attention_saved) {
@@ -98,23 +84,7 @@ size_t GPT2::activation_bytes_for(const ModelConfig& config, const ModelRunOptio
          + 10 * N * C * es;          // gradient scratch: dresid dln datty, dqkv 3C, dfch 4C
 }
 
-GPT2::~GPT2() {
-  for (void* p : allocations_) backend_.free(p);
-}
-
-void GPT2::set_batch(const int32_t* tokens, const int32_t* targets, int B, int T, float dloss) {
-  valid_targets_ = check_batch("GPT2", config_, options_.max_batch, tokens, targets, B, T);
-  const size_t n = size_t(B) * size_t(T);
-  backend_.copy_to_device(tokens_, tokens, n * sizeof(int32_t));
-  backend_.copy_to_device(targets_, targets, n * sizeof(int32_t));
-  B_ = B;
-  T_ = T;
-  dloss_ = dloss;
-}
-
-void GPT2::check_unit(int u, const void* params) const { check_unit_call("GPT2", u, num_units(), params, B_); }
-
-void GPT2::block_forward(int l, const float* params, BlockActs& a) {
+void GPT2::block_forward(int l, const void* params, BlockActs& a) {
   const int B = B_, T = T_, C = config_.dim, NH = config_.heads;
   gpt2_block_forward(backend_, layouts_[size_t(l) + 1], params, resid_[size_t(l)], resid_[size_t(l) + 1], a, B * T, C,
                      [&] { backend_.attention_forward(a.atty, a.att, a.qkv, B, T, C, NH); });
@@ -203,9 +173,5 @@ void GPT2::backward_unit(int u, const void* params, void* grads, const void* emb
     backend_.embedding_backward(g("wte"), g("wpe"), dresid_, tokens_, B, T, C);
   }
 }
-
-double GPT2::loss_sum() { return sum_of_losses(backend_, losses_, size_t(B_) * size_t(T_)); }
-
-float GPT2::loss() { return valid_targets_ > 0 ? float(loss_sum() / double(valid_targets_)) : 0.f; }
 
 }  // namespace zt

@@ -25,13 +25,6 @@ struct Llama::BlockActs {
   void* act = nullptr;      // silu(gate) ∘ up [N, I]
 };
 
-void* Llama::take(size_t bytes) {
-  void* p = backend_.alloc(bytes);
-  allocations_.push_back(p);
-  activation_bytes_ += bytes;
-  return p;
-}
-
 static std::string llama_shape_message(const ModelConfig& config) {
   std::string s;
   for (const std::string& p : model_shape_problems(config)) s += (s.empty() ? "" : "; ") + p;
@@ -39,19 +32,16 @@ static std::string llama_shape_message(const ModelConfig& config) {
 }
 
 Llama::Llama(const ModelConfig& config, Backend& backend, ModelRunOptions options)
-    : config_(config), backend_(backend), options_(options), layouts_(build_unit_layouts(config)) {
+    : CausalLMBase("Llama", config, backend, options) {
   if (!config.llama()) throw std::invalid_argument("Llama: model '" + config.name + "' is not a Llama config");
   if (const std::string bad = llama_shape_message(config); !bad.empty())
     throw std::invalid_argument("Llama: model '" + config.name + "': " + bad);
-  if (options.max_batch < 1) throw std::invalid_argument("ModelRunOptions.max_batch must be >= 1");
-  const size_t es = dtype_size(backend.act_dtype());
-  const size_t N = size_t(options.max_batch) * size_t(config.seq_len);
-  const size_t C = size_t(config.dim), Vp = size_t(config.padded_vocab()), A = size_t(config.attention_width()),
+  take_batch();
+  const size_t es = element_bytes(), N = max_rows();
+  const size_t C = size_t(config.dim), A = size_t(config.attention_width()),
                Q = size_t(config.qkv_rows()), I = size_t(config.intermediate);
   const int L = config.layers, hd = config.head_width();
 
-  tokens_ = static_cast<int32_t*>(take(N * sizeof(int32_t)));
-  targets_ = static_cast<int32_t*>(take(N * sizeof(int32_t)));
   // The rotation angles of positions 0..seq_len-1: row t is the same for any shorter batch.
   const RopeTable tab = rope_table(config.seq_len, hd, config.rope_theta, config.rope_scaling);
   const size_t table_bytes = tab.cos.size() * sizeof(float);
@@ -78,20 +68,17 @@ Llama::Llama(const ModelConfig& config, Backend& backend, ModelRunOptions option
   }
   lnf_ = take(N * C * es);
   lnf_rstd_ = static_cast<float*>(take(N * 4));
-  logits_ = take(N * Vp * es);
-  if (options.keep_logits) kept_logits_ = take(N * Vp * es);
-  losses_ = static_cast<float*>(take(N * 4));
+  take_head_outputs();
   dresid_ = take(N * C * es);
   dln_ = take(N * C * es);
   datty_ = take(N * A * es);
   dqkv_ = take(N * Q * es);
   dgate_up_ = take(N * 2 * I * es);
   dact_ = take(N * I * es);
-  const size_t counted = activation_bytes_for(config, options, es, saved);
-  if (activation_bytes_ != counted)
-    throw std::logic_error("Llama: allocated " + std::to_string(activation_bytes_) + " activation bytes, " +
-                           "activation_bytes_for counts " + std::to_string(counted));
+  check_taken(activation_bytes_for(config, options, es, saved));
 }
+
+Llama::~Llama() = default;
 
 size_t Llama::activation_bytes_for(const ModelConfig& config, const ModelRunOptions& options, size_t es,
                                    size_t attention_saved) {
@@ -111,22 +98,6 @@ size_t Llama::activation_bytes_for(const ModelConfig& config, const ModelRunOpti
          + N * C * es + N * 4 + logits + N * 4  // head: final RMSNorm and its rstd, logits, losses
          + N * (2 * C + A + Q + 3 * I) * es;    // gradient scratch: dresid dln datty dqkv dgate_up dact
 }
-
-Llama::~Llama() {
-  for (void* p : allocations_) backend_.free(p);
-}
-
-void Llama::set_batch(const int32_t* tokens, const int32_t* targets, int B, int T, float dloss) {
-  valid_targets_ = check_batch("Llama", config_, options_.max_batch, tokens, targets, B, T);
-  const size_t n = size_t(B) * size_t(T);
-  backend_.copy_to_device(tokens_, tokens, n * sizeof(int32_t));
-  backend_.copy_to_device(targets_, targets, n * sizeof(int32_t));
-  B_ = B;
-  T_ = T;
-  dloss_ = dloss;
-}
-
-void Llama::check_unit(int u, const void* params) const { check_unit_call("Llama", u, num_units(), params, B_); }
 
 void Llama::block_forward(int l, const void* params, BlockActs& a) {
   const int B = B_, T = T_, N = B * T, C = config_.dim, H = config_.heads, Hkv = config_.kv_head_count(),
@@ -232,9 +203,5 @@ void Llama::backward_unit(int u, const void* params, void* grads, const void* em
     backend_.embedding_backward(g("wte"), nullptr, dresid_, tokens_, B, T, C);
   }
 }
-
-double Llama::loss_sum() { return sum_of_losses(backend_, losses_, size_t(B_) * size_t(T_)); }
-
-float Llama::loss() { return valid_targets_ > 0 ? float(loss_sum() / double(valid_targets_)) : 0.f; }
 
 }  // namespace zt
