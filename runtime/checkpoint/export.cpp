@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <functional>
 
 #include "base/half_float.h"
 #include "runtime/checkpoint/consolidated.h"
@@ -19,6 +20,28 @@ namespace zt::ckpt {
 
 namespace {
 
+// The one write of both export paths: `final_path` through a temporary beside it, which `write`
+// fills; then synced, closed, renamed over final_path and its folder synced. Any failure removes
+// the temporary; an I/O failure is --out's user error (`out`: the flag's value).
+void write_then_rename(const std::string& final_path, const std::string& out,
+                       const std::function<void(FileWriter&)>& write) {
+  const std::string tmp = final_path + ".tmp-" + std::to_string(::getpid());
+  try {
+    FileWriter file(tmp, false);
+    write(file);
+    file.sync();
+    file.close();
+    if (::rename(tmp.c_str(), final_path.c_str()) != 0) throw IoError("cannot rename " + tmp + " to", final_path, -1, errno);
+    fsync_directory(final_path.find('/') == std::string::npos ? "." : final_path.substr(0, final_path.rfind('/')));
+  } catch (const IoError& e) {
+    ::unlink(tmp.c_str());
+    throw UserError("--out", out, e.what(), "write to a folder with free space that you can write to");
+  } catch (...) {
+    ::unlink(tmp.c_str());
+    throw;
+  }
+}
+
 // --format hf of a Llama checkpoint: save_pretrained's model.safetensors (its names, split of the
 // stacked matrices and sorted order; the header's metadata adds the tag and step) and config.json.
 ExportResult export_llama_hf(const ExportOptions& o, const ConsolidatedWeights& weights, StDType dt) {
@@ -28,26 +51,14 @@ ExportResult export_llama_hf(const ExportOptions& o, const ConsolidatedWeights& 
   const StMetadata meta = {{"format", "pt"}, {"zt.tag", m.tag}, {"zt.step", std::to_string(m.step())}};
   make_directories(o.out);
   const std::string final_path = join_path(o.out, "model.safetensors");
-  const std::string tmp = final_path + ".tmp-" + std::to_string(::getpid());
-  try {
-    FileWriter out(tmp, false);
+  write_then_rename(final_path, o.out, [&](FileWriter& out) {
     const HfLlamaWritten w = write_hf_llama_safetensors(
         out, m.model, m.units, [&](int u, float* values) { weights.read_unit(u, values); }, dt, meta);
-    out.sync();
-    out.close();
     res.tensors = w.tensors;
     res.params = w.params;
     res.bytes_written = w.file_bytes;
     res.peak_buffer_bytes = w.peak_buffer_bytes;
-    if (::rename(tmp.c_str(), final_path.c_str()) != 0) throw IoError("cannot rename " + tmp + " to", final_path, -1, errno);
-    fsync_directory(o.out);
-  } catch (const IoError& e) {
-    ::unlink(tmp.c_str());
-    throw UserError("--out", o.out, e.what(), "write to a folder with free space that you can write to");
-  } catch (...) {
-    ::unlink(tmp.c_str());
-    throw;
-  }
+  });
   res.files.push_back(final_path);
   const std::string cfg = join_path(o.out, "config.json");
   const std::string text = hf_llama_config(m.model, dt == StDType::BF16 ? "bfloat16" : "float32").dump(2) + "\n";
@@ -122,9 +133,7 @@ ExportResult export_weights(const ExportOptions& o) {
 
   if (hf) make_directories(o.out);
   const std::string final_path = hf ? join_path(o.out, "model.safetensors") : o.out;
-  const std::string tmp = final_path + ".tmp-" + std::to_string(::getpid());
-  try {
-    FileWriter out(tmp, false);
+  write_then_rename(final_path, o.out, [&](FileWriter& out) {
     SafetensorsWriter w(out, tensors, meta);
     std::vector<float> unit, scratch;
     std::vector<uint16_t> half;
@@ -159,18 +168,8 @@ ExportResult export_weights(const ExportOptions& o) {
       for (const auto& t : ul.tensors) res.params += numel_out(t);
     }
     w.finish();
-    out.sync();
-    out.close();
     res.bytes_written = w.file_bytes();
-    if (::rename(tmp.c_str(), final_path.c_str()) != 0) throw IoError("cannot rename " + tmp + " to", final_path, -1, errno);
-    fsync_directory(final_path.find('/') == std::string::npos ? "." : final_path.substr(0, final_path.rfind('/')));
-  } catch (const IoError& e) {
-    ::unlink(tmp.c_str());
-    throw UserError("--out", o.out, e.what(), "write to a folder with free space that you can write to");
-  } catch (...) {
-    ::unlink(tmp.c_str());
-    throw;
-  }
+  });
   res.files.push_back(final_path);
   if (hf) {
     const std::string cfg = join_path(o.out, "config.json");

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "base/half_float.h"
+#include "runtime/checkpoint/unit_import.h"
 #include "runtime/checkpoint/file_io.h"
 #include "runtime/checkpoint/manifest.h"
 
@@ -226,22 +227,7 @@ void HfGpt2Reader::read_unit(int u, float* out) const {
 int64_t init_from_hf(ShardedState& state, RankExchange& ex, const std::string& path, const ModelConfig& model) {
   Diagnostics d;
   auto reader = HfGpt2Reader::open(path, state.units(), model, d);
-  if (!ex.all_true(reader != nullptr)) {
-    if (!reader) throw UserError(d);
-    throw UserError("--init-from", path, "stopped: another rank cannot read the weights", "read that rank's errors");
-  }
-  const auto needed = state.needed();
-  std::vector<float> unit;
-  for (int u = 0; u < int(state.units().size()); ++u) {
-    bool any = false;
-    for (const auto& r : needed) any = any || (r.unit == u && r.n > 0);
-    if (!any) continue;
-    unit.resize(size_t(state.units()[size_t(u)].numel));
-    reader->read_unit(u, unit.data());
-    for (const auto& r : needed)
-      if (r.unit == u && r.n > 0) state.write("master", r, unit.data() + r.begin);
-  }
-  state.commit();
+  import_units(state, ex, path, reader != nullptr, d, [&](int u, float* values) { reader->read_unit(u, values); });
   return reader->hf_vocab();
 }
 

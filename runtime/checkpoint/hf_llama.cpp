@@ -10,6 +10,7 @@
 #include <set>
 
 #include "base/half_float.h"
+#include "runtime/checkpoint/unit_import.h"
 #include "runtime/checkpoint/file_io.h"
 #include "runtime/checkpoint/hf_gpt2.h"
 #include "runtime/checkpoint/manifest.h"
@@ -522,22 +523,7 @@ uint64_t HfLlamaReader::bytes_read() const {
 void init_from_hf_llama(ShardedState& state, RankExchange& ex, const std::string& path, const ModelConfig& model) {
   Diagnostics d;
   auto reader = HfLlamaReader::open(path, state.units(), model, d);
-  if (!ex.all_true(reader != nullptr)) {
-    if (!reader) throw UserError(d);
-    throw UserError("--init-from", path, "stopped: another rank cannot read the weights", "read that rank's errors");
-  }
-  const auto needed = state.needed();
-  std::vector<float> unit;
-  for (int u = 0; u < int(state.units().size()); ++u) {
-    bool any = false;
-    for (const auto& r : needed) any = any || (r.unit == u && r.n > 0);
-    if (!any) continue;
-    unit.resize(size_t(state.units()[size_t(u)].numel));
-    reader->read_unit(u, unit.data());
-    for (const auto& r : needed)
-      if (r.unit == u && r.n > 0) state.write("master", r, unit.data() + r.begin);
-  }
-  state.commit();
+  import_units(state, ex, path, reader != nullptr, d, [&](int u, float* values) { reader->read_unit(u, values); });
 }
 
 HfLlamaWritten write_hf_llama_safetensors(FileWriter& out, const ModelConfig& m, const std::vector<UnitLayout>& units,

@@ -19,18 +19,7 @@ namespace zt {
 
 namespace {
 
-// What this backend can run, as the ZeRO rules read it: the CPU backend has no native stream (its
-// memory is the host's) and stores fp32 (so other precisions are emulated by rounding).
-BackendCaps capabilities_of(Backend& b) {
-  BackendCaps caps;
-  caps.compute = b.act_dtype();
-  caps.host_memory = b.native_stream() == nullptr && b.act_dtype() == DType::F32;
-  caps.other_precisions = b.act_dtype() == DType::F32;
-  return caps;
-}
-
-// The engine's own preconditions, and the ZeRO rules (runtime/zero/zero_rules.h) that config
-// validation reports with their keys: what reaches a refusal here is a caller's mistake.
+// The engine's own preconditions: what reaches a refusal here is a caller's mistake.
 void check_options(const EngineOptions& o) {
   if (o.micro_batch < 1 || o.grad_accum < 1) throw std::invalid_argument("engine: micro_batch and grad_accum must be >= 1");
   if (o.reduce.bucket_elems < 1 || o.gather.allgather_bucket_size < 1)
@@ -38,14 +27,11 @@ void check_options(const EngineOptions& o) {
   if (o.offload.chunk_elems < 1) throw std::invalid_argument("engine: offload chunk_elems must be >= 1");
 }
 
-void check_zero_rules(const EngineOptions& o, Backend& b, const Partition& part) {
-  ZeroOptionSet zs;
-  static_cast<ZeroOptions&>(zs) = o.zero;
-  zs.optimizer = o.optimizer.type;
-  zs.param_buffer_size = o.offload.params.buffer_size;
-  for (int u = 0; u < part.units(); ++u) zs.largest_param_shard = std::max(zs.largest_param_shard, part.unit(u).param_len);
-  const std::vector<ZeroRule> broken = check_zero_options(zs, capabilities_of(b));
+// The ZeRO rules (runtime/zero/zero_rules.h) that config validation reports with their keys.
+void check_zero_rules(const EnginePlan& plan, Backend& b) {
+  const std::vector<ZeroRule> broken = plan.broken_rules();
   if (broken.empty()) return;
+  const ZeroOptionSet zs = plan.zero_option_set();
   std::string text = "engine (" + b.name() + " backend):";
   for (ZeroRule r : broken) text += " " + describe(r, zs) + ";";
   text.back() = '.';
@@ -59,125 +45,28 @@ offload::PinnedAllocatorOptions pinned_options(const EngineOptions& o, std::vect
   return po;
 }
 
-std::vector<UnitSpec> unit_specs(const std::vector<UnitLayout>& layouts) {
-  std::vector<UnitSpec> specs;
-  for (const auto& l : layouts) {
-    UnitSpec s{l.name, l.numel, {}};
-    for (const auto& t : l.tensors) s.tensors.push_back({t.name, t.offset, t.numel, int(t.shape.size())});
-    specs.push_back(std::move(s));
-  }
-  return specs;
-}
-
-PartitionConfig partition_config(const EngineOptions& o, Backend& b, const Communicator& c) {
-  PartitionConfig pc;
-  static_cast<ZeroOptions&>(pc) = o.zero;
-  // MiCS: the partition spans one shard group of mics_shard_size consecutive ranks.
-  pc.world_size = partition_ranks(o, c.world_size());
-  pc.rank = c.rank() % pc.world_size;
-  pc.alignment = o.shard_alignment;
-  pc.optimizer = o.optimizer.type;
-  pc.sgd_momentum = o.optimizer.momentum != 0.0;
-  pc.backend_is_host = capabilities_of(b).host_memory;
-  return pc;
-}
-
-CommGroupShape group_shape(const EngineOptions& o) {
-  CommGroupShape shape;
-  if (o.zero.stage == 3) {
-    shape.mics_shard_size = o.zero.mics_shard_size;
-    shape.mics_hierarchical = o.gather.mics_hierarchical;
-    shape.hpz_partition_size = int(o.gather.hpz_partition_size);
-    shape.quantized_gradients = o.reduce.quantized_gradients;
-  }
-  return shape;
-}
-
-// The largest call of the shard group (the model in 4-byte elements; a padded call runs as one chunk
-// more) and of the other groups (a unit, or MiCS's replica all-reduce of every gradient shard).
-std::pair<uint64_t, uint64_t> largest_calls(const ShardMap& map) {
-  return {uint64_t(map.total_numel()) * 4, uint64_t(std::max(map.max_unit_padded(), map.shard_numel())) * 4};
-}
-
 }  // namespace
-
-int partition_ranks(const EngineOptions& o, int world_size) {
-  const bool mics = o.zero.stage == 3 && o.zero.mics_shard_size > 0 && world_size > 1;
-  return mics ? o.zero.mics_shard_size : world_size;
-}
-
-uint64_t planned_comm_buffer_bytes(const ModelConfig& model, const EngineOptions& o, Backend& b,
-                                   const Communicator& comm) {
-  const Partition part(unit_specs(build_unit_layouts(model)), partition_config(o, b, comm));
-  const auto [shard_call, group_call] = largest_calls(part.map());
-  return CommGroups::planned_buffer_bytes(comm, group_shape(o), shard_call, group_call);
-}
-
-uint64_t planned_checkpoint_snapshot_bytes(const ModelConfig& model, const EngineOptions& o, Backend& b,
-                                           const Communicator& comm) {
-  const Partition part(unit_specs(build_unit_layouts(model)), partition_config(o, b, comm));
-  if (comm.rank() >= part.world_size()) return 0;  // EngineCheckpoint's owned ranges: none
-  int64_t owned = 0;
-  for (const UnitRange& r : part.owned_ranges()) owned += r.n;
-  const size_t arrays = state_arrays_for(o.optimizer.type, o.optimizer.momentum != 0.0).size();
-  return uint64_t(owned) * arrays * 4;
-}
-
-std::vector<ElementRange> checkpoint_needed_ranges(const ModelConfig& model, const EngineOptions& o, Backend& b,
-                                                   const Communicator& c) {
-  const Partition part(unit_specs(build_unit_layouts(model)), partition_config(o, b, c));
-  std::vector<ElementRange> out;
-  for (const UnitRange& r : part.needed_ranges())
-    if (r.n > 0) out.push_back({r.unit, r.begin, r.n});
-  return out;
-}
-
-// One step's walk for the buffer plan and the communication predictor.
-static UnitBufferWalk unit_buffer_walk(const ShardMap& map, const ModelConfig& model, const EngineOptions& o) {
-  UnitBufferWalk walk;
-  for (int u = 0; u < map.units(); ++u) {
-    walk.padded.push_back(map.shard(u).padded);
-    walk.numel.push_back(map.shard(u).numel);
-  }
-  walk.stage = o.zero.stage;
-  walk.micro_steps = o.grad_accum;
-  walk.reduce = o.reduce;
-  walk.ranks = map.world_size();
-  walk.gather = o.gather;
-  walk.tied_head = model.tied_embeddings;
-  return walk;
-}
-
-uint64_t planned_unit_buffer_bytes(const ModelConfig& model, const EngineOptions& o, int world_size,
-                                   size_t element_bytes) {
-  const ShardMap map(unit_specs(build_unit_layouts(model)), world_size, 0, o.shard_alignment);
-  const UnitBufferWalk walk = unit_buffer_walk(map, model, o);
-  // Between steps, when ranks hold shards, the checksum, the export and a checkpoint load gather one
-  // unit at a time in fp32 beside the pool (State::gather_unit).
-  const bool sharded_master = stage_traits(o.zero.stage).shards_optimizer;  // Partition::all_reduces_grads() is false
-  const uint64_t gather_scratch = sharded_master && world_size > 1 ? uint64_t(map.max_unit_padded()) * 4 : 0;
-  return uint64_t(unit_buffer_peak_elements(walk)) * element_bytes + gather_scratch;
-}
 
 Engine::State::State(const ModelConfig& model_config, const EngineOptions& options, Backend& backend_in,
                      Communicator& comm_in)
     : model_cfg(model_config), opt(options), backend(backend_in), comm(comm_in), ledger(backend_in),
       pinned(pinned_options(options, setup_warnings)) {
   check_options(opt);
+  plan = std::make_unique<EnginePlan>(model_cfg, opt, EnginePlan::capabilities_of(backend), comm.world_size(), comm.rank());
+  check_zero_rules(*plan, backend);
+  part = plan->partition();
   topology = NodeTopology::make(comm.world_size(), opt.ranks_per_node > 0 ? opt.ranks_per_node : comm.world_size());
   // NCCL: collectives wait for the kernels before them on the backend's stream.
-  groups = std::make_unique<CommGroups>(comm, topology, group_shape(opt), backend.native_stream());
+  groups = std::make_unique<CommGroups>(comm, topology, plan->group_shape(), backend.native_stream());
   model = make_causal_lm(model_cfg, backend, ModelRunOptions{opt.micro_batch, opt.checkpoint_activations});
   ledger.record_external(MemCategory::Activations, model->activation_bytes());
-  part = std::make_unique<Partition>(unit_specs(model->layouts()), partition_config(opt, backend, comm));
-  check_zero_rules(opt, backend, *part);
-  // The communicators' own working buffers, sized now for the largest call each makes
-  // (largest_calls) and counted where they live: host memory, the backend's own on the CPU backend;
+  // The communicators' own working buffers, sized now for the largest call each makes (the plan's
+  // largest_calls) and counted where they live: host memory, the backend's own on the CPU backend;
   // NCCL's device buffers as measured at its start.
-  const auto [shard_call, group_call] = largest_calls(part->map());
+  const auto [shard_call, group_call] = plan->largest_calls();
   groups->reserve_buffers(shard_call, group_call);
   const uint64_t group_bytes = groups->group_buffer_bytes();
-  if (capabilities_of(backend).host_memory) {
+  if (plan->caps().host_memory) {
     ledger.record_external(MemCategory::CommBuffers, comm.buffer_bytes() + comm.device_buffer_bytes() + group_bytes);
   } else {
     ledger.record_host(MemCategory::CommBuffers, comm.buffer_bytes() + group_bytes);
@@ -238,7 +127,7 @@ void Engine::State::gather_unit(int u, const float* shard, const std::function<v
   try {
     backend.copy_to_device(mine, shard, size_t(sh.shard) * 4);
     z->comm.all_gather(mine, buf, size_t(sh.padded), DType::F32);  // over the ranks the partition spans
-    if (capabilities_of(backend).host_memory) {
+    if (plan->caps().host_memory) {
       use(static_cast<const float*>(buf));
     } else {
       std::vector<float> full(size_t(sh.padded));
@@ -282,61 +171,13 @@ bool Engine::quantizes_gradients() const { return s_->reducer->quantizes(); }
 int64_t Engine::quantized_gradient_block() const { return int64_t(s_->reducer->quantized_block()); }
 
 LinkBytes Engine::expected_link_bytes_per_step() const {
-  const Partition& p = *s_->part;
-  const CommGroups& groups = *s_->groups;
-  const size_t es = s_->z->element_bytes();
-  // The partition's volumes run over the shard group (the world unless MiCS).
-  Partition::CommVolumes v = p.expected_comm_volumes_per_step(es);
-  const int S = p.world_size(), N = s_->comm.world_size(), accum = s_->opt.grad_accum;
-  // Stages 2–3 reduce every micro-step (the partition's volumes are one micro-step's).
-  if (p.reduces_each_micro_step())
-    for (CommOp op : {CommOp::ReduceScatter, CommOp::AllReduce}) v.bytes[int(op)] *= uint64_t(accum);
-  // Stage 3's gathers as the gather schedule issues them over every micro-step (the tied head's,
-  // persistence's and reuse's differences from 2Ψ included; with hpZ, what comes from the secondary
-  // copy goes over the groups; with MiCS's hierarchical gather, a 1/n part of each across nodes,
-  // then the whole unit inside each node).
-  uint64_t on[kCommRoleCount][kCommOpCount] = {};
-  if (p.stage() == 3 && S > 1) {
-    EngineOptions o = s_->opt;
-    if (!groups.secondary()) o.gather.hpz_partition_size = 1;
-    const UnitGatherVolumes g = unit_gather_elements_per_step(unit_buffer_walk(p.map(), s_->model_cfg, o));
-    uint64_t primary = uint64_t(g.primary) * es, secondary = uint64_t(g.secondary) * es;
-    if (o.gather.quantized_weights) {  // qwZ: each call's int8 levels and fp32 scales; persistent units exact
-      primary = secondary = 0;
-      for (int u = 0; u < p.units(); ++u) {
-        const size_t P = size_t(p.shard(u).padded);
-        const bool q = o.gather.quantizes_gather_of(p.shard(u).numel);
-        primary += uint64_t(g.primary_calls[size_t(u)]) * (q ? QuantizedGather::wire_bytes(P, S).total() : P * es);
-        secondary += uint64_t(g.secondary_calls[size_t(u)]) *
-                     (q ? QuantizedGather::wire_bytes(P, int(o.gather.hpz_partition_size)).total() : P * es);
-      }
-    }
-    if (o.gather.mics_hierarchical && groups.mics() && groups.cross()) {
-      v.bytes[int(CommOp::AllGather)] = 0;
-      on[int(CommRole::Cross)][int(CommOp::AllGather)] = primary / uint64_t(groups.node()->world_size());
-      on[int(CommRole::Node)][int(CommOp::AllGather)] = primary;
-    } else {
-      v.bytes[int(CommOp::AllGather)] = primary;
-    }
-    on[int(CommRole::Secondary)][int(CommOp::AllGather)] = secondary;
+  QuantizedTraffic qgz;
+  if (s_->reducer->quantizes()) {
+    qgz.on = true;
+    qgz.wire = s_->reducer->quantized_wire_bytes();
+    qgz.exact_elements_per_micro_step = s_->reducer->exact_elements_per_micro_step();
   }
-  if (s_->reducer->quantizes()) {  // qgZ: the 1-D tensors reduce-scattered exactly, the rest in two all-to-alls
-    const QuantizedReduce::WireBytes w = s_->reducer->quantized_wire_bytes();
-    v.bytes[int(CommOp::ReduceScatter)] = s_->reducer->exact_elements_per_micro_step() * es * uint64_t(accum);
-    on[int(CommRole::Node)][int(CommOp::AllToAll)] = w.intra() * uint64_t(accum);
-    on[int(CommRole::Cross)][int(CommOp::AllToAll)] = w.inter() * uint64_t(accum);
-  }
-  if (groups.replica()) {  // MiCS: every gradient shard across the replicas, once a step
-    uint64_t shard_elems = 0;
-    for (int u = 0; u < p.units(); ++u) shard_elems += uint64_t(p.unit(u).grad_len);
-    on[int(CommRole::Replica)][int(CommOp::AllReduce)] = shard_elems * es;
-  }
-  if (S > 1 && p.norm_ranks().size() == 1) v.bytes[int(CommOp::AllGather)] += 8ull * uint64_t(S);  // the norm's partials
-  if (N > 1) on[int(CommRole::World)][int(CommOp::AllGather)] += 8ull * uint64_t(N);  // the step's loss, one double a rank
-  LinkBytes b = groups.split(CommRole::Shard, v.bytes);
-  for (int r = 0; r < kCommRoleCount; ++r)
-    if (r != int(CommRole::Shard)) b += groups.split(CommRole(r), on[r]);
-  return b;
+  return s_->plan->expected_link_bytes_per_step(*s_->groups, s_->z->element_bytes(), qgz);
 }
 
 const NodeTopology& Engine::topology() const { return s_->topology; }

@@ -1,7 +1,8 @@
-// Engine: the ZeRO training step, a conductor over the ZeRO objects (runtime/zero/): the partition
-// decides what each rank keeps, the parameter gatherer fetches and releases, the gradient reducer
-// reduces buckets as backward fills them, the shard optimizer computes the norm's partials and
-// updates the rank's shard. See docs/DESIGN.md for the map.
+// Engine: the ZeRO training step, a conductor over the ZeRO objects (runtime/zero/) that its
+// EnginePlan (engine_plan.h) decided before anything was allocated: the partition decides what each
+// rank keeps, the parameter gatherer fetches and releases, the gradient reducer reduces buckets as
+// backward fills them, the shard optimizer computes the norm's partials and updates the rank's
+// shard. See docs/DESIGN.md for the map.
 #pragma once
 
 #include <cstdint>
@@ -24,27 +25,6 @@
 #include "runtime/zero/shard_optimizer.h"
 
 namespace zt {
-
-// The bytes of full-unit buffers an engine built with these options holds at its peak, found without
-// building one: the pool's gradient and stage 3 gathered-unit buffers after a step
-// (runtime/zero/unit_buffer_plan.h) and, when ranks hold shards (stage >= 1, more than one rank),
-// the one fp32 unit the checksum, export and checkpoint load gather into beside it. The memory plan's
-// buffers row less the communicator's. element_bytes: the backend's working element (4 on the CPU).
-uint64_t planned_unit_buffer_bytes(const ModelConfig& model, const EngineOptions& o, int world_size,
-                                   size_t element_bytes);
-
-// The communicator working buffers an engine built with these options on `comm` reserves, its split
-// groups' included (hpZ's, MiCS's): the memory plan's communicator row, found without building one.
-uint64_t planned_comm_buffer_bytes(const ModelConfig& model, const EngineOptions& o, Backend& b,
-                                   const Communicator& comm);
-// The bytes of this rank's checkpoint snapshot (every state array of its owned ranges, in fp32:
-// the master and the optimizer's moments), found without building an engine: the memory plan's
-// snapshot row: Ψ/N of the units at every stage (stage 0 too), Ψ/S on MiCS's first shard group and
-// 0 on the ranks past it, which own nothing.
-uint64_t planned_checkpoint_snapshot_bytes(const ModelConfig& model, const EngineOptions& o, Backend& b,
-                                           const Communicator& comm);
-// The ranks the partition spans: the world, or MiCS's shard group.
-int partition_ranks(const EngineOptions& o, int world_size);
 
 struct StepStats {
   int64_t step = 0;            // optimizer steps attempted so far, this one included
@@ -134,11 +114,8 @@ class Engine {
   // expected_comm_bytes_per_step; accumulation repeats the stage 2–3 reductions and stage 3 gathers
   // per micro-step). Element bytes of the working type.
   uint64_t expected_comm_bytes_per_step() const;
-  // What StepStats::comm_links will read for one step (every micro-step): the partition's volumes
-  // (reductions repeated per micro-step where the stage does so; stage 3's gathers walked with the
-  // gather schedule) plus the engine's own scalar exchanges (the step's loss, and the norm's per-rank partials where
-  // ranks hold shards: 8 bytes per rank each, as all-gathers), split by the link model. Lamb's
-  // per-tensor trust-ratio exchange is not in it.
+  // What StepStats::comm_links will read for one step: the plan's prediction over this engine's
+  // groups and its reducer's qgZ traffic (EnginePlan::expected_link_bytes_per_step).
   LinkBytes expected_link_bytes_per_step() const;
   bool quantizes_gradients() const;  // qgZ is on (asked for, stage 3, more than one node)
   int64_t quantized_gradient_block() const;  // qgZ's elements per scale (0: off)

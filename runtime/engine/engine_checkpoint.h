@@ -12,12 +12,6 @@
 
 namespace zt {
 
-// The ranges EngineCheckpoint::needed() would give on this rank of an engine built with these
-// options, found without building one (no allocation): a run checks the checkpoint bytes it will load
-// before it allocates.
-std::vector<ElementRange> checkpoint_needed_ranges(const ModelConfig& model, const EngineOptions& o, Backend& b,
-                                                   const Communicator& c);
-
 class EngineCheckpoint final : public ShardedState {
  public:
   EngineCheckpoint(Engine& engine, const ModelConfig& model);

@@ -10,6 +10,7 @@
 #include "runtime/zero/comm_groups.h"
 #include "offload/pinned_memory.h"
 #include "runtime/engine/engine.h"
+#include "runtime/engine/engine_plan.h"
 #include "runtime/model/causal_lm.h"
 #include "runtime/zero/grad_reducer.h"
 #include "runtime/zero/host_transfer.h"
@@ -30,6 +31,9 @@ struct Engine::State {
   EngineOptions opt;
   Backend& backend;
   Communicator& comm;
+  // What this engine keeps, splits and reserves, decided before anything is allocated; the
+  // partition is the plan's.
+  std::unique_ptr<EnginePlan> plan;
   NodeTopology topology;  // opt.ranks_per_node over the world
   // The world and the groups split from it (MiCS's shard and replica groups, hpZ's, the
   // hierarchical gather's), with their links; before every object that issues on them.
@@ -37,7 +41,7 @@ struct Engine::State {
   MemoryLedger ledger;  // declared before every object that allocates through it
   std::vector<std::string> setup_warnings;  // what setup found (pinning refused), for the run to print once
   std::unique_ptr<CausalLM> model;
-  std::unique_ptr<Partition> part;
+  std::shared_ptr<Partition> part;  // plan->partition()
   std::unique_ptr<Trace> trace;
   std::unique_ptr<ZeroContext> z;
   offload::PinnedAllocator pinned;

@@ -119,13 +119,13 @@ struct PlanInput {
   int64_t sub_group_size = 1000000000;
   int optimizer_buffer_count = 4, param_buffer_count = 5;
   int64_t param_buffer_size = 100000000;
-  // The engine's full-unit buffers at their peak (planned_unit_buffer_bytes); unset: no model.
+  // The engine's full-unit buffers at their peak (EnginePlan::unit_buffer_bytes); unset: no model.
   std::optional<double> unit_buffer_bytes;
   uint64_t comm_buffer_bytes = 0;    // the communicator's own working buffers per rank (host memory)
   uint64_t comm_device_bytes = 0;    // its buffers in device memory (NCCL: measured at its start)
   bool backend_is_host = false;      // the CPU backend: its device memory is host RAM
   std::optional<uint64_t> process_baseline;  // resident bytes at start-up, measured by the run
-  // The checkpoint writer's pinned host snapshot per rank (planned_checkpoint_snapshot_bytes: the
+  // The checkpoint writer's pinned host snapshot per rank (EnginePlan::checkpoint_snapshot_bytes: the
   // master and moments of the rank's owned ranges in fp32) and the --save folder; 0 and empty: no saves.
   uint64_t checkpoint_snapshot_bytes = 0;
   std::string save_dir;

@@ -21,6 +21,7 @@
 #include "runtime/data/sampler.h"
 #include "runtime/data/synthetic.h"
 #include "runtime/engine/engine_checkpoint.h"
+#include "runtime/engine/engine_plan.h"
 #include "runtime/train/engine_config.h"
 #include "runtime/model/causal_lm.h"
 #include "runtime/monitor/run_reporter.h"
@@ -222,7 +223,9 @@ void check_start(Started& started, const RunOptions& run, Communicator& comm, Ba
     ckpt::check_before_start(checkpoint_settings(run, started.cfg, eo),
                              run_facts(run, started.cfg, eo, W, started.data.description), dtype_name(eo.zero.precision),
                              eo.optimizer.type, eo.optimizer.momentum != 0.0, started.cfg.run_steps.value,
-                             loads ? checkpoint_needed_ranges(run.model, eo, backend, comm) : std::vector<ElementRange>{},
+                             loads ? EnginePlan(run.model, eo, EnginePlan::capabilities_of(backend), W, rank)
+                                         .checkpoint_needed_ranges()
+                                   : std::vector<ElementRange>{},
                              problems);
     if (problems.has_errors()) throw UserError(problems);
   }
@@ -257,13 +260,14 @@ void check_start(Started& started, const RunOptions& run, Communicator& comm, Ba
   plan_in.activation_checkpointing = run.recompute;  // the run recomputes with --recompute only, whatever the block says
   plan_in.emulates_16bit_in_fp32 = target == ComputeBackend::Cpu;
   plan_in.backend_is_host = target == ComputeBackend::Cpu;
-  plan_in.comm_buffer_bytes = planned_comm_buffer_bytes(run.model, started.eo, backend, comm);  // as the engine reserves
+  // What the engine will keep, split and reserve: the one plan it will be built from.
+  const EnginePlan engine_plan(run.model, started.eo, EnginePlan::capabilities_of(backend), W, rank);
+  plan_in.comm_buffer_bytes = engine_plan.comm_buffer_bytes(comm);  // as the engine reserves
   plan_in.comm_device_bytes = comm.device_buffer_bytes();
-  plan_in.unit_buffer_bytes =
-      double(planned_unit_buffer_bytes(run.model, started.eo, partition_ranks(started.eo, W), dtype_size(backend.act_dtype())));
+  plan_in.unit_buffer_bytes = double(engine_plan.unit_buffer_bytes(dtype_size(backend.act_dtype())));
   if (started.baseline.known) plan_in.process_baseline = started.baseline.rss;
   if (!run.checkpoint.save_dir.empty()) {
-    plan_in.checkpoint_snapshot_bytes = planned_checkpoint_snapshot_bytes(run.model, started.eo, backend, comm);
+    plan_in.checkpoint_snapshot_bytes = engine_plan.checkpoint_snapshot_bytes();
     plan_in.save_dir = run.checkpoint.save_dir;
   }
   const int micro_batch = int(started.cfg.train_micro_batch_size_per_gpu.value);

@@ -14,6 +14,7 @@
 #include "runtime/checkpoint/checkpoint_save.h"
 #include "collectives/rank_exchange.h"
 #include "runtime/engine/engine_checkpoint.h"
+#include "runtime/engine/engine_plan.h"
 #include "runtime/model/causal_lm.h"
 #include "runtime/model/model_config.h"
 #include "runtime/plan/memory_plan.h"
@@ -148,7 +149,7 @@ TEST_P(AccountingBf16, ResidentBytesMatchThePlanWithTheMasterCopy) {
 }
 
 // The plan's buffers row is what the engine holds at its peak, exactly: the full-unit buffer pool
-// (gradients of whole units, stage 3's gathered units, walked by planned_unit_buffer_bytes with the
+// (gradients of whole units, stage 3's gathered units, walked by EnginePlan::unit_buffer_bytes with the
 // reducer's and gatherer's rules), the fp32 unit the parameter summary gathers between steps, and the
 // communicator's reservation; beside them only the loss and norm exchanges (8 bytes per rank each).
 // For every stage, with overlap on and off, a tied and an untied head, one bucket and many, with
@@ -201,7 +202,7 @@ TEST_P(AccountingBuffers, PlanBuffersAreTheLedgersPeak) {
   o.gather.max_live_parameters = c.max_live;
   const RunResult r = run_engine(model, o, 2);
   const uint64_t comm = world().comm->buffer_bytes_for(uint64_t(model.total_params()) * 4);
-  const uint64_t units = planned_unit_buffer_bytes(model, o, W, 4);
+  const uint64_t units = EnginePlan(model, o, BackendCaps::cpu(), W, 0).unit_buffer_bytes(4);
   const uint64_t ledger = r.peak[MemCategory::CommBuffers];
   EXPECT_LE(units + comm, ledger) << c.name;
   EXPECT_LE(ledger - (units + comm), 16ull * (W > 1 ? W : 0))
@@ -242,7 +243,7 @@ TEST_P(AccountingPresets, PlanEqualsTheLedgerPerCategory) {
   o.reduce.bucket_elems = 500000000;  // the shipped configs' scale, not the base options' tiny buckets
   o.gather.allgather_bucket_size = 500000000;
   const uint64_t comm = world().comm->buffer_bytes_for(uint64_t(model.total_params()) * 4);
-  const uint64_t units = planned_unit_buffer_bytes(model, o, W, 4);
+  const uint64_t units = EnginePlan(model, o, BackendCaps::cpu(), W, 0).unit_buffer_bytes(4);
   PlanInput in = cpu_plan_input(model.total_params(), W, stage, comm, units);
   in.activation_bytes = double(causal_lm_activation_bytes_for(
       model, ModelRunOptions{o.micro_batch, o.checkpoint_activations}, 4,
@@ -288,7 +289,7 @@ INSTANTIATE_TEST_SUITE_P(Engine, AccountingPresets,
                            return n + "_stage" + std::to_string(std::get<1>(info.param));
                          });
 
-// The plan's checkpoint snapshot row (planned_checkpoint_snapshot_bytes, found without building an
+// The plan's checkpoint snapshot row (EnginePlan::checkpoint_snapshot_bytes, found without building an
 // engine) is what the writer holds for the engine's state from the start: every state array of the
 // rank's owned ranges in fp32. Every stage, Adam's two moments, SGD's one or none, and MiCS over half
 // the world (whose other half owns nothing and saves nothing).
@@ -312,7 +313,7 @@ TEST(Accounting, PlannedCheckpointSnapshotIsWhatTheWriterHolds) {
   const std::string dir = ::testing::TempDir() + "zt_snapshot_" + std::to_string(world().comm->rank());
   for (const auto& [name, o] : cases) {
     SCOPED_TRACE(name);
-    const uint64_t planned = planned_checkpoint_snapshot_bytes(model, o, *world().backend, *world().comm);
+    const uint64_t planned = EnginePlan(model, o, EnginePlan::capabilities_of(*world().backend), world().comm->world_size(), world().comm->rank()).checkpoint_snapshot_bytes();
     Engine e(model, o, *world().backend, *world().comm);
     EngineCheckpoint state(e, model);
     int64_t owned = 0;

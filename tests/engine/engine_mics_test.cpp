@@ -9,6 +9,7 @@
 
 #include <cmath>
 
+#include "runtime/engine/engine_plan.h"
 #include "tests/engine/engine_test_util.h"
 
 namespace zt::test {
@@ -125,7 +126,7 @@ TEST(Mics, HierarchicalGatherIsBitwiseTheFlatGather) {
   for (const StepStats& st : two_level.stats) EXPECT_GT(st.groups.by_role[int(CommRole::Cross)].calls[int(CommOp::AllGather)], 0u);
 }
 
-// The memory plan's communicator row (planned_comm_buffer_bytes, found without building an engine)
+// The memory plan's communicator row (EnginePlan::comm_buffer_bytes, found without building an engine)
 // is what a built engine records for its communicators' working buffers, split groups included:
 // flat stage 3, MiCS over a node and over the world with the two-level gather, and hpZ.
 TEST(Mics, PlannedCommunicatorBuffersAreWhatTheEngineReserves) {
@@ -141,7 +142,7 @@ TEST(Mics, PlannedCommunicatorBuffersAreWhatTheEngineReserves) {
   uint64_t flat_bytes = 0;
   for (const auto& [name, o] : cases) {
     SCOPED_TRACE(name);
-    const uint64_t planned = planned_comm_buffer_bytes(model, o, *world().backend, *world().comm);
+    const uint64_t planned = EnginePlan(model, o, EnginePlan::capabilities_of(*world().backend), world().comm->world_size(), world().comm->rank()).comm_buffer_bytes(*world().comm);
     Engine e(model, o, *world().backend, *world().comm);
     EXPECT_EQ(planned, e.ledger().current()[MemCategory::CommBuffers]);
     if (flat_bytes == 0) flat_bytes = planned;
