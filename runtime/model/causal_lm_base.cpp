@@ -4,6 +4,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "runtime/model/gpt2_block.h"  // UnitView
+
 namespace zt {
 
 CausalLMBase::CausalLMBase(const char* family, const ModelConfig& config, Backend& backend, ModelRunOptions options)
@@ -66,6 +68,32 @@ void CausalLMBase::check_unit(int u, const void* params) const {
   if (u < 0 || u >= num_units()) throw std::out_of_range(who + ": unit " + std::to_string(u) + " out of range");
   if (!params) throw std::invalid_argument(who + ": null parameter buffer for unit " + std::to_string(u));
   if (B_ == 0) throw std::logic_error(who + ": set_batch() must come before forward/backward");
+}
+
+void CausalLMBase::check_grads(int u, const void* grads) const {
+  if (!grads) throw std::invalid_argument(std::string(family_) + ": null gradient buffer for unit " + std::to_string(u));
+}
+
+const void* CausalLMBase::head_matrix(const void* params, const void* embedding_params, const char* what) const {
+  if (!config_.tied_embeddings) return UnitView{layouts_.back(), (char*)params, element_bytes()}("lm_head_w");
+  if (!embedding_params)
+    throw std::invalid_argument(std::string(family_) + ": the tied head's " + what +
+                                " needs the embedding unit's parameters");
+  return UnitView{layouts_[0], (char*)embedding_params, element_bytes()}("wte");
+}
+
+void* CausalLMBase::head_matrix_grad(void* grads, void* embedding_grads) const {
+  if (!config_.tied_embeddings) return UnitView{layouts_.back(), (char*)grads, element_bytes()}("lm_head_w");
+  if (!embedding_grads)
+    throw std::invalid_argument(std::string(family_) + ": the tied head's backward needs the embedding unit's gradients");
+  return UnitView{layouts_[0], (char*)embedding_grads, element_bytes()}("wte");
+}
+
+void CausalLMBase::head_forward(const void* normed, const void* lm_matrix) {
+  const int N = B_ * T_, C = config_.dim, V = config_.vocab, Vp = config_.padded_vocab();
+  backend_.lm_head_forward(logits_, normed, lm_matrix, N, C, V, Vp);
+  if (kept_logits_) backend_.copy(kept_logits_, logits_, size_t(N) * size_t(Vp) * element_bytes());
+  backend_.crossentropy_forward_backward(losses_, logits_, logits_, targets_, N, V, Vp, dloss_);
 }
 
 double CausalLMBase::loss_sum() {

@@ -56,6 +56,17 @@ class CausalLMBase : public CausalLM {
   void check_taken(size_t counted) const;
   // u a unit, params not null, and a batch set: std::out_of_range / invalid_argument / logic_error.
   void check_unit(int u, const void* params) const;
+  // A backward call's gradient buffer is not null (std::invalid_argument).
+  void check_grads(int u, const void* grads) const;
+  // The head's LM matrix and its gradient: the head unit's lm_head_w, or the embedding unit's wte
+  // when tied (std::invalid_argument naming the pass, `what`, when a tied head's call lacks the
+  // embedding unit's buffers).
+  const void* head_matrix(const void* params, const void* embedding_params, const char* what) const;
+  void* head_matrix_grad(void* grads, void* embedding_grads) const;
+  // The head after its final norm (`normed`, [N, C]): the logits over the padded vocabulary (kept
+  // with keep_logits), then softmax, loss and d(loss)/d(logits) in one pass, the gradient written
+  // over the logits.
+  void head_forward(const void* normed, const void* lm_matrix);
   size_t element_bytes() const { return dtype_size(backend_.act_dtype()); }
   // Rows of the largest batch the buffers are sized for: max_batch x seq_len.
   size_t max_rows() const { return size_t(options_.max_batch) * size_t(config_.seq_len); }

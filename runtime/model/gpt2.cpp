@@ -92,37 +92,25 @@ void GPT2::block_forward(int l, const void* params, BlockActs& a) {
 
 void GPT2::forward_unit(int u, const void* params, const void* embedding_params) {
   check_unit(u, params);
-  const int B = B_, T = T_, C = config_.dim, V = config_.vocab, Vp = config_.padded_vocab(), N = B * T,
-            L = config_.layers;
-  const size_t es = dtype_size(backend_.act_dtype());
+  const int B = B_, T = T_, C = config_.dim, N = B * T, L = config_.layers;
   const UnitLayout& lay = layouts_[size_t(u)];
-  const UnitView p{lay, (char*)params, es};
+  const UnitView p{lay, (char*)params, element_bytes()};
   if (lay.kind == UnitKind::Embedding) {
     backend_.embedding_forward(resid_[0], tokens_, p("wte"), p("wpe"), B, T, C);
   } else if (lay.kind == UnitKind::Block) {
     const int l = u - 1;
     block_forward(l, static_cast<const float*>(params), *blocks_[options_.checkpoint_activations ? 0 : size_t(l)]);
   } else {
-    const void* wte;
-    if (config_.tied_embeddings) {
-      if (!embedding_params)
-        throw std::invalid_argument("GPT2: the tied head's forward needs the embedding unit's parameters");
-      wte = UnitView{layouts_[0], (char*)embedding_params, es}("wte");
-    } else {
-      wte = p("lm_head_w");
-    }
+    const void* wte = head_matrix(params, embedding_params, "forward");
     backend_.layernorm_forward(lnf_, lnf_mean_, lnf_rstd_, resid_[size_t(L)], p("lnf_w"), p("lnf_b"), N, C);
-    backend_.lm_head_forward(logits_, lnf_, wte, N, C, V, Vp);
-    if (kept_logits_) backend_.copy(kept_logits_, logits_, size_t(N) * size_t(Vp) * es);
-    // softmax, loss and d(loss)/d(logits) in one pass, the gradient written over the logits
-    backend_.crossentropy_forward_backward(losses_, logits_, logits_, targets_, N, V, Vp, dloss_);
+    head_forward(lnf_, wte);
   }
 }
 
 void GPT2::backward_unit(int u, const void* params, void* grads, const void* embedding_params,
                          void* embedding_grads) {
   check_unit(u, params);
-  if (!grads) throw std::invalid_argument("GPT2: null gradient buffer for unit " + std::to_string(u));
+  check_grads(u, grads);
   const int B = B_, T = T_, C = config_.dim, NH = config_.heads, V = config_.vocab, Vp = config_.padded_vocab(),
             N = B * T, L = config_.layers;
   const size_t es = dtype_size(backend_.act_dtype());
@@ -131,18 +119,8 @@ void GPT2::backward_unit(int u, const void* params, void* grads, const void* emb
   const UnitView p{lay, (char*)params, es};
   const UnitView g{lay, (char*)grads, es};
   if (lay.kind == UnitKind::Head) {
-    const void* wte;
-    void* dwte;
-    if (config_.tied_embeddings) {
-      if (!embedding_params || !embedding_grads)
-        throw std::invalid_argument("GPT2: the tied head's backward needs the embedding unit's parameters and "
-                                    "gradients");
-      wte = UnitView{layouts_[0], (char*)embedding_params, es}("wte");
-      dwte = UnitView{layouts_[0], (char*)embedding_grads, es}("wte");
-    } else {
-      wte = p("lm_head_w");
-      dwte = g("lm_head_w");
-    }
+    const void* wte = head_matrix(params, embedding_params, "backward");
+    void* dwte = head_matrix_grad(grads, embedding_grads);
     backend_.zero(dln_, NC * es);
     backend_.lm_head_backward(dln_, dwte, logits_, lnf_, wte, N, C, V, Vp);  // logits_ holds dlogits now
     backend_.zero(dresid_, NC * es);

@@ -120,22 +120,11 @@ void Llama::block_forward(int l, const void* params, BlockActs& a) {
   backend_.residual_forward(out, out, a.r2, size_t(N) * C);
 }
 
-const void* Llama::head_matrix(const void* params, const void* embedding_params, const char* what) const {
-  const size_t es = dtype_size(backend_.act_dtype());
-  if (!config_.tied_embeddings) return UnitView{layouts_.back(), (char*)params, es}("lm_head_w");
-  if (!embedding_params)
-    throw std::invalid_argument(std::string("Llama: the tied head's ") + what +
-                                " needs the embedding unit's parameters");
-  return UnitView{layouts_[0], (char*)embedding_params, es}("wte");
-}
-
 void Llama::forward_unit(int u, const void* params, const void* embedding_params) {
   check_unit(u, params);
-  const int B = B_, T = T_, C = config_.dim, V = config_.vocab, Vp = config_.padded_vocab(), N = B * T,
-            L = config_.layers;
-  const size_t es = dtype_size(backend_.act_dtype());
+  const int B = B_, T = T_, C = config_.dim, N = B * T, L = config_.layers;
   const UnitLayout& lay = layouts_[size_t(u)];
-  const UnitView p{lay, (char*)params, es};
+  const UnitView p{lay, (char*)params, element_bytes()};
   if (lay.kind == UnitKind::Embedding) {
     backend_.embedding_forward(resid_[0], tokens_, p("wte"), nullptr, B, T, C);  // no position table
   } else if (lay.kind == UnitKind::Block) {
@@ -144,17 +133,14 @@ void Llama::forward_unit(int u, const void* params, const void* embedding_params
   } else {
     const void* w = head_matrix(params, embedding_params, "forward");
     backend_.rmsnorm_forward(lnf_, lnf_rstd_, resid_[size_t(L)], p("lnf_w"), N, C, config_.norm_eps);
-    backend_.lm_head_forward(logits_, lnf_, w, N, C, V, Vp);
-    if (kept_logits_) backend_.copy(kept_logits_, logits_, size_t(N) * size_t(Vp) * es);
-    // softmax, loss and d(loss)/d(logits) in one pass, the gradient written over the logits
-    backend_.crossentropy_forward_backward(losses_, logits_, logits_, targets_, N, V, Vp, dloss_);
+    head_forward(lnf_, w);
   }
 }
 
 void Llama::backward_unit(int u, const void* params, void* grads, const void* embedding_params,
                           void* embedding_grads) {
   check_unit(u, params);
-  if (!grads) throw std::invalid_argument("Llama: null gradient buffer for unit " + std::to_string(u));
+  check_grads(u, grads);
   const int B = B_, T = T_, N = B * T, C = config_.dim, H = config_.heads, Hkv = config_.kv_head_count(),
             hd = config_.head_width(), A = int(config_.attention_width()), Q = int(config_.qkv_rows()),
             I = config_.intermediate, V = config_.vocab, Vp = config_.padded_vocab(), L = config_.layers;
@@ -165,14 +151,7 @@ void Llama::backward_unit(int u, const void* params, void* grads, const void* em
   const UnitView g{lay, (char*)grads, es};
   if (lay.kind == UnitKind::Head) {
     const void* w = head_matrix(params, embedding_params, "backward");
-    void* dw;
-    if (config_.tied_embeddings) {
-      if (!embedding_grads)
-        throw std::invalid_argument("Llama: the tied head's backward needs the embedding unit's gradients");
-      dw = UnitView{layouts_[0], (char*)embedding_grads, es}("wte");
-    } else {
-      dw = g("lm_head_w");
-    }
+    void* dw = head_matrix_grad(grads, embedding_grads);
     backend_.zero(dln_, n * C * es);
     backend_.lm_head_backward(dln_, dw, logits_, lnf_, w, N, C, V, Vp);  // logits_ holds dlogits now
     backend_.zero(dresid_, n * C * es);

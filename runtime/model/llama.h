@@ -33,8 +33,6 @@ class Llama final : public CausalLMBase {
  private:
   struct BlockActs;
   void block_forward(int l, const void* params, BlockActs& a);
-  // The head's LM matrix: lm_head_w, or the embedding unit's wte when tied.
-  const void* head_matrix(const void* params, const void* embedding_params, const char* what) const;
 
   float *rope_cos_ = nullptr, *rope_sin_ = nullptr;  // fp32 [seq_len, head_dim / 2], built once
   std::vector<void*> resid_;    // resid_[0] embedding output, resid_[l+1] block l's output: [B, T, C]
