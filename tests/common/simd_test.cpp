@@ -9,17 +9,12 @@
 #include <stdexcept>
 #include <string>
 
+#include "tests/common/scoped_env.h"
+
 namespace zt {
 namespace {
 
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) { setenv(name, value, 1); }
-  ~ScopedEnv() { unsetenv(name_); }
-
- private:
-  const char* name_;
-};
+using test::ScopedEnv;
 
 TEST(Simd, ZtSimdForcesALevel) {
   {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "offload/cpu_adam.h"
+#include "tests/common/scoped_env.h"
 
 namespace zt::offload {
 namespace {
@@ -226,14 +227,7 @@ TEST(CpuAdam, NanParamStaysNanInEveryOutput) {
   }
 }
 
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) { setenv(name, value, 1); }
-  ~ScopedEnv() { unsetenv(name_); }
-
- private:
-  const char* name_;
-};
+using test::ScopedEnv;
 
 // The rule itself (ZT_SIMD values, unsupported levels) is tests/common/simd_test.cpp's; here the
 // CPU Adam follows it at every call.
