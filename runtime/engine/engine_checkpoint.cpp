@@ -1,4 +1,6 @@
-// EngineCheckpoint: names and ranges of a checkpoint mapped onto the engine's state arrays.
+// EngineCheckpoint: the engine's ShardedState (runtime/checkpoint/sharded_state.h), the one boundary
+// the checkpoint code reaches it through: a checkpoint's names and ranges mapped onto the engine's
+// state arrays.
 #include "runtime/engine/engine_checkpoint.h"
 
 #include <algorithm>

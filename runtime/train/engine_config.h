@@ -1,5 +1,7 @@
 // engine_options_from_config: turns a loaded, valid ds_config (zt::Config) into the engine's
 // plain EngineOptions — stage, batch split, precision, optimizer, scheduler, clipping, loss scaling.
+// EngineOptions::zero is taken as it is from validation's zero_option_set
+// (runtime/config/validate_engine.cpp), which reads the zero_optimization keys once.
 #pragma once
 
 #include <cstdint>
