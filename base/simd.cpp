@@ -1,6 +1,10 @@
 // The SIMD rule: CPU features read with __builtin_cpu_supports, ZT_SIMD checked against them.
 #include "base/simd.h"
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
 #include <cstdlib>
 #include <stdexcept>
 
@@ -22,13 +26,25 @@ SimdLevel parse_simd_level(const std::string& name) {
   throw std::invalid_argument("unknown SIMD level '" + name + "': use avx512, avx2, scalar or auto");
 }
 
+#if defined(__x86_64__) || defined(__i386__)
+namespace {
+
+// F16C from CPUID leaf 1 (ECX bit 29): clang's __builtin_cpu_supports does not know "f16c".
+bool cpu_has_f16c() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C) != 0;
+}
+
+}  // namespace
+#endif
+
 bool simd_level_supported(SimdLevel level) {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_cpu_init();
   switch (level) {
     case SimdLevel::Scalar: return true;
     case SimdLevel::Avx2:
-      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpu_has_f16c();
     case SimdLevel::Avx512:
       return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
              __builtin_cpu_supports("avx512vl");
