@@ -15,6 +15,7 @@
 #include "kernels/op_record.h"
 #include "kernels/cpu/copy_lane.h"
 #include "kernels/cpu/cpu_ops.h"
+#include "kernels/cpu/simd.h"
 #include "kernels/cpu/cpu_threads.h"
 
 namespace zt {
@@ -37,7 +38,12 @@ class CpuBackend final : public Backend {
  public:
   // OpenBLAS's own threading changes results with the thread count (matmul.cpp): keep it at one
   // thread and let matmul.cpp spread fixed row chunks over OpenMP threads instead.
-  CpuBackend() { openblas_set_num_threads(1); }
+  // The SIMD level is resolved here, on the constructing thread: the kernels first ask for it
+  // inside parallel loops, where a refused ZT_SIMD could not propagate.
+  CpuBackend() {
+    openblas_set_num_threads(1);
+    cpu::simd_level();
+  }
 
   std::string name() const override { return "cpu"; }
   DType act_dtype() const override { return DType::F32; }

@@ -6,7 +6,9 @@
 #include <cstdlib>
 #include <string>
 #include <exception>
+#include <stdexcept>
 
+#include "base/simd.h"
 #include "build_info.h"
 #include "collectives/bootstrap.h"
 #include "runtime/cli/subcommands.h"
@@ -36,6 +38,24 @@ int main(int argc, char** argv) {
   zt::register_checkpoint_command(app, exit_code);
   zt::register_sample_command(app, exit_code);
   zt::register_eval_command(app, exit_code);
+  // ZT_SIMD is read by every command that computes or checksums (base/simd.h), first inside the
+  // kernels' parallel loops, where a refusal could not be reported: a value this CPU cannot honour
+  // is refused here, once for the job, before anything runs.
+  try {
+    zt::resolve_simd_level();
+  } catch (const std::runtime_error& e) {
+    if (zt::Bootstrap::launcher_rank() == 0) {
+      const std::string value = std::getenv("ZT_SIMD") ? std::getenv("ZT_SIMD") : "";
+      std::string reason = e.what();
+      if (reason.rfind("ZT_SIMD=" + value + ": ", 0) == 0) reason.erase(0, value.size() + 10);
+      zt::Diagnostics d;
+      d.error("ZT_SIMD", value, reason,
+              "unset ZT_SIMD, or set it to auto or to a level this CPU has: " + zt::supported_simd_levels());
+      zt::write_all(stderr, zt::format_report(d, ""));
+      std::fprintf(stderr, "zerotrain: 1 error(s); stopped before doing anything.\n");
+    }
+    return zt::Bootstrap::stop_before_start(zt::kUserErrorExit);
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -255,6 +255,11 @@ def main():
             print("FAIL metrics_fill_up       (cannot mount a small tmpfs here; CI=true: the case must run)")
         else:
             print("skip metrics_fill_up       (cannot mount a small tmpfs here)")
+        # A ZT_SIMD the CPU kernels cannot honour: refused before training with the fix, once for the
+        # job (it used to abort every rank from inside the first parallel loop).
+        case("bad_zt_simd", MPI + ["-np", "2", ZT] + FLAGS + steps, 2,
+             r"^(?!.*rank 1).*ZT_SIMD = sse9.*unset ZT_SIMD.*zerotrain: 1 error", 30,
+             env=dict(ENV, ZT_SIMD="sse9"))
         # Ranks that disagree: different flags (MPMD), a different stage.
         case("ranks_disagree", MPI + ["-np", "1", ZT] + FLAGS + steps +
              [":", "-np", "1", ZT] + with_flag(FLAGS, "--micro-batch", "8") + steps, 2,
