@@ -129,11 +129,18 @@ class Backend {
     attention_backward(dqkv, dout, qkv, saved, B, T, C, NH, NH);
   }
 
-  // One new query row per sequence against a key/value cache (generation; multi-head only, NKV = NH):
-  // cache [B, Tmax, 3C] holds q, k, v of positions 0..t-1 packed as attention_forward's qkv (rows 3C
-  // apart, sequences Tmax rows apart); out [B, C] = softmax(q_{t-1} · K[0..t)ᵀ · scale) · V[0..t), i.e. row t - 1
-  // of attention_forward over the first t positions (equal up to rounding; tests pin it).
-  virtual void attention_decode(void* out, const void* qkv_cache, int B, int Tmax, int t, int C, int NH) = 0;
+  // One new query row per sequence against a key/value cache (generation): cache [B, Tmax, W] holds
+  // q, k, v of positions 0..t-1 packed as attention_forward's qkv (W = (NH + 2·NKV)·hs, rows W apart,
+  // sequences Tmax rows apart; the key/value part holds NKV heads, never replicated); out [B, C] =
+  // softmax(q_{t-1} · K[0..t)ᵀ · scale) · V[0..t) per query head, query head h reading key/value
+  // head h / (NH / NKV), i.e. row t - 1 of attention_forward over the first t positions (equal up to
+  // rounding; tests pin it).
+  virtual void attention_decode(void* out, const void* qkv_cache, int B, int Tmax, int t, int C, int NH,
+                                int NKV) = 0;
+  // Multi-head (NKV = NH), cache rows 3C.
+  void attention_decode(void* out, const void* qkv_cache, int B, int Tmax, int t, int C, int NH) {
+    attention_decode(out, qkv_cache, B, Tmax, t, C, NH, NH);
+  }
 
   // GELU, tanh approximation (GPT-2's).
   virtual void gelu_forward(void* out, const void* inp, size_t n) = 0;

@@ -110,7 +110,7 @@ int main(int argc, char** argv) {
     ZT_CUDA_CHECK(cudaMalloc(&probs, probs_bytes));
     ZT_CUDA_CHECK(cudaMalloc(&scratch, zt::cuda::naive_attention_backward_scratch_floats(sh.B, sh.T, sh.NH) * 4));
     zt::cuda::flash_attention_forward(out, saved, qkv, sh.B, sh.T, sh.C, sh.NH, sh.NH, s);
-    zt::cuda::naive_attention_forward(ref_out, probs, qkv, sh.B, sh.T, sh.C, sh.NH, s);
+    zt::cuda::naive_attention_forward(ref_out, probs, qkv, sh.B, sh.T, sh.C, sh.NH, sh.NH, s);
     ZT_CUDA_CHECK(cudaStreamSynchronize(s));
     std::vector<uint16_t> a(n_out), b(n_out);
     ZT_CUDA_CHECK(cudaMemcpy(a.data(), out, n_out * 2, cudaMemcpyDeviceToHost));
@@ -132,9 +132,9 @@ int main(int argc, char** argv) {
       zt::cuda::flash_attention_backward(dqkv, dout, qkv, saved, sh.B, sh.T, sh.C, sh.NH, sh.NH, dsum, s);
     });
     const double t_ref = zt::bench::median_ms(s, 1, quick ? 3 : 5, [&] {
-      zt::cuda::naive_attention_forward(ref_out, probs, qkv, sh.B, sh.T, sh.C, sh.NH, s);
+      zt::cuda::naive_attention_forward(ref_out, probs, qkv, sh.B, sh.T, sh.C, sh.NH, sh.NH, s);
       ZT_CUDA_CHECK(cudaMemsetAsync(dqkv, 0, 3 * n_out * 2, s));
-      zt::cuda::naive_attention_backward(dqkv, dout, qkv, probs, sh.B, sh.T, sh.C, sh.NH, scratch, s);
+      zt::cuda::naive_attention_backward(dqkv, dout, qkv, probs, sh.B, sh.T, sh.C, sh.NH, sh.NH, scratch, s);
     });
     ZT_CUDA_CHECK(cudaFree(probs));
     ZT_CUDA_CHECK(cudaFree(scratch));

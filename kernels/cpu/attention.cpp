@@ -254,25 +254,26 @@ void attention_backward(float* dqkv, const float* dout, const float* qkv, const 
   }
 }
 
-void attention_decode(float* out, const float* qkv_cache, int B, int Tmax, int t, int C, int NH) {
-  if (t < 1 || t > Tmax || NH < 1 || C % NH != 0)
+void attention_decode(float* out, const float* qkv_cache, int B, int Tmax, int t, int C, int NH, int NKV) {
+  if (t < 1 || t > Tmax || NH < 1 || C % NH != 0 || NKV < 1 || NH % NKV != 0)
     throw std::invalid_argument("attention_decode: t=" + std::to_string(t) + " outside 1..Tmax=" +
                                 std::to_string(Tmax) + ", or C=" + std::to_string(C) + " not divisible by NH=" +
-                                std::to_string(NH));
-  const int hs = C / NH;
-  const int64_t C3 = 3 * int64_t(C);
+                                std::to_string(NH) + ", or NKV=" + std::to_string(NKV) + " not dividing NH");
+  const int hs = C / NH, group = NH / NKV;
+  const int64_t W = int64_t(NH + 2 * NKV) * hs;  // one cached row: q, k, v
+  const int64_t k_at = C, v_at = C + int64_t(NKV) * hs;
   const float scale = 1.0f / std::sqrt(float(hs));
 #pragma omp parallel
   {
     std::vector<float> scores(static_cast<size_t>(t));
 #pragma omp for schedule(static)
     for (int bh = 0; bh < B * NH; ++bh) {
-      const int b = bh / NH, h = bh % NH;
-      const float* seq = qkv_cache + int64_t(b) * Tmax * C3;
-      const float* q = seq + int64_t(t - 1) * C3 + int64_t(h) * hs;
+      const int b = bh / NH, h = bh % NH, kvh = h / group;
+      const float* seq = qkv_cache + int64_t(b) * Tmax * W;
+      const float* q = seq + int64_t(t - 1) * W + int64_t(h) * hs;
       float max_score = -INFINITY;
       for (int j = 0; j < t; ++j) {
-        const float* k = seq + int64_t(j) * C3 + C + int64_t(h) * hs;
+        const float* k = seq + int64_t(j) * W + k_at + int64_t(kvh) * hs;
         float dot = 0.f;
         for (int i = 0; i < hs; ++i) dot += q[i] * k[i];
         scores[size_t(j)] = dot * scale;
@@ -286,7 +287,7 @@ void attention_decode(float* out, const float* qkv_cache, int B, int Tmax, int t
       float* o = out + int64_t(b) * C + int64_t(h) * hs;
       for (int i = 0; i < hs; ++i) o[i] = 0.f;
       for (int j = 0; j < t; ++j) {
-        const float* v = seq + int64_t(j) * C3 + 2 * int64_t(C) + int64_t(h) * hs;
+        const float* v = seq + int64_t(j) * W + v_at + int64_t(kvh) * hs;
         const float p = scores[size_t(j)] / sum;
         for (int i = 0; i < hs; ++i) o[i] += p * v[i];
       }

@@ -76,8 +76,9 @@ void attention_forward(float* out, float* saved, const float* qkv, int B, int T,
 void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* saved, int B, int T, int C,
                         int NH, int NKV, AttentionTiles tiles = kAttentionTiles);
 
-// Generation: the last of t cached positions attends to all t (Backend::attention_decode). One task
-// per (b, h); scores, then softmax and the weighted sum of values in key order.
-void attention_decode(float* out, const float* qkv_cache, int B, int Tmax, int t, int C, int NH);
+// Generation: the last of t cached positions attends to all t (Backend::attention_decode), cache rows
+// packed as attention_forward's qkv (NH query heads, NKV key/value heads). One task per (b, h);
+// scores, then softmax and the weighted sum of values in key order.
+void attention_decode(float* out, const float* qkv_cache, int B, int Tmax, int t, int C, int NH, int NKV);
 
 }  // namespace zt::cpu

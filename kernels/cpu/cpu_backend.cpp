@@ -132,6 +132,7 @@ class CpuBackend final : public Backend {
   }
   using Backend::attention_forward;
   using Backend::attention_backward;
+  using Backend::attention_decode;
   void attention_forward(void* out, void* saved, const void* qkv, int B, int T, int C, int NH, int NKV) override {
     const RecordedOp rec(*this, op_cost::attention_forward, B, T, C, NH, NKV);
     cpu::attention_forward(F(out), F(saved), F(qkv), B, T, C, NH, NKV);
@@ -141,8 +142,9 @@ class CpuBackend final : public Backend {
     const RecordedOp rec(*this, op_cost::attention_backward, B, T, C, NH, NKV);
     cpu::attention_backward(F(dqkv), F(dout), F(qkv), F(saved), B, T, C, NH, NKV);
   }
-  void attention_decode(void* out, const void* qkv_cache, int B, int Tmax, int t, int C, int NH) override {
-    cpu::attention_decode(F(out), F(qkv_cache), B, Tmax, t, C, NH);
+  void attention_decode(void* out, const void* qkv_cache, int B, int Tmax, int t, int C, int NH,
+                        int NKV) override {
+    cpu::attention_decode(F(out), F(qkv_cache), B, Tmax, t, C, NH, NKV);
   }
   void gelu_forward(void* out, const void* inp, size_t n) override {
     const RecordedOp rec(*this, op_cost::gelu_forward, n);

@@ -1,6 +1,7 @@
-// One block per (head, sequence): scores of the last query against the t cached keys, the softmax in
-// fp32, then the weighted sum of the cached values — the reference forward's row t - 1, with no
-// T×T work. Shared memory: scores[t], q[hs], the reduction scratch[32].
+// One block per (query head, sequence): scores of the last query against the t cached keys of its
+// key/value head (h / (NH / NKV)), the softmax in fp32, then the weighted sum of the cached values —
+// the reference forward's row t - 1, with no T×T work. Shared memory: scores[t], q[hs], the
+// reduction scratch[32].
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -15,21 +16,24 @@ namespace {
 
 constexpr int kDecodeThreads = 128;
 
-__global__ void attention_decode_kernel(bf16* out, const bf16* cache, int Tmax, int t, int C, int NH) {
+__global__ void attention_decode_kernel(bf16* out, const bf16* cache, int Tmax, int t, int C, int NH, int NKV) {
   extern __shared__ float shared[];
   const int h = blockIdx.x, b = blockIdx.y;
-  const int hs = C / NH;
+  const int hs = C / NH, kvh = h / (NH / NKV);
   float* scores = shared;
   float* q = scores + t;
   float* scratch = q + hs;
-  const size_t C3 = 3 * (size_t)C;
-  const bf16* seq = cache + (size_t)b * Tmax * C3 + (size_t)h * hs;
+  const size_t W = (size_t)(NH + 2 * NKV) * hs;  // one cached row: q, k, v
+  const bf16* seq = cache + (size_t)b * Tmax * W;
+  const bf16* q_row = seq + (size_t)(t - 1) * W + (size_t)h * hs;
+  const bf16* keys = seq + C + (size_t)kvh * hs;
+  const bf16* values = seq + C + (size_t)(NKV + kvh) * hs;
   const float scale = rsqrtf(static_cast<float>(hs));
-  for (int d = threadIdx.x; d < hs; d += blockDim.x) q[d] = ld(seq, (size_t)(t - 1) * C3 + d);
+  for (int d = threadIdx.x; d < hs; d += blockDim.x) q[d] = ld(q_row, d);
   __syncthreads();
   float max_score = -INFINITY;
   for (int j = threadIdx.x; j < t; j += blockDim.x) {
-    const bf16* k = seq + (size_t)j * C3 + C;
+    const bf16* k = keys + (size_t)j * W;
     float dot = 0.0f;
     for (int d = 0; d < hs; ++d) dot += q[d] * ld(k, d);
     scores[j] = dot * scale;
@@ -48,25 +52,26 @@ __global__ void attention_decode_kernel(bf16* out, const bf16* cache, int Tmax, 
   bf16* o = out + (size_t)b * C + (size_t)h * hs;
   for (int d = threadIdx.x; d < hs; d += blockDim.x) {
     float acc = 0.0f;
-    for (int j = 0; j < t; ++j) acc += scores[j] * ld(seq, (size_t)j * C3 + 2 * C + d);
+    for (int j = 0; j < t; ++j) acc += scores[j] * ld(values, (size_t)j * W + d);
     st(o, d, acc * inv);
   }
 }
 
 }  // namespace
 
-void attention_decode(void* out, const void* qkv_cache, int B, int Tmax, int t, int C, int NH, cudaStream_t s) {
-  if (t < 1 || t > Tmax || NH < 1 || C % NH != 0)
+void attention_decode(void* out, const void* qkv_cache, int B, int Tmax, int t, int C, int NH, int NKV,
+                      cudaStream_t s) {
+  if (t < 1 || t > Tmax || NH < 1 || C % NH != 0 || NKV < 1 || NH % NKV != 0)
     throw std::invalid_argument("attention_decode: t=" + std::to_string(t) + " outside 1..Tmax=" +
                                 std::to_string(Tmax) + ", or C=" + std::to_string(C) + " not divisible by NH=" +
-                                std::to_string(NH));
+                                std::to_string(NH) + ", or NKV=" + std::to_string(NKV) + " not dividing NH");
   if (B == 0) return;
   const size_t bytes = ((size_t)t + C / NH + 32) * sizeof(float);
   if (bytes > 48 * 1024)
     ZT_CUDA_CHECK(cudaFuncSetAttribute(attention_decode_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                        static_cast<int>(bytes)));
   attention_decode_kernel<<<dim3(NH, B), kDecodeThreads, bytes, s>>>(static_cast<bf16*>(out),
-                                                                      static_cast<const bf16*>(qkv_cache), Tmax, t, C, NH);
+                                                                      static_cast<const bf16*>(qkv_cache), Tmax, t, C, NH, NKV);
   ZT_LAUNCH_CHECK();
 }
 

@@ -184,15 +184,14 @@ class CudaBackend final : public Backend {
   }
   using Backend::attention_forward;
   using Backend::attention_backward;
-  // Grouped-query attention (NKV < NH) runs on the flash kernels only: the reference kernels read
-  // the multi-head layout [B,T,3C].
+  using Backend::attention_decode;
   void attention_forward(void* out, void* saved, const void* qkv, int B, int T, int C, int NH, int NKV) override {
     const RecordedOp rec(*this, op_cost::attention_forward, B, T, C, NH, NKV);
     check_heads(C, NH, NKV);
     if (use_flash(C, NH))
       cuda::flash_attention_forward(out, saved, qkv, B, T, C, NH, NKV, stream_);
     else
-      cuda::naive_attention_forward(out, static_cast<float*>(saved), qkv, B, T, C, NH, stream_);
+      cuda::naive_attention_forward(out, static_cast<float*>(saved), qkv, B, T, C, NH, NKV, stream_);
   }
   void attention_backward(void* dqkv, const void* dout, const void* qkv, const void* saved, int B, int T, int C,
                           int NH, int NKV) override {
@@ -204,10 +203,12 @@ class CudaBackend final : public Backend {
       return;
     }
     float* scratch = scratch_floats(cuda::naive_attention_backward_scratch_floats(B, T, NH));
-    cuda::naive_attention_backward(dqkv, dout, qkv, static_cast<const float*>(saved), B, T, C, NH, scratch, stream_);
+    cuda::naive_attention_backward(dqkv, dout, qkv, static_cast<const float*>(saved), B, T, C, NH, NKV, scratch,
+                                   stream_);
   }
-  void attention_decode(void* out, const void* qkv_cache, int B, int Tmax, int t, int C, int NH) override {
-    cuda::attention_decode(out, qkv_cache, B, Tmax, t, C, NH, stream_);
+  void attention_decode(void* out, const void* qkv_cache, int B, int Tmax, int t, int C, int NH,
+                        int NKV) override {
+    cuda::attention_decode(out, qkv_cache, B, Tmax, t, C, NH, NKV, stream_);
   }
   void gelu_forward(void* out, const void* inp, size_t n) override {
     const RecordedOp rec(*this, op_cost::gelu_forward, n);
@@ -326,10 +327,6 @@ class CudaBackend final : public Backend {
     if (NKV <= 0 || NH % NKV != 0)
       throw std::invalid_argument("attention: " + std::to_string(NKV) + " key/value heads do not divide " +
                                   std::to_string(NH) + " query heads");
-    if (NKV != NH && !use_flash(C, NH))
-      throw std::invalid_argument("attention: grouped-query attention (" + std::to_string(NKV) + " key/value heads, " +
-                                  std::to_string(NH) + " query heads of size " + std::to_string(C / NH) +
-                                  ") needs the flash kernels (head size 16, 32, 64 or 128, ZT_CUDA_ATTENTION=flash)");
   }
   // Stream-ordered scratch: grows (after a sync) and is reused by the next op on the same stream.
   float* scratch_floats(size_t n) {

@@ -1,6 +1,7 @@
 // `zerotrain sample`: text (or ids) from a trained model — the weights of a checkpoint or a
-// safetensors file put on the backend, the prompt through GPT2Decoder's key/value cache, and each
-// new token picked by TokenPicker and printed as it comes. One process: under a launcher, rank 0.
+// safetensors file put on the backend, the prompt through the family's decoder and its key/value
+// cache (runtime/model/decoder.h: GPT-2 or Llama), and each new token picked by TokenPicker and
+// printed as it comes. One process: under a launcher, rank 0.
 #include <CLI/CLI.hpp>
 #include <cmath>
 #include <cstdio>
@@ -12,6 +13,7 @@
 #include "collectives/bootstrap.h"
 #include "runtime/checkpoint/consolidated.h"
 #include "runtime/checkpoint/hf_gpt2.h"
+#include "runtime/checkpoint/hf_llama.h"
 #include "runtime/cli/subcommands.h"
 #include "runtime/common/diagnostics.h"
 #include "runtime/train/backend_choice.h"
@@ -39,15 +41,6 @@ struct LoadedWeights {
   std::string source;
 };
 
-// Generation is built for GPT-2 only (GPT2Decoder); a Llama model is refused before any weights load.
-void refuse_llama_sampling(const ModelConfig& m, const std::string& flag, const std::string& value) {
-  if (m.llama())
-    throw UserError(flag, value,
-                    "model '" + m.name + "' is a Llama model; `zerotrain sample` generates with GPT-2 models only "
-                    "(generation for Llama is not built)",
-                    "sample from a GPT-2 model, or evaluate the Llama model with a training run's eval");
-}
-
 LoadedWeights load_weights(const SampleFlags& f, const CLI::App& cmd) {
   if (f.checkpoint.empty() == f.init_from.empty())
     throw UserError("--checkpoint", f.checkpoint, "give exactly one of --checkpoint DIR[/TAG] and --init-from FILE",
@@ -59,22 +52,25 @@ LoadedWeights load_weights(const SampleFlags& f, const CLI::App& cmd) {
                       "drop --model/--layers/--heads/--dim/--vocab/--seq-len/--untied-embeddings");
     const ckpt::ConsolidatedWeights ck(f.checkpoint, f.tag);
     w.model = ck.manifest().model;
-    refuse_llama_sampling(w.model, "--checkpoint", f.checkpoint);
     w.source = ck.tag_dir() + " (step " + std::to_string(ck.manifest().step()) + ")";
     for (int u = 0; u < int(ck.manifest().units.size()); ++u) w.units.push_back(ck.unit(u));
     return w;
   }
   w.model = resolve_model(f.model);
-  refuse_llama_sampling(w.model, "--model", f.model.preset);
   const std::vector<UnitLayout> layouts = build_unit_layouts(w.model);
+  const auto read_all = [&](const auto& reader, const Diagnostics& d) {
+    if (!reader || d.has_errors()) throw UserError(d);
+    for (const auto& layout : layouts) {
+      w.units.emplace_back(size_t(layout.numel));
+      reader->read_unit(int(w.units.size()) - 1, w.units.back().data());
+    }
+  };
   Diagnostics d;
-  const auto reader = ckpt::HfGpt2Reader::open(f.init_from, layouts, w.model, d);
-  if (!reader || d.has_errors()) throw UserError(d);
+  if (w.model.llama())
+    read_all(ckpt::HfLlamaReader::open(f.init_from, layouts, w.model, d), d);
+  else
+    read_all(ckpt::HfGpt2Reader::open(f.init_from, layouts, w.model, d), d);
   w.source = f.init_from;
-  for (const auto& layout : layouts) {
-    w.units.emplace_back(size_t(layout.numel));
-    reader->read_unit(int(w.units.size()) - 1, w.units.back().data());
-  }
   return w;
 }
 
@@ -188,7 +184,8 @@ void register_sample_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--checkpoint", f->checkpoint, "zerotrain save directory (uses its `latest`) or DIR/TAG");
   cmd->add_option("--tag", f->tag, "A tag inside the save directory instead of `latest`");
   cmd->add_option("--init-from", f->init_from,
-                  "A safetensors file instead: Hugging Face GPT-2 or `zerotrain export` (with the model flags)");
+                  "Hugging Face weights instead: a GPT-2 safetensors file, a Llama file or folder, or `zerotrain "
+                  "export`'s (with the model flags)");
   add_model_flags(*cmd, f->model);
   cmd->add_option("--prompt", f->prompt, "Prompt text (tokenized with --tokenizer; raw bytes without one)");
   cmd->add_option("--prompt-ids", f->prompt_ids, "Prompt as token ids, e.g. 50256,464,3290 (output as ids too, "

@@ -4,8 +4,6 @@
 #include <stdexcept>
 #include <string>
 
-#include "runtime/model/gpt2_block.h"  // UnitView
-
 namespace zt {
 
 CausalLMBase::CausalLMBase(const char* family, const ModelConfig& config, Backend& backend, ModelRunOptions options)

@@ -22,12 +22,4 @@ struct BlockForwardBuffers {
 void gpt2_block_forward(Backend& backend, const UnitLayout& layout, const void* params, const void* x, void* out,
                         const BlockForwardBuffers& a, int N, int C, const std::function<void()>& attention);
 
-// Typed views into a unit's flat buffer of act_dtype values: view("qkv_w") is that tensor's first element.
-struct UnitView {
-  const UnitLayout& layout;
-  char* base;
-  size_t element_bytes;
-  void* operator()(const char* name) const { return base + size_t(layout.offset(name)) * element_bytes; }
-};
-
 }  // namespace zt

@@ -7,23 +7,35 @@
 #include <string>
 
 #include "kernels/rope_table.h"
-#include "runtime/model/gpt2_block.h"  // UnitView
+#include "runtime/model/llama_block.h"
 
 namespace zt {
 
-// One block's activations, N rows each: what backward reads (or recomputes with checkpointing).
-struct Llama::BlockActs {
-  void *ln1 = nullptr;      // RMSNorm(x) [N, C]
-  float* rstd1 = nullptr;   // [N]
-  void* qkv = nullptr;      // [N, (H + 2Hkv)·hd], q and k rotated
-  void* att = nullptr;      // attention_saved_bytes
-  void* atty = nullptr;     // attention output [N, H·hd]
-  void* r2 = nullptr;       // x + attention branch [N, C]
-  void* ln2 = nullptr;      // RMSNorm(r2) [N, C]
-  float* rstd2 = nullptr;   // [N]
-  void* gate_up = nullptr;  // [N, 2I]
-  void* act = nullptr;      // silu(gate) ∘ up [N, I]
+// One block's activations, N rows each: what backward reads (or recomputes with checkpointing),
+// the forward's buffers and the attention's saved state (attention_saved_bytes).
+struct Llama::BlockActs : LlamaBlockBuffers {
+  void* att = nullptr;
 };
+
+void llama_block_forward(Backend& backend, const ModelConfig& config, const UnitLayout& layout, const void* params,
+                         const void* x, void* out, const LlamaBlockBuffers& a, const float* rope_cos,
+                         const float* rope_sin, int B, int T, const std::function<void()>& attention) {
+  const int N = B * T, C = config.dim, H = config.heads, Hkv = config.kv_head_count(), hd = config.head_width(),
+            A = int(config.attention_width()), Q = int(config.qkv_rows()), I = config.intermediate;
+  const float eps = config.norm_eps;
+  const UnitView p{layout, (char*)params, dtype_size(backend.act_dtype())};
+  backend.rmsnorm_forward(a.ln1, a.rstd1, x, p("ln1_w"), N, C, eps);
+  backend.matmul_forward(a.qkv, a.ln1, p("qkv_w"), nullptr, N, C, Q);
+  backend.rope_forward(a.qkv, rope_cos, rope_sin, B, T, H + Hkv, hd, Q);  // q and k heads
+  attention();
+  backend.matmul_forward(a.r2, a.atty, p("attproj_w"), nullptr, N, A, C);  // attention branch
+  // r2 = x + attention branch, and ln2 = RMSNorm(r2), in one pass
+  backend.residual_rmsnorm_forward(a.r2, a.ln2, a.rstd2, a.r2, x, p("ln2_w"), N, C, eps);
+  backend.matmul_forward(a.gate_up, a.ln2, p("gate_up_w"), nullptr, N, C, 2 * I);
+  backend.swiglu_forward(a.act, a.gate_up, N, I);
+  backend.matmul_forward(out, a.act, p("down_w"), nullptr, N, I, C);  // MLP branch
+  backend.residual_forward(out, out, a.r2, size_t(N) * C);
+}
 
 static std::string llama_shape_message(const ModelConfig& config) {
   std::string s;
@@ -100,24 +112,9 @@ size_t Llama::activation_bytes_for(const ModelConfig& config, const ModelRunOpti
 }
 
 void Llama::block_forward(int l, const void* params, BlockActs& a) {
-  const int B = B_, T = T_, N = B * T, C = config_.dim, H = config_.heads, Hkv = config_.kv_head_count(),
-            hd = config_.head_width(), A = int(config_.attention_width()), Q = int(config_.qkv_rows()),
-            I = config_.intermediate;
-  const float eps = config_.norm_eps;
-  const UnitView p{layouts_[size_t(l) + 1], (char*)params, dtype_size(backend_.act_dtype())};
-  const void* x = resid_[size_t(l)];
-  void* out = resid_[size_t(l) + 1];
-  backend_.rmsnorm_forward(a.ln1, a.rstd1, x, p("ln1_w"), N, C, eps);
-  backend_.matmul_forward(a.qkv, a.ln1, p("qkv_w"), nullptr, N, C, Q);
-  backend_.rope_forward(a.qkv, rope_cos_, rope_sin_, B, T, H + Hkv, hd, Q);  // q and k heads
-  backend_.attention_forward(a.atty, a.att, a.qkv, B, T, A, H, Hkv);
-  backend_.matmul_forward(a.r2, a.atty, p("attproj_w"), nullptr, N, A, C);  // attention branch
-  // r2 = x + attention branch, and ln2 = RMSNorm(r2), in one pass
-  backend_.residual_rmsnorm_forward(a.r2, a.ln2, a.rstd2, a.r2, x, p("ln2_w"), N, C, eps);
-  backend_.matmul_forward(a.gate_up, a.ln2, p("gate_up_w"), nullptr, N, C, 2 * I);
-  backend_.swiglu_forward(a.act, a.gate_up, N, I);
-  backend_.matmul_forward(out, a.act, p("down_w"), nullptr, N, I, C);  // MLP branch
-  backend_.residual_forward(out, out, a.r2, size_t(N) * C);
+  const int B = B_, T = T_, A = int(config_.attention_width()), H = config_.heads, Hkv = config_.kv_head_count();
+  llama_block_forward(backend_, config_, layouts_[size_t(l) + 1], params, resid_[size_t(l)], resid_[size_t(l) + 1], a,
+                      rope_cos_, rope_sin_, B, T, [&] { backend_.attention_forward(a.atty, a.att, a.qkv, B, T, A, H, Hkv); });
 }
 
 void Llama::forward_unit(int u, const void* params, const void* embedding_params) {

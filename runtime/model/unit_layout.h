@@ -2,6 +2,7 @@
 // inside that unit's one flat buffer, so the engine can shard, gather and release a unit whole.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -31,6 +32,14 @@ struct UnitLayout {
 
   const TensorView& tensor(const std::string& name) const;  // throws std::out_of_range if absent
   int64_t offset(const std::string& name) const { return tensor(name).offset; }
+};
+
+// Typed views into a unit's flat buffer of act_dtype values: view("qkv_w") is that tensor's first element.
+struct UnitView {
+  const UnitLayout& layout;
+  char* base;
+  size_t element_bytes;
+  void* operator()(const char* name) const { return base + size_t(layout.offset(name)) * element_bytes; }
 };
 
 // The layouts of all units of a model, in walk order (config.units() entries).

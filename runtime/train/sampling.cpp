@@ -3,7 +3,7 @@
 
 #include <chrono>
 
-#include "runtime/model/gpt2_decoder.h"
+#include "runtime/model/decoder.h"
 
 namespace zt {
 
@@ -40,13 +40,14 @@ SampleResult sample_from_weights(const ModelConfig& model, Backend& backend, con
     backend.f32_to_act(buffers.all.back(), unit.data(), unit.size());
     params.push_back(buffers.all.back());
   }
-  GPT2Decoder decoder(model, backend, params, int(request.prompt.size()) + request.tokens);
+  const std::unique_ptr<Decoder> decoder =
+      make_decoder(model, backend, params, int(request.prompt.size()) + request.tokens);
   TokenPicker picker(request.sampling);
   SampleResult r;
   const auto t0 = std::chrono::steady_clock::now();
-  r.tokens = generate(decoder, picker, request.prompt, request.tokens, request.stop, each);
+  r.tokens = generate(*decoder, picker, request.prompt, request.tokens, request.stop, each);
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  r.cache_bytes = decoder.cache_bytes();
+  r.cache_bytes = decoder->cache_bytes();
   return r;
 }
 

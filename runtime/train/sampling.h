@@ -1,5 +1,5 @@
 // Sampling from whole fp32 weights, for `zerotrain sample` and the training run's --sample-every:
-// the weights put on a backend in its working type, GPT2Decoder over them, and TextCodec, which
+// the weights put on a backend in its working type, the family's decoder over them, and TextCodec, which
 // turns prompts into ids and ids into what is printed (tokenizer text, raw bytes, or ids).
 #pragma once
 

@@ -52,11 +52,7 @@ void check_inputs(const RunOptions& run, const TokenDataset* data, Diagnostics& 
   if (data) d.append(check_dataset(*data, m.seq_len, m.vocab));
   if (run.sample_every < 0)
     d.error("--sample-every", std::to_string(run.sample_every), "must be >= 0", "0 prints no samples");
-  if (run.sample_every > 0 && m.llama())
-    d.error("--sample-every", std::to_string(run.sample_every),
-            "model '" + m.name + "' is a Llama model and generation for Llama is not built (samples use GPT-2's decoder)",
-            "drop --sample-every (or pass 0)");
-  else if (run.sample_every > 0 && (run.sample_tokens < 1 || run.sample_tokens >= m.seq_len))
+  if (run.sample_every > 0 && (run.sample_tokens < 1 || run.sample_tokens >= m.seq_len))
     d.error("--sample-tokens", std::to_string(run.sample_tokens),
             "must be in [1, " + std::to_string(m.seq_len - 1) + "] (one prompt token and the rest of the context)",
             "ask for fewer tokens");

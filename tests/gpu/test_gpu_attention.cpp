@@ -162,9 +162,9 @@ TEST_F(GpuAttention, FlashMatchesReferenceKernels) {
     gpu->zero(DX->get(), n_qkv * 2);
     Buf probs(*gpu, cuda::naive_attention_saved_bytes(s.B, s.T, s.C, s.NH));
     Buf scratch(*gpu, cuda::naive_attention_backward_scratch_floats(s.B, s.T, s.NH) * 4);
-    cuda::naive_attention_forward(Y->get(), probs.f32(), X->get(), s.B, s.T, s.C, s.NH, st);
-    cuda::naive_attention_backward(DX->get(), D->get(), X->get(), probs.f32(), s.B, s.T, s.C, s.NH, scratch.f32(),
-                                   st);
+    cuda::naive_attention_forward(Y->get(), probs.f32(), X->get(), s.B, s.T, s.C, s.NH, s.NH, st);
+    cuda::naive_attention_backward(DX->get(), D->get(), X->get(), probs.f32(), s.B, s.T, s.C, s.NH, s.NH,
+                                   scratch.f32(), st);
     ASSERT_EQ(cudaGetLastError(), cudaSuccess);
     expect_close(f.out, act_to_host(*gpu, *Y, n_out), s, false, "flash out vs reference kernels " + s.tag());
     expect_close(f.dqkv, act_to_host(*gpu, *DX, n_qkv), s, true, "flash dqkv vs reference kernels " + s.tag());

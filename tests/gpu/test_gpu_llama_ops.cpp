@@ -1,5 +1,5 @@
-// Llama's CUDA ops (RMSNorm, RoPE, SwiGLU, grouped-query flash attention, the embedding without a
-// position table) against the CPU backend (fp32) on identical bf16-representable inputs with
+// Llama's CUDA ops (RMSNorm, RoPE, SwiGLU, grouped-query attention on the flash and the reference
+// kernels, the embedding without a position table) against the CPU backend (fp32) on identical bf16-representable inputs with
 // NaN-poisoned outputs.
 //
 // Tolerance. Each output is one bf16 rounding of an fp32 result (u = 2⁻⁸ relative), except where
@@ -8,6 +8,8 @@
 // (1e-5). Attention takes test_gpu_attention.cpp's allowance (P and dS rounded to bf16 as
 // tensor-core operands): |got − ref| ≤ |ref|/128 + max|ref|/64.
 #include <cmath>
+#include <cstdlib>
+#include <memory>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -117,37 +119,44 @@ TEST_F(GpuLlamaOps, EmbeddingWithoutPositionTable) {
   EXPECT_TRUE(all_close(act_to_host(*gpu, *DW, wte.size()), dwte, kRtol, kAtol, "dwte"));
 }
 
-TEST_F(GpuLlamaOps, GroupedQueryFlashAttention) {
+// Grouped-query attention on the flash kernels and on the reference kernels (ZT_CUDA_ATTENTION=naive,
+// and a head size the flash kernels are not built for, 24), each against the CPU backend.
+TEST_F(GpuLlamaOps, GroupedQueryAttentionFlashAndReference) {
   struct S {
     int B, T, NH, NKV, hs;
   };
-  for (const S s : {S{2, 130, 9, 3, 64}, S{1, 64, 4, 1, 32}, S{1, 65, 8, 2, 128}, S{2, 70, 4, 4, 64}}) {
-    const std::string tag = "B=" + std::to_string(s.B) + " T=" + std::to_string(s.T) + " NH=" + std::to_string(s.NH) +
-                            " NKV=" + std::to_string(s.NKV) + " hs=" + std::to_string(s.hs);
-    SCOPED_TRACE(tag);
-    const int C = s.NH * s.hs, W = (s.NH + 2 * s.NKV) * s.hs;
-    const auto qkv = random_bf16(size_t(s.B) * s.T * W, rng), dout = random_bf16(size_t(s.B) * s.T * C, rng);
-    std::vector<float> out(dout.size()), saved(cpu->attention_saved_bytes(s.B, s.T, C, s.NH) / 4),
-        dqkv(qkv.size(), 0.f);
-    cpu->attention_forward(out.data(), saved.data(), qkv.data(), s.B, s.T, C, s.NH, s.NKV);
-    cpu->attention_backward(dqkv.data(), dout.data(), qkv.data(), saved.data(), s.B, s.T, C, s.NH, s.NKV);
-    auto X = act_from(*gpu, qkv), D = act_from(*gpu, dout), O = act_poisoned(*gpu, out.size());
-    Buf sv(*gpu, gpu->attention_saved_bytes(s.B, s.T, C, s.NH));
-    auto DX = act_from(*gpu, std::vector<float>(qkv.size(), 0.f));
-    gpu->attention_forward(O->get(), sv.get(), X->get(), s.B, s.T, C, s.NH, s.NKV);
-    gpu->attention_backward(DX->get(), D->get(), X->get(), sv.get(), s.B, s.T, C, s.NH, s.NKV);
-    EXPECT_TRUE(all_close(act_to_host(*gpu, *O, out.size()), out, kAttRel, kAttAtol, tag + " out"));
-    const auto g = act_to_host(*gpu, *DX, qkv.size());
-    // q, k and v parts separately (their scales differ).
-    const int lo[] = {0, C, C + s.NKV * s.hs}, hi[] = {C, C + s.NKV * s.hs, W};
-    const char* part[] = {"dq", "dk", "dv"};
-    for (int p = 0; p < 3; ++p) {
-      std::vector<float> a, b;
-      for (size_t r = 0; r < size_t(s.B) * s.T; ++r)
-        for (int c = lo[p]; c < hi[p]; ++c) a.push_back(g[r * W + c]), b.push_back(dqkv[r * W + c]);
-      EXPECT_TRUE(all_close(a, b, kAttRel, kAttAtol, tag + " " + part[p]));
+  setenv("ZT_CUDA_ATTENTION", "naive", 1);
+  std::unique_ptr<Backend> naive = make_cuda_backend(0);
+  unsetenv("ZT_CUDA_ATTENTION");
+  for (Backend* be : {gpu.get(), naive.get()})
+    for (const S s : {S{2, 130, 9, 3, 64}, S{1, 64, 4, 1, 32}, S{1, 65, 8, 2, 128}, S{2, 70, 4, 4, 64}, S{2, 33, 6, 2, 24}}) {
+      const std::string tag = std::string(be == gpu.get() ? "default" : "naive") + " B=" + std::to_string(s.B) +
+                              " T=" + std::to_string(s.T) + " NH=" + std::to_string(s.NH) +
+                              " NKV=" + std::to_string(s.NKV) + " hs=" + std::to_string(s.hs);
+      SCOPED_TRACE(tag);
+      const int C = s.NH * s.hs, W = (s.NH + 2 * s.NKV) * s.hs;
+      const auto qkv = random_bf16(size_t(s.B) * s.T * W, rng), dout = random_bf16(size_t(s.B) * s.T * C, rng);
+      std::vector<float> out(dout.size()), saved(cpu->attention_saved_bytes(s.B, s.T, C, s.NH) / 4),
+          dqkv(qkv.size(), 0.f);
+      cpu->attention_forward(out.data(), saved.data(), qkv.data(), s.B, s.T, C, s.NH, s.NKV);
+      cpu->attention_backward(dqkv.data(), dout.data(), qkv.data(), saved.data(), s.B, s.T, C, s.NH, s.NKV);
+      auto X = act_from(*be, qkv), D = act_from(*be, dout), O = act_poisoned(*be, out.size());
+      Buf sv(*be, be->attention_saved_bytes(s.B, s.T, C, s.NH));
+      auto DX = act_from(*be, std::vector<float>(qkv.size(), 0.f));
+      be->attention_forward(O->get(), sv.get(), X->get(), s.B, s.T, C, s.NH, s.NKV);
+      be->attention_backward(DX->get(), D->get(), X->get(), sv.get(), s.B, s.T, C, s.NH, s.NKV);
+      EXPECT_TRUE(all_close(act_to_host(*be, *O, out.size()), out, kAttRel, kAttAtol, tag + " out"));
+      const auto g = act_to_host(*be, *DX, qkv.size());
+      // q, k and v parts separately (their scales differ).
+      const int lo[] = {0, C, C + s.NKV * s.hs}, hi[] = {C, C + s.NKV * s.hs, W};
+      const char* part[] = {"dq", "dk", "dv"};
+      for (int p = 0; p < 3; ++p) {
+        std::vector<float> a, b;
+        for (size_t r = 0; r < size_t(s.B) * s.T; ++r)
+          for (int c = lo[p]; c < hi[p]; ++c) a.push_back(g[r * W + c]), b.push_back(dqkv[r * W + c]);
+        EXPECT_TRUE(all_close(a, b, kAttRel, kAttAtol, tag + " " + part[p]));
+      }
     }
-  }
 }
 
 TEST_F(GpuLlamaOps, AllHeadsIsTheMultiHeadPathBitForBit) {

@@ -168,23 +168,27 @@ TEST_F(GpuOps, MatmulForwardBackward) {
 // Attention (flash kernels and the reference) is tested in test_gpu_attention.cpp.
 
 // Generation's attention: one query against a bf16 key/value cache longer than what is filled
-// (T = 1, a few, past one 128-thread pass, 1024) against the CPU backend on identical inputs; one
-// rounding of the output plus the fp32 softmax's reordering.
+// (T = 1, a few, past one 128-thread pass, 1024), multi-head and grouped-query (NKV < NH, the
+// cache rows (NH + 2·NKV)·hs wide), against the CPU backend on identical inputs; one rounding of the
+// output plus the fp32 softmax's reordering.
 TEST_F(GpuOps, AttentionDecodeMatchesCpu) {
-  for (const auto [B, Tmax, t, C, NH] : std::vector<std::array<int, 5>>{{1, 4, 1, 64, 4}, {2, 16, 9, 96, 3},
-                                                                       {1, 300, 257, 128, 2}, {1, 1024, 1024, 768, 12}}) {
-    const size_t cache_n = size_t(B) * Tmax * 3 * C, out_n = size_t(B) * C;
+  for (const auto [B, Tmax, t, C, NH, NKV] :
+       std::vector<std::array<int, 6>>{{1, 4, 1, 64, 4, 4},       {2, 16, 9, 96, 3, 3},   {1, 300, 257, 128, 2, 2},
+                                       {1, 1024, 1024, 768, 12, 12}, {2, 16, 9, 128, 8, 2}, {1, 300, 257, 576, 9, 3},
+                                       {1, 40, 33, 64, 4, 1}}) {
+    const size_t cache_n = size_t(B) * Tmax * size_t(NH + 2 * NKV) * size_t(C / NH), out_n = size_t(B) * C;
     const auto cache = random_bf16(cache_n, rng, -2, 2);
     std::vector<float> res[2];
     Backend* bes[2] = {gpu.get(), cpu.get()};
     for (int k = 0; k < 2; ++k) {
       auto K = act_from(*bes[k], cache);
       auto O = act_poisoned(*bes[k], out_n);
-      bes[k]->attention_decode(O->get(), K->get(), B, Tmax, t, C, NH);
+      bes[k]->attention_decode(O->get(), K->get(), B, Tmax, t, C, NH, NKV);
       res[k] = act_to_host(*bes[k], *O, out_n);
     }
     EXPECT_TRUE(all_close(res[0], res[1], kRtol, kAtol,
-                          "attention_decode B=" + std::to_string(B) + " t=" + std::to_string(t) + " C=" + std::to_string(C)));
+                          "attention_decode B=" + std::to_string(B) + " t=" + std::to_string(t) + " C=" +
+                              std::to_string(C) + " NH=" + std::to_string(NH) + " NKV=" + std::to_string(NKV)));
   }
 }
 
