@@ -217,7 +217,7 @@ int64_t CheckpointManager::start() {
     return 0;
   }
   if (!s_.init_from.empty()) {
-    if (facts_.model.llama()) init_from_hf_llama(state_, ex_, s_.init_from, facts_.model);
+    if (facts_.model.llama()) facts_.hf_vocab = init_from_hf_llama(state_, ex_, s_.init_from, facts_.model);
     else facts_.hf_vocab = init_from_hf(state_, ex_, gpt2_weights_file(s_.init_from), facts_.model);
     if (say_) std::fprintf(say_, "initialised the weights from %s (optimizer state fresh)\n", s_.init_from.c_str());
     if (say_ && facts_.hf_vocab > 0 && facts_.hf_vocab < facts_.model.vocab)

@@ -49,11 +49,13 @@ ExportResult export_llama_hf(const ExportOptions& o, const ConsolidatedWeights& 
   ExportResult res;
   res.tag_dir = weights.tag_dir();
   const StMetadata meta = {{"format", "pt"}, {"zt.tag", m.tag}, {"zt.step", std::to_string(m.step())}};
+  // The vocabulary the weights were imported with: rows a smaller file lacked are never exported.
+  const int64_t vocab_rows = m.run.hf_vocab > 0 && m.run.hf_vocab < m.model.vocab ? m.run.hf_vocab : 0;
   make_directories(o.out);
   const std::string final_path = join_path(o.out, "model.safetensors");
   write_then_rename(final_path, o.out, [&](FileWriter& out) {
     const HfLlamaWritten w = write_hf_llama_safetensors(
-        out, m.model, m.units, [&](int u, float* values) { weights.read_unit(u, values); }, dt, meta);
+        out, m.model, m.units, [&](int u, float* values) { weights.read_unit(u, values); }, dt, meta, vocab_rows);
     res.tensors = w.tensors;
     res.params = w.params;
     res.bytes_written = w.file_bytes;
@@ -61,7 +63,9 @@ ExportResult export_llama_hf(const ExportOptions& o, const ConsolidatedWeights& 
   });
   res.files.push_back(final_path);
   const std::string cfg = join_path(o.out, "config.json");
-  const std::string text = hf_llama_config(m.model, dt == StDType::BF16 ? "bfloat16" : "float32").dump(2) + "\n";
+  ModelConfig described = m.model;
+  if (vocab_rows > 0) described.vocab = int(vocab_rows);
+  const std::string text = hf_llama_config(described, dt == StDType::BF16 ? "bfloat16" : "float32").dump(2) + "\n";
   replace_file_atomically(cfg, text);
   res.files.push_back(cfg);
   res.bytes_written += int64_t(text.size());

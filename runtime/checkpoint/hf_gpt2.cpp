@@ -175,17 +175,9 @@ std::unique_ptr<HfGpt2Reader> HfGpt2Reader::open(const std::string& path, const 
   if (r->file_vocab_ == 0) r->file_vocab_ = model.vocab;
   r->model_vocab_ = model.vocab;
   // A zerotrain export of imported weights carries the vocabulary they were imported with.
-  const auto hv = file->metadata().find("zt.hf_vocab");
-  if (r->ours_ && hv != file->metadata().end()) {
-    try {
-      r->hf_vocab_ = std::stoll(hv->second);
-    } catch (const std::exception&) {
-    }
-    if (r->hf_vocab_ < 1 || r->hf_vocab_ > model.vocab) {
-      d.error(path + " (header key \"__metadata__.zt.hf_vocab\")", hv->second,
-              "expected a vocabulary size in [1, " + std::to_string(model.vocab) + "]", kFixShape);
-      return nullptr;
-    }
+  if (r->ours_) {
+    r->hf_vocab_ = recorded_hf_vocab(*file, path, model.vocab, kFixShape, d);
+    if (r->hf_vocab_ < 0) return nullptr;
   } else if (r->file_vocab_ < model.vocab) {
     r->hf_vocab_ = r->file_vocab_;
   }
@@ -222,6 +214,23 @@ void HfGpt2Reader::read_unit(int u, float* out) const {
     for (int64_t o = 0; o < rows; ++o)
       for (int64_t i = 0; i < cols; ++i) dst[o * cols + i] = tmp[size_t(i * rows + o)];
   }
+}
+
+int64_t recorded_hf_vocab(const SafetensorsFile& file, const std::string& path, int model_vocab, const std::string& fix,
+                          Diagnostics& d) {
+  const auto hv = file.metadata().find("zt.hf_vocab");
+  if (hv == file.metadata().end()) return 0;
+  int64_t v = -1;
+  try {
+    size_t used = 0;
+    v = std::stoll(hv->second, &used);
+    if (used != hv->second.size()) v = -1;
+  } catch (const std::exception&) {
+  }
+  if (v >= 1 && v <= model_vocab) return v;
+  d.error(path + " (header key \"__metadata__.zt.hf_vocab\")", hv->second,
+          "expected a vocabulary size in [1, " + std::to_string(model_vocab) + "]", fix);
+  return -1;
 }
 
 int64_t init_from_hf(ShardedState& state, RankExchange& ex, const std::string& path, const ModelConfig& model) {

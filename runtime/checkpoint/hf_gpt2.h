@@ -69,4 +69,10 @@ int64_t init_from_hf(ShardedState& state, RankExchange& ex, const std::string& p
 // Converts n values of a safetensors dtype (F32, F16, BF16, F64) to fp32.
 void to_f32(StDType t, const void* src, int64_t n, float* dst);
 
+// The vocabulary a zerotrain export of imported weights records ("zt.hf_vocab" in its header's
+// metadata; either family): 0 when absent, else a count in [1, model_vocab], or an error in `d`
+// naming `path`, the value and `fix` (and -1).
+int64_t recorded_hf_vocab(const SafetensorsFile& file, const std::string& path, int model_vocab, const std::string& fix,
+                          Diagnostics& d);
+
 }  // namespace zt::ckpt

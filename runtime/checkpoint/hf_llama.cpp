@@ -178,8 +178,13 @@ int64_t HfLlamaTensor::numel() const {
   return n;
 }
 
-std::vector<HfLlamaTensor> hf_llama_tensors(const ModelConfig& m, const std::vector<UnitLayout>& units) {
+std::vector<HfLlamaTensor> hf_llama_tensors(const ModelConfig& m, const std::vector<UnitLayout>& units,
+                                            int64_t vocab_rows) {
   if (!m.llama()) throw std::invalid_argument("hf_llama_tensors: " + m.name + " is not a Llama model");
+  if (vocab_rows < 0 || vocab_rows > m.vocab)
+    throw std::invalid_argument("hf_llama_tensors: vocab_rows " + std::to_string(vocab_rows) + " outside 0.." +
+                                std::to_string(m.vocab));
+  const int64_t V = vocab_rows > 0 ? vocab_rows : m.vocab;
   std::vector<HfLlamaTensor> out;
   auto put = [&](std::string name, const UnitLayout& u, const TensorView& t, int64_t row0, int64_t rows) {
     const int64_t cols = t.shape.size() == 2 ? t.shape[1] : 1;
@@ -195,9 +200,10 @@ std::vector<HfLlamaTensor> hf_llama_tensors(const ModelConfig& m, const std::vec
     for (const auto& t : u.tensors) {
       const int64_t rows = t.shape.empty() ? 0 : t.shape[0];
       if (u.kind == UnitKind::Embedding) {
-        put("model.embed_tokens.weight", u, t, 0, rows);
+        put("model.embed_tokens.weight", u, t, 0, V);
       } else if (u.kind == UnitKind::Head) {
-        put(t.name == "lm_head_w" ? "lm_head.weight" : "model.norm.weight", u, t, 0, rows);
+        if (t.name == "lm_head_w") put("lm_head.weight", u, t, 0, V);
+        else put("model.norm.weight", u, t, 0, rows);
       } else {
         const std::string p = "model.layers." + std::to_string(u.index - 1) + ".";
         if (t.name == "ln1_w") put(p + "input_layernorm.weight", u, t, 0, rows);
@@ -311,7 +317,11 @@ void check_same_llama(const ModelConfig& run, const ModelConfig& file, const std
   num("num_hidden_layers", "--layers", run.layers, file.layers);
   num("num_attention_heads", "--heads", run.heads, file.heads);
   num("hidden_size", "--dim", run.dim, file.dim);
-  num("vocab_size", "--vocab", run.vocab, file.vocab);
+  if (file.vocab > run.vocab)  // a smaller file pads (HfLlamaReader)
+    d.error(cfg_path + ": vocab_size", std::to_string(file.vocab),
+            "the file's vocabulary is larger than this run's model's (" + std::to_string(run.vocab) +
+                "; a smaller one is padded with zero rows)",
+            "run with --vocab " + std::to_string(file.vocab) + " or more");
   num("num_key_value_heads", preset.c_str(), run.kv_head_count(), file.kv_head_count());
   num("head_dim", preset.c_str(), run.head_width(), file.head_width());
   num("intermediate_size", preset.c_str(), run.intermediate, file.intermediate);
@@ -441,20 +451,38 @@ std::unique_ptr<HfLlamaReader> HfLlamaReader::open(const std::string& path, cons
 
   // config.json: the shape the weights were made for against this run's.
   const std::string cfg_path = join_path(dir, "config.json");
+  int64_t config_vocab = 0;  // config.json's vocab_size, when it was read
   if (!zt_names && path_exists(cfg_path)) {
     try {
-      check_same_llama(model, hf_llama_model_config(hf_parse_json_file(cfg_path), cfg_path), cfg_path, d);
+      const ModelConfig described = hf_llama_model_config(hf_parse_json_file(cfg_path), cfg_path);
+      config_vocab = described.vocab;
+      check_same_llama(model, described, cfg_path, d);
     } catch (const UserError& e) {
       for (const auto& x : e.diagnostics().all()) d.add(x);
     }
   }
 
   // Every tensor of ours present, its shape and dtype.
+  for (const auto& u : units) r->unit_numel_.push_back(u.numel);
   if (zt_names) {
     for (const auto& u : units)
       for (const auto& t : u.tensors) r->tensors_.push_back(HfLlamaTensor{u.name + "." + t.name, u.index, t.offset, t.shape});
+    // A zerotrain export of imported weights carries the vocabulary they were imported with.
+    r->hf_vocab_ = recorded_hf_vocab(*r->files_.front(), path, model.vocab, kLlamaFixWeights, d);
   } else {
-    r->tensors_ = hf_llama_tensors(model, units);
+    // The file's vocabulary: embed_tokens' rows (checked against the model's below).
+    int64_t rows = model.vocab;
+    const auto e = r->by_name_.find("model.embed_tokens.weight");
+    if (e != r->by_name_.end() && e->second.tensor->shape.size() == 2 && e->second.tensor->shape[1] == model.dim)
+      rows = e->second.tensor->shape[0];
+    if (rows > model.vocab && rows != config_vocab)  // else config.json's vocab_size said so already
+      d.error(e->second.file->path() + " (tensor \"model.embed_tokens.weight\")", shape_text(e->second.tensor->shape),
+              "the file's vocabulary of " + std::to_string(rows) + " rows is larger than this run's model's (" +
+                  std::to_string(model.vocab) + "; a smaller one is padded with zero rows)",
+              "run with --vocab " + std::to_string(rows) + " or more");
+    if (rows > model.vocab) return nullptr;  // every vocabulary tensor's shape would say the same again
+    if (rows >= 1 && rows < model.vocab) r->hf_vocab_ = rows;
+    r->tensors_ = hf_llama_tensors(model, units, rows >= 1 && rows < model.vocab ? rows : 0);
   }
   std::set<std::string> ours;
   for (const auto& t : r->tensors_) {
@@ -504,6 +532,8 @@ std::unique_ptr<HfLlamaReader> HfLlamaReader::open(const std::string& path, cons
 }
 
 void HfLlamaReader::read_unit(int u, float* out) const {
+  // Vocabulary rows a smaller file lacks start at zero; every other element is the file's.
+  if (hf_vocab_ > 0) std::fill(out, out + unit_numel_.at(size_t(u)), 0.0f);
   std::vector<char> raw;
   for (const auto& t : tensors_) {
     if (t.unit != u) continue;
@@ -520,18 +550,19 @@ uint64_t HfLlamaReader::bytes_read() const {
   return n;
 }
 
-void init_from_hf_llama(ShardedState& state, RankExchange& ex, const std::string& path, const ModelConfig& model) {
+int64_t init_from_hf_llama(ShardedState& state, RankExchange& ex, const std::string& path, const ModelConfig& model) {
   Diagnostics d;
   auto reader = HfLlamaReader::open(path, state.units(), model, d);
   import_units(state, ex, path, reader != nullptr, d, [&](int u, float* values) { reader->read_unit(u, values); });
+  return reader->hf_vocab();
 }
 
 HfLlamaWritten write_hf_llama_safetensors(FileWriter& out, const ModelConfig& m, const std::vector<UnitLayout>& units,
                                           const std::function<void(int, float*)>& read_unit, StDType dtype,
-                                          const StMetadata& meta) {
+                                          const StMetadata& meta, int64_t vocab_rows) {
   if (dtype != StDType::F32 && dtype != StDType::BF16)
     throw std::invalid_argument(std::string("write_hf_llama_safetensors: ") + st_dtype_name(dtype) + " is not F32 or BF16");
-  const auto tensors = hf_llama_tensors(m, units);
+  const auto tensors = hf_llama_tensors(m, units, vocab_rows);
   std::vector<StTensor> header;
   for (const auto& t : tensors) {
     StTensor s;

@@ -37,7 +37,10 @@ struct HfLlamaTensor {
 
 // Every HF tensor of this model, sorted by name as save_pretrained writes them (so lm_head.weight
 // first, model.layers.10.* before model.layers.2.*). Throws std::invalid_argument for a GPT-2 model.
-std::vector<HfLlamaTensor> hf_llama_tensors(const ModelConfig& m, const std::vector<UnitLayout>& units);
+// vocab_rows in [1, m.vocab) gives the file a smaller vocabulary: embed_tokens and lm_head hold the
+// model's first vocab_rows rows (0: the model's vocabulary).
+std::vector<HfLlamaTensor> hf_llama_tensors(const ModelConfig& m, const std::vector<UnitLayout>& units,
+                                            int64_t vocab_rows = 0);
 
 // config.json (transformers v4 keys, or v5's rope_parameters) as a ModelConfig. Refused, each a
 // UserError naming `path`, the key, the value and the fix (all problems at once): a model_type or
@@ -77,6 +80,10 @@ std::optional<ModelConfig> hf_llama_config_at(const std::string& path);
 // model needs lm_head.weight; a tied model's lm_head.weight is ignored when its bytes equal
 // embed_tokens' and refused when they differ. A `zerotrain export --format zerotrain` file of a
 // Llama model (our names and layout) reads too, without a config.json check.
+// A vocabulary smaller than the model's (a model padded for speed, or a tokenizer a fine-tune
+// extends: --vocab past the file's) imports: embed_tokens (and an untied lm_head) fill the first
+// rows, the rest start at zero, and hf_vocab() says how many the file had, for the export. A larger
+// one is refused naming both counts and --vocab.
 class HfLlamaReader {
  public:
   static std::unique_ptr<HfLlamaReader> open(const std::string& path, const std::vector<UnitLayout>& units,
@@ -85,6 +92,9 @@ class HfLlamaReader {
   void read_unit(int u, float* out) const;
   uint64_t bytes_read() const;
   int files() const { return int(files_.size()); }
+  // The vocabulary to export the weights with (RunFacts::hf_vocab): the file's when it had fewer
+  // rows than the model, or what a zerotrain export file records ("zt.hf_vocab"); 0: the model's.
+  int64_t hf_vocab() const { return hf_vocab_; }
 
  private:
   struct Source {
@@ -94,21 +104,25 @@ class HfLlamaReader {
   std::vector<std::unique_ptr<SafetensorsFile>> files_;
   std::map<std::string, Source> by_name_;
   std::vector<HfLlamaTensor> tensors_;
+  std::vector<int64_t> unit_numel_;
+  int64_t hf_vocab_ = 0;
 };
 
 // --init-from for a Llama model: as init_from_hf (every rank reads the units it needs, writes them
 // as "master", then commit(); collective; bad input a UserError on every rank before any write).
-void init_from_hf_llama(ShardedState& state, RankExchange& ex, const std::string& path, const ModelConfig& model);
+// Returns the reader's hf_vocab() (0: nothing padded).
+int64_t init_from_hf_llama(ShardedState& state, RankExchange& ex, const std::string& path, const ModelConfig& model);
 
 // Writes HF's model.safetensors for these units to `out`: hf_llama_tensors' names, shapes and
 // order, in `dtype` (F32 or BF16), the header's metadata `meta` (transformers needs format=pt).
 // read_unit(u, buf) fills unit u's fp32 values; each unit is read once, the head twice (its
 // lm_head.weight sorts first, its model.norm.weight last), and only one is held at a time.
+// vocab_rows as hf_llama_tensors' (the vocabulary the weights were imported with).
 struct HfLlamaWritten {
   int64_t tensors = 0, params = 0, file_bytes = 0, peak_buffer_bytes = 0;
 };
 HfLlamaWritten write_hf_llama_safetensors(FileWriter& out, const ModelConfig& m, const std::vector<UnitLayout>& units,
                                           const std::function<void(int unit, float* values)>& read_unit,
-                                          StDType dtype, const StMetadata& meta);
+                                          StDType dtype, const StMetadata& meta, int64_t vocab_rows = 0);
 
 }  // namespace zt::ckpt

@@ -3,8 +3,11 @@
 // the file's tensors (q/k/v and gate/up stacked as row blocks), a sharded copy (two files and an
 // index) and BF16 files import the same, a v5 config (rope_parameters) reads as the v4 one, every
 // refusal names its key or tensor, and the export writes the fixture's model.safetensors byte for byte.
+// A file whose vocabulary is smaller than the model's imports with zero rows past it and exports its
+// own rows only; a larger one is refused naming both counts and --vocab.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <nlohmann/json.hpp>
 
@@ -498,6 +501,115 @@ TEST(HfLlamaExport, InitFromSaveAndExportGiveTheFixturesTensors) {
     EXPECT_EQ(export_weights(e).params, m.total_params());
     EXPECT_EQ(import_units(e.out, m, d), import_units(fixture(c), m, d)) << d.format();
   }
+}
+
+// llama_tiny's 97-row file into a model of 128 (untied: embed_tokens and lm_head both) and into the
+// tied fixture's 61 into 64: the file's rows as they are, the model's extra rows zero, every other
+// value the same as an import at the file's own vocabulary; the export at the recorded vocabulary is
+// the fixture's file byte for byte.
+TEST(HfLlamaVocabulary, ASmallerFilePadsWithZeroRowsAndExportsItsOwnRows) {
+  test::TempDir dir;
+  for (const char* c : {"llama_tiny", "llama_tiny_tied"}) {
+    SCOPED_TRACE(c);
+    const ModelConfig m = preset_of(c);
+    ModelConfig big = m;
+    big.vocab = m.vocab < 64 ? 64 : 128;
+    const auto units = build_unit_layouts(big);
+    Diagnostics d;
+    auto r = HfLlamaReader::open(fixture(c), units, big, d);
+    ASSERT_TRUE(r) << d.format();
+    EXPECT_EQ(r->hf_vocab(), m.vocab);
+    const auto same = import_units(fixture(c), m, d);
+    const auto padded = import_units(fixture(c), big, d);
+    ASSERT_FALSE(d.has_errors()) << d.format();
+    ASSERT_EQ(padded.size(), same.size());
+    const size_t C = size_t(m.dim), V = size_t(m.vocab);
+    for (size_t u = 0; u < same.size(); ++u) {
+      const UnitLayout& lay = units[u];
+      if (lay.kind == UnitKind::Block) {
+        EXPECT_EQ(padded[u], same[u]) << lay.name;
+        continue;
+      }
+      for (const auto& t : lay.tensors) {
+        const auto* got = padded[u].data() + t.offset;
+        const auto* want = same[u].data() + build_unit_layouts(m)[u].offset(t.name);
+        const bool vocab_rows = t.name == "wte" || t.name == "lm_head_w";
+        const size_t kept = vocab_rows ? V * C : size_t(t.numel);
+        EXPECT_TRUE(std::equal(got, got + kept, want)) << lay.name << "." << t.name << ": the file's values";
+        for (size_t i = kept; i < size_t(t.numel); ++i) ASSERT_EQ(got[i], 0.0f) << lay.name << "." << t.name << "[" << i << "]";
+      }
+    }
+    const std::string out = dir.sub(std::string(c) + ".safetensors");
+    FileWriter f(out, false);
+    write_hf_llama_safetensors(f, big, units, [&](int u, float* o) { r->read_unit(u, o); }, StDType::F32,
+                               {{"format", "pt"}}, m.vocab);
+    f.close();
+    EXPECT_TRUE(read_small_file(out) == read_small_file(fixture(c) + "/model.safetensors"));
+  }
+}
+
+TEST(HfLlamaVocabulary, ALargerFileIsRefusedNamingBothCountsAndTheFlag) {
+  test::TempDir dir;
+  ModelConfig small = preset_of("llama_tiny");
+  small.vocab = 90;
+  Diagnostics d;
+  // config.json says 97: its key is named once, not again by every vocabulary tensor.
+  EXPECT_TRUE(import_units(fixture("llama_tiny"), small, d).empty());
+  std::string msg = d.format();
+  for (const char* said : {"config.json: vocab_size", "97", "(90;", "--vocab 97 or more"})
+    EXPECT_NE(msg.find(said), std::string::npos) << "no \"" << said << "\" in: " << msg;
+  EXPECT_EQ(d.error_count(), 1u) << msg;
+  // The weights alone (no config.json): the embedding's rows say it.
+  const std::string alone = dir.sub("alone");
+  make_directories(alone);
+  write_file(alone + "/model.safetensors", tensors_of(fixture("llama_tiny") + "/model.safetensors"));
+  Diagnostics d2;
+  EXPECT_TRUE(import_units(alone, small, d2).empty());
+  msg = d2.format();
+  for (const char* said : {"\"model.embed_tokens.weight\"", "97 rows", "(90;", "--vocab 97 or more"})
+    EXPECT_NE(msg.find(said), std::string::npos) << "no \"" << said << "\" in: " << msg;
+}
+
+// The whole path with a padded vocabulary: --init-from returns the file's count, the checkpoint
+// records it, and export --format hf writes the fixture's tensors and a config.json of 97 again.
+TEST(HfLlamaVocabulary, InitFromSaveAndExportKeepTheFilesVocabulary) {
+  test::TempDir dir;
+  ModelConfig big = preset_of("llama_tiny");
+  big.vocab = 128;
+  test::run_ranks(2, [&](int rank, Communicator& comm) {
+    test::FakeShardedState st(big, 2, rank, 3);
+    st.set_counters({{"step", 0}, {"applied_steps", 0}, {"skipped_steps", 0}});
+    RankExchange ex(comm);
+    EXPECT_EQ(init_from_hf_llama(st, ex, fixture("llama_tiny"), big), 97);
+    SaveOptions o;
+    o.dir = dir.sub("ckpt");
+    CheckpointWriter w(ex, o);
+    RunFacts f;
+    f.model = big;
+    f.hf_vocab = 97;
+    EXPECT_TRUE(w.save(st, f, "global_step0").ok);
+  });
+  ExportOptions e;
+  e.checkpoint = dir.sub("ckpt");
+  e.out = dir.sub("hf");
+  e.format = "hf";
+  export_weights(e);
+  const auto theirs = tensors_of(fixture("llama_tiny") + "/model.safetensors");
+  const auto ours = tensors_of(dir.sub("hf/model.safetensors"));
+  ASSERT_EQ(ours.size(), theirs.size());
+  for (size_t i = 0; i < ours.size(); ++i) {
+    EXPECT_EQ(ours[i].meta.shape, theirs[i].meta.shape) << ours[i].meta.name;
+    EXPECT_TRUE(ours[i].bytes == theirs[i].bytes) << ours[i].meta.name;
+  }
+  EXPECT_EQ(nlohmann::json::parse(read_small_file(dir.sub("hf/config.json")))["vocab_size"], 97);
+  // --format zerotrain keeps all 128 rows and records 97 for the next import.
+  e.format = "zerotrain";
+  e.out = dir.sub("weights.safetensors");
+  export_weights(e);
+  Diagnostics d;
+  auto r = HfLlamaReader::open(e.out, build_unit_layouts(big), big, d);
+  ASSERT_TRUE(r) << d.format();
+  EXPECT_EQ(r->hf_vocab(), 97);
 }
 
 TEST(HfLlamaInitFrom, FolderDetectionAndTheConfigBesideTheWeights) {
