@@ -687,10 +687,20 @@ SplitStep read_split(const json& step, const Origin& origin, const std::string& 
   return split;
 }
 
-// ByteLevel, or a Sequence of Split steps ending in one ByteLevel.
+// tokenizers' Digits step: every numeric character (Unicode N, as Rust's char::is_numeric) its own
+// piece with individual_digits, else each run of them one piece.
+SplitStep read_digits(const json& step, const Origin& origin, const std::string& where) {
+  SplitStep split;
+  split.regex.emplace("\\p{N}");
+  split.behavior = bool_member(step, "individual_digits", false, origin, where) ? SplitBehavior::Isolated
+                                                                               : SplitBehavior::Contiguous;
+  return split;
+}
+
+// ByteLevel, or a Sequence of Split (or Digits) steps ending in one ByteLevel.
 void read_pre_tokenizer(const json& file, ByteLevelBpe& tokenizer, const Origin& origin) {
   const std::string supported =
-      "byte-level BPE needs a ByteLevel pre-tokenizer, or a Sequence of Split steps ending in ByteLevel";
+      "byte-level BPE needs a ByteLevel pre-tokenizer, or a Sequence of Split or Digits steps ending in ByteLevel";
   const json* pre_tokenizer = member(file, "pre_tokenizer");
   if (!pre_tokenizer) origin.fail("pre_tokenizer", "null", "no pre-tokenizer: " + supported);
   const std::string type = string_member(*pre_tokenizer, "type", origin, "pre_tokenizer.");
@@ -708,11 +718,14 @@ void read_pre_tokenizer(const json& file, ByteLevelBpe& tokenizer, const Origin&
     const bool last = i + 1 == steps->size();
     if (step_type == "Split" && !last) {
       tokenizer.splits.push_back(read_split((*steps)[i], origin, where));
+    } else if (step_type == "Digits" && !last) {
+      tokenizer.splits.push_back(read_digits((*steps)[i], origin, where));
     } else if (step_type == "ByteLevel" && last) {
       read_byte_level((*steps)[i], tokenizer, origin, where);
     } else {
       origin.fail(where + "type", "\"" + step_type + "\"",
-                  (last ? "the last step is not ByteLevel: " : "a step other than Split before ByteLevel: ") + supported);
+                  (last ? "the last step is not ByteLevel: " : "a step other than Split or Digits before ByteLevel: ") +
+                      supported);
     }
   }
 }

@@ -4,7 +4,7 @@ virtualenv's, pinned in scripts/requirements-test.txt): a byte-level BPE tokeniz
 special token <|endoftext|>) trained here on a generated English text with digits, punctuation,
 newlines, runs of spaces and some non-ASCII, saved as tokenizer.json and as GPT-2's vocab.json +
 merges.txt; and expected.json, the ids and the decoded text tokenizers gives for a list of test
-strings under several variants of that tokenizer (the pre-tokenizer, the added tokens, the model's
+strings under several variants of that tokenizer (the pre-tokenizer, Digits steps included, the added tokens, the model's
 ignore_merges with an entry the merges never make), which the C++ test applies to tokenizer.json
 itself. Nothing is fetched. The fixtures are committed, so the C++ test needs no Python; run this
 again only to change them (the same tokenizers version makes the same files).
@@ -111,7 +111,12 @@ def variants():
             ("prefix_space", pre_tokenizers.ByteLevel(add_prefix_space=True), [], False, {}, False),
             ("llama3_split", llama3, [], False, {}, True),
             ("added_tokens", byte_level, added, False, {}, False),
-            ("ignore_merges", byte_level, [], True, unreachable, True)]
+            ("ignore_merges", byte_level, [], True, unreachable, True),
+            # SmolLM2's: each digit its own piece, then ByteLevel with GPT-2's regex; and runs of digits.
+            ("digits_individual", pre_tokenizers.Sequence([pre_tokenizers.Digits(individual_digits=True),
+                                                           byte_level]), [], False, {}, True),
+            ("digits_grouped", pre_tokenizers.Sequence([pre_tokenizers.Digits(individual_digits=False),
+                                                        byte_level]), [], False, {}, True)]
 
 
 def main(out_dir):

@@ -1,6 +1,7 @@
 // BpeTokenizer against the tokenizers package: the ids and decoded text of
 // tests/model/data/bpe/expected.json (made by tests/data/bpe_tokenizer_reference.py) for a small
 // byte-level tokenizer under GPT-2's pre-tokenizer, a prefix space, Llama-3's Split + ByteLevel,
+// Digits (individual, as SmolLM2's, and grouped) + ByteLevel,
 // added tokens (special, single_word, lstrip/rstrip) and ignore_merges; decode(encode(s)) == s;
 // the vocab.json + merges.txt form of the same tokenizer; exact bytes for ids that hold part of a
 // character; and bad files, each one error naming the file.
@@ -107,6 +108,11 @@ TEST(BpeTokenizer, Gpt2ByteLevelMatchesTokenizers) {
 TEST(BpeTokenizer, PrefixSpaceMatchesTokenizers) { expect_variant("prefix_space"); }
 
 TEST(BpeTokenizer, Llama3SplitThenByteLevelMatchesTokenizers) { expect_variant("llama3_split"); }
+// SmolLM2's pre-tokenizer (each digit alone, then ByteLevel), and Digits keeping runs together.
+TEST(BpeTokenizer, DigitsThenByteLevelMatchesTokenizers) {
+  expect_variant("digits_individual");
+  expect_variant("digits_grouped");
+}
 
 TEST(BpeTokenizer, AddedTokensMatchTokenizers) { expect_variant("added_tokens"); }
 
