@@ -174,10 +174,18 @@ int run(TrainFlags& f) {
   return run_training(f.run, *comm, *backend).exit_code();
 }
 
-// The checkpoint's model and tag folder (zerotrain eval), read before MPI starts: a bad path is
+// The weights zerotrain eval reads, chosen before MPI starts: a checkpoint (its model and tag folder)
+// or --init-from (the model from the flags or a Llama folder's config.json). A bad path or flag is
 // reported once by launcher rank 0.
-void use_checkpoint_model(TrainFlags& f, const std::string& checkpoint, const std::string& tag) {
+void choose_eval_weights(TrainFlags& f, const std::string& checkpoint, const std::string& tag, const CLI::App& cmd) {
   try {
+    if (checkpoint.empty() == f.run.checkpoint.init_from.empty())
+      throw UserError("--checkpoint", checkpoint, "give exactly one of --checkpoint DIR[/TAG] and --init-from PATH",
+                      "--checkpoint for a zerotrain save directory, --init-from for Hugging Face weights or an export");
+    if (checkpoint.empty()) return;  // --init-from: check_command_line resolves the model
+    if (f.model.any_given(cmd))
+      throw UserError("--model", f.model.preset, "the checkpoint records its model; model flags apply to --init-from",
+                      "drop --model/--layers/--heads/--dim/--vocab/--seq-len");
     Diagnostics d;
     const std::string tag_dir = ckpt::resolve_checkpoint(checkpoint, tag, d);
     ckpt::Manifest m;
@@ -195,8 +203,8 @@ void use_checkpoint_model(TrainFlags& f, const std::string& checkpoint, const st
 }  // namespace
 
 void register_eval_command(CLI::App& app, int& exit_code) {
-  auto* cmd = app.add_subcommand("eval", "Validation loss and perplexity of a checkpoint's weights over a whole "
-                                         "validation split, sharded over the ranks (mpirun -np N)");
+  auto* cmd = app.add_subcommand("eval", "Validation loss and perplexity of a checkpoint's (or Hugging Face) weights "
+                                         "over a whole validation split, sharded over the ranks (mpirun -np N)");
   auto f = std::make_shared<TrainFlags>();
   struct Where {
     std::string checkpoint, tag;
@@ -204,9 +212,13 @@ void register_eval_command(CLI::App& app, int& exit_code) {
   auto where = std::make_shared<Where>();
   f->run.evaluate_only = true;
   f->run.eval_every = 0;
-  cmd->add_option("--checkpoint", where->checkpoint, "zerotrain save directory (uses its `latest`) or DIR/TAG")
-      ->required();
+  f->app = cmd;
+  cmd->add_option("--checkpoint", where->checkpoint, "zerotrain save directory (uses its `latest`) or DIR/TAG");
   cmd->add_option("--tag", where->tag, "A tag inside the save directory instead of `latest`");
+  cmd->add_option("--init-from", f->run.checkpoint.init_from,
+                  "Weights instead of a checkpoint: a Hugging Face Llama folder (its config.json gives the model), a "
+                  "GPT-2 safetensors file or a `zerotrain export` (with the model flags)");
+  add_model_flags(*cmd, f->model);
   cmd->add_option("--config", f->run.config_path,
                   "ds_config.json for the stage, precision and micro-batch (default: built-in, all \"auto\")");
   cmd->add_option("--micro-batch", f->run.flags.micro_batch, "Windows per rank per forward (an \"auto\" micro batch)");
@@ -219,8 +231,8 @@ void register_eval_command(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   cmd->add_option("--threads", f->threads, "CPU threads per rank (default: cores / ranks on this host)");
   add_ranks_per_node_flag(*cmd, *f);
-  cmd->callback([f, where, &exit_code] {
-    use_checkpoint_model(*f, where->checkpoint, where->tag);
+  cmd->callback([f, where, cmd, &exit_code] {
+    choose_eval_weights(*f, where->checkpoint, where->tag, *cmd);
     exit_code = run(*f);
   });
 }

@@ -2,7 +2,8 @@
 """`zerotrain sample` and `zerotrain eval` through the binary, with a model trained here on one
 sentence (byte-level data from `zerotrain prepare`): greedy sampling continues the sentence it
 memorised; a seed repeats its draws; `eval` over the whole validation split equals the final
-validation loss the training run wrote, at another world size and stage; --sample-every prints one
+validation loss the training run wrote, at another world size and stage, and from the checkpoint's
+export through --init-from (exactly one of the two, printed once when neither); --sample-every prints one
 sample per K steps from rank 0 alone; bad input (a tokenizer file that does not parse, a missing
 checkpoint, ids that are not ids, more tokens than the context) exits 2 naming the file or flag.
 A safetensors export samples as its checkpoint does; a tokenizer (the BPE fixture of
@@ -127,6 +128,13 @@ def main():
     out2, _ = run(MPI + ["-np", "2", ZT, "eval", "--checkpoint", ckpt, "--data", data, "--config", config(2),
                          "--threads", "1"], name="eval_np2")
     check("eval_once", out2.count("eval: loss") == 1, "eval line count at 2 ranks:\n%s" % out2)
+    # eval --init-from the checkpoint's export (the model from the flags) gives the same loss.
+    out3, _ = run([ZT, "eval", "--init-from", weights] + MODEL + ["--data", data, "--config", config(0), "--threads", "1"],
+                  name="eval_init_from")
+    line3 = [l for l in out3.splitlines() if l.startswith("eval: loss")]
+    if check("eval_init_from_line", len(line3) == 1, "no eval line:\n%s" % out3):
+        check("eval_init_from_equals", abs(float(line3[0].split()[2].rstrip(",")) - final_val) <= 1e-5 * max(1.0, final_val),
+              "eval --init-from %s, training's final validation %.8f" % (line3[0], final_val))
 
     # Text through a tokenizer: a model whose vocabulary holds the tokenizer's ids.
     ckpt_bpe = os.path.join(ROOT, "ckpt_bpe")
@@ -156,10 +164,15 @@ def main():
         ("llama_weights_as_gpt2", [ZT, "sample", "--init-from", llama_weights] + MODEL + ["--prompt-ids", "1"],
          llama_weights),
         ("eval_missing", [ZT, "eval", "--checkpoint", os.path.join(ROOT, "nope")], "nope"),
+        ("eval_both", [ZT, "eval", "--checkpoint", ckpt, "--init-from", weights], "exactly one of --checkpoint"),
+        ("eval_neither", MPI + ["-np", "2", ZT, "eval"], "exactly one of --checkpoint"),
+        ("eval_model_flags_with_checkpoint", [ZT, "eval", "--checkpoint", ckpt, "--model", "small"], "--model"),
         ("train_bad_tokenizer", [ZT] + MODEL + ["--steps", "1", "--tokenizer", bad_tok], bad_tok),
     ]:
         out, err = run(cmd, expect_rc=2, name=name)
         check(name + "_message", needle in err, "stderr does not name %s:\n%s" % (needle, err))
+        if name == "eval_neither":  # at 2 ranks, printed once
+            check(name + "_once", err.count(needle) == 1, "printed %d times:\n%s" % (err.count(needle), err))
     if FAILURES:
         print("FAILED: %s (files in %s)" % (", ".join(FAILURES), ROOT))
         return 1
