@@ -36,3 +36,7 @@ else
   "$venv/bin/pip" install -q --disable-pip-version-check -r "$req"
   cp "$req" "$venv/requirements-test.txt"
 fi
+
+# A real pretrained model and real English text for the tests that need them (tests/real), into a
+# cache outside the repository; without them those tests skip, saying why.
+"$root/scripts/fetch_real_models.sh" || echo "setup: the real model and texts are not fetched; tests/real skips"
