@@ -16,6 +16,8 @@ void register_env_command(CLI::App& app, int& exit_code) {
   auto json = std::make_shared<bool>(false);
   env->add_flag("--json", *json, "Print one JSON object instead of the text report");
   env->callback([json, &exit_code]() {
+    exit_code = 0;
+    if (leaves_it_to_rank0()) return;
     const EnvReport r = collect_env_report();
     if (*json) {
       std::printf("%s\n", env_report_to_json(r).dump().c_str());

@@ -22,6 +22,8 @@ void register_prepare_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--val-fraction", opts->val_fraction, "Fraction of the file, from its end, used for validation")
       ->capture_default_str();
   cmd->callback([opts, &exit_code] {
+    exit_code = 0;
+    if (leaves_it_to_rank0()) return;
     const auto r = prepare_text(opts->text, opts->out, opts->val_fraction);
     std::printf("prepare: %s -> %s/train.bin (%lld tokens), %s/val.bin (%lld tokens), vocab 256 (bytes)\n",
                 opts->text.c_str(), opts->out.c_str(), (long long)r.train_tokens, opts->out.c_str(),

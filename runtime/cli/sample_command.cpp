@@ -98,7 +98,7 @@ std::vector<int32_t> parse_ids(const std::string& text) {
 }
 
 int run_sample(const SampleFlags& f, const CLI::App& cmd) {
-  if (Bootstrap::launcher_world_size() > 1 && Bootstrap::launcher_rank() != 0) return 0;  // one process samples
+  if (leaves_it_to_rank0()) return 0;
   if (f.tokens < 1) throw UserError("--tokens", std::to_string(f.tokens), "must be >= 1", "");
   if (!f.prompt.empty() && !f.prompt_ids.empty())
     throw UserError("--prompt", f.prompt, "give --prompt TEXT or --prompt-ids IDS, not both", "");

@@ -3,11 +3,18 @@
 // exit_code (0 ok, kUserErrorExit for bad input).
 #pragma once
 
+#include "collectives/bootstrap.h"
+
 namespace CLI {
 class App;
 }
 
 namespace zt {
+
+// The commands that are one process's work (check, env, prepare, sample): under a launcher
+// (mpirun -np N) launcher rank 0 runs them and every other rank returns 0 at once, so a report is
+// printed once and files are written by one process.
+inline bool leaves_it_to_rank0() { return Bootstrap::launcher_world_size() > 1 && Bootstrap::launcher_rank() != 0; }
 
 void register_train(CLI::App& app, int& exit_code);               // train_command.cpp: the root command
 void register_eval_command(CLI::App& app, int& exit_code);        // train_command.cpp: loss over a split

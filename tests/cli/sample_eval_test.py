@@ -5,7 +5,8 @@ memorised; a seed repeats its draws; `eval` over the whole validation split equa
 validation loss the training run wrote, at another world size and stage, and from the checkpoint's
 export through --init-from (exactly one of the two, printed once when neither); --sample-every prints one
 sample per K steps from rank 0 alone; bad input (a tokenizer file that does not parse, a missing
-checkpoint, ids that are not ids, more tokens than the context) exits 2 naming the file or flag.
+checkpoint, ids that are not ids, more tokens than the context) exits 2 naming the file or flag;
+prepare, env and check print once under a launcher.
 A safetensors export samples as its checkpoint does; a tokenizer (the BPE fixture of
 tests/model/data/bpe) turns text into ids and back. A Llama model (grouped-query attention, RoPE)
 trained the same way at 2 ranks and stage 3 continues the sentence byte for byte through its own
@@ -59,6 +60,13 @@ def main():
     open(text, "w").write(SENTENCE * 400)
     data = os.path.join(ROOT, "data")
     run([ZT, "prepare", "--text", text, "--out", data], name="prepare")
+    # One process's commands print (and write) once under a launcher: the same lines as one rank's.
+    for name, cmd in [("prepare", ["prepare", "--text", text, "--out", os.path.join(ROOT, "data2")]), ("env", ["env"]),
+                      ("check", ["check", "--config", config(2), "--model", "tiny", "--world-size", "2"])]:
+        one, _ = run([ZT] + cmd, name=name + "_np1")
+        two, _ = run(MPI + ["-np", "2", ZT] + cmd, name=name + "_np2")
+        check(name + "_once", len(two.splitlines()) == len(one.splitlines()) > 0,
+              "%d lines at 2 ranks, %d at 1:\n%s" % (len(two.splitlines()), len(one.splitlines()), two))
     ckpt = os.path.join(ROOT, "ckpt")
     metrics = os.path.join(ROOT, "train.jsonl")
     # Whole-split validation at the end (--eval-batches past the split), a sample every 100 steps.
