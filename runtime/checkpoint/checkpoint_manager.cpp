@@ -114,11 +114,6 @@ static std::string read_path(const LoadResult& r) {
   return t;
 }
 
-// GPT-2's --init-from: a file, or a Hugging Face folder's model.safetensors.
-static std::string gpt2_weights_file(const std::string& p) {
-  return is_directory(p) ? join_path(p, "model.safetensors") : p;
-}
-
 // A folder of Hugging Face weights (model.safetensors or its index inside) is not a checkpoint.
 bool is_weights_only(const CheckpointSettings& s) {
   return !s.init_from.empty() && is_directory(s.init_from) && hf_weights_dir(s.init_from).empty();
@@ -135,7 +130,7 @@ void check_before_start(const CheckpointSettings& s, const RunFacts& facts, cons
   const bool weights_only = is_weights_only(s);
   if (!s.init_from.empty() && !weights_only) {
     if (facts.model.llama()) HfLlamaReader::open(s.init_from, units, facts.model, d);
-    else HfGpt2Reader::open(gpt2_weights_file(s.init_from), units, facts.model, d);
+    else HfGpt2Reader::open(hf_gpt2_weights_file(s.init_from), units, facts.model, d);
     return;
   }
   if (s.load_dir.empty() && !weights_only) return;
@@ -218,7 +213,7 @@ int64_t CheckpointManager::start() {
   }
   if (!s_.init_from.empty()) {
     if (facts_.model.llama()) facts_.hf_vocab = init_from_hf_llama(state_, ex_, s_.init_from, facts_.model);
-    else facts_.hf_vocab = init_from_hf(state_, ex_, gpt2_weights_file(s_.init_from), facts_.model);
+    else facts_.hf_vocab = init_from_hf(state_, ex_, hf_gpt2_weights_file(s_.init_from), facts_.model);
     if (say_) std::fprintf(say_, "initialised the weights from %s (optimizer state fresh)\n", s_.init_from.c_str());
     if (say_ && facts_.hf_vocab > 0 && facts_.hf_vocab < facts_.model.vocab)
       std::fprintf(say_,

@@ -216,6 +216,10 @@ void HfGpt2Reader::read_unit(int u, float* out) const {
   }
 }
 
+std::string hf_gpt2_weights_file(const std::string& path) {
+  return is_directory(path) ? join_path(path, "model.safetensors") : path;
+}
+
 int64_t recorded_hf_vocab(const SafetensorsFile& file, const std::string& path, int model_vocab, const std::string& fix,
                           Diagnostics& d) {
   const auto hv = file.metadata().find("zt.hf_vocab");

@@ -66,6 +66,9 @@ class HfGpt2Reader {
 // UserError on every rank before any write. Returns the reader's hf_vocab() (0: nothing padded).
 int64_t init_from_hf(ShardedState& state, RankExchange& ex, const std::string& path, const ModelConfig& model);
 
+// GPT-2's --init-from: a file, or a Hugging Face folder's model.safetensors.
+std::string hf_gpt2_weights_file(const std::string& path);
+
 // Converts n values of a safetensors dtype (F32, F16, BF16, F64) to fp32.
 void to_f32(StDType t, const void* src, int64_t n, float* dst);
 

@@ -6,12 +6,14 @@
 #include <cmath>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "collectives/bootstrap.h"
 #include "runtime/checkpoint/consolidated.h"
+#include "runtime/checkpoint/file_io.h"
 #include "runtime/checkpoint/hf_gpt2.h"
 #include "runtime/checkpoint/hf_llama.h"
 #include "runtime/cli/subcommands.h"
@@ -56,7 +58,11 @@ LoadedWeights load_weights(const SampleFlags& f, const CLI::App& cmd) {
     for (int u = 0; u < int(ck.manifest().units.size()); ++u) w.units.push_back(ck.unit(u));
     return w;
   }
-  w.model = resolve_model(f.model);
+  // A Llama folder's config.json gives the shape the model flags leave out, as for a training run.
+  const std::optional<ModelConfig> described = ckpt::hf_llama_config_at(f.init_from);
+  w.model = described ? resolve_model(f.model, cmd, *described,
+                                      ckpt::join_path(ckpt::hf_weights_dir(f.init_from), "config.json"))
+                      : resolve_model(f.model);
   const std::vector<UnitLayout> layouts = build_unit_layouts(w.model);
   const auto read_all = [&](const auto& reader, const Diagnostics& d) {
     if (!reader || d.has_errors()) throw UserError(d);
@@ -69,7 +75,7 @@ LoadedWeights load_weights(const SampleFlags& f, const CLI::App& cmd) {
   if (w.model.llama())
     read_all(ckpt::HfLlamaReader::open(f.init_from, layouts, w.model, d), d);
   else
-    read_all(ckpt::HfGpt2Reader::open(f.init_from, layouts, w.model, d), d);
+    read_all(ckpt::HfGpt2Reader::open(ckpt::hf_gpt2_weights_file(f.init_from), layouts, w.model, d), d);
   w.source = f.init_from;
   return w;
 }

@@ -13,7 +13,7 @@ sdist).
    the validation loss falls below the pretrained model's on the same held-out windows.
 3. `zerotrain sample` from the fine-tuned checkpoint, with the model's own tokenizer.json, continues
    an English prompt with English words (most of them words of the two texts), at 1 rank and,
-   printed once, at 2.
+   printed once, at 2; so does the pretrained folder through `sample --init-from`.
 
 Without the cache (nothing could be fetched) it skips, printing the fetch's reason.
 Usage: smollm2_test.py ZEROTRAIN MPIRUN PYTHON_OF_THE_TEST_VENV"""
@@ -197,6 +197,13 @@ def main():
           "%r: %d words, %.0f%% of them words of the two texts" % (text.strip(), len(words), 100 * share))
     check("sample_once_at_2_ranks", text2 == text and err2.count("sample: ") == 2,
           "at 2 ranks %r (want the same, printed once)" % text2)
+    # The pretrained folder itself (its config.json gives the model, as for a training run).
+    text3, _ = run([ZT, "sample", "--init-from", MODEL, "--tokenizer", os.path.join(MODEL, "tokenizer.json"), "--prompt",
+                    prompt, "--tokens", "24", "--temperature", "0"], "sample --init-from")
+    words3 = re.findall(r"[a-z]+", text3[len(prompt):].lower())
+    share3 = sum(wd in known for wd in words3) / max(1, len(words3))
+    check("pretrained_sample_is_english", text3.startswith(prompt) and len(words3) >= 8 and share3 >= 0.8,
+          "%r: %d words, %.0f%% of them words of the two texts" % (text3.strip(), len(words3), 100 * share3))
     return finish()
 
 
