@@ -33,6 +33,11 @@ void check_even_split(CommOp op, size_t count, int world_size) {
 }
 
 void check_reduction(CommOp op, DType t, ReduceOp r) {
+  if (t == DType::U8) {
+    throw std::invalid_argument(std::string(comm_op_name(op)) +
+                                ": uint8 buffers are packed bits moved unchanged; they are never reduced "
+                                "(use all_gather or all_to_all)");
+  }
   if (t == DType::I64 && r == ReduceOp::Avg) {
     throw std::invalid_argument(std::string(comm_op_name(op)) +
                                 ": average of i64 is not defined (integer division would truncate); "

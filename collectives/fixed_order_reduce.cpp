@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <stdexcept>
 
 #include "base/half_float.h"
 
@@ -78,6 +79,8 @@ void reduce_rows(const void* rows, size_t n, int w, DType t, int divisor, void* 
     case DType::I64:
       reduce_i64(static_cast<const int64_t*>(rows), n, w, static_cast<int64_t*>(out));
       break;
+    case DType::U8:
+      throw std::invalid_argument("fixed-order reduce: uint8 holds packed bits, which are never summed");
   }
 }
 

@@ -52,6 +52,7 @@ MPI_Datatype mpi_type(DType t) {
     case DType::BF16: return MPI_UINT16_T;  // bytes only: reductions happen in fixed_order_reduce
     case DType::F16: return MPI_UINT16_T;
     case DType::I64: return MPI_INT64_T;
+    case DType::U8: return MPI_UINT8_T;
   }
   return MPI_BYTE;
 }

@@ -30,6 +30,7 @@ ncclDataType_t nccl_type(DType t) {
     case DType::BF16: return ncclBfloat16;
     case DType::F16: return ncclFloat16;
     case DType::I64: return ncclInt64;
+    case DType::U8: return ncclUint8;
   }
   return ncclFloat32;
 }

@@ -56,6 +56,9 @@ inline void fill_input(std::vector<char>& buf, DType t, size_t first, size_t n, 
         std::memcpy(p + 8 * k, &v, 8);
       }
       break;
+    case DType::U8:  // packed bits: any byte
+      for (size_t k = 0; k < n; ++k) p[k] = char(mix(salt + uint64_t(rank) * 7919u + (first + k) * 104729u) & 0xff);
+      break;
   }
 }
 
