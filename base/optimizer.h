@@ -2,11 +2,14 @@
 // host reference in optim/, the SIMD CPU Adam in offload/, the fused GPU AdamW in kernels/cuda/).
 #pragma once
 
+#include <cstdint>
+
 namespace zt {
 
 // AdamW: decoupled weight decay; AdamL2: weight decay added to the gradient (DeepSpeed's
-// adam_w_mode = false); SGD with optional momentum / Nesterov; Lamb with a per-tensor trust ratio.
-enum class OptimizerType { AdamW, AdamL2, SGD, Lamb };
+// adam_w_mode = false); SGD with optional momentum / Nesterov; Lamb with a per-tensor trust ratio;
+// OneBitAdam: DeepSpeed's 1-bit Adam (stage 0; its momentum crosses the ranks compressed to signs).
+enum class OptimizerType { AdamW, AdamL2, SGD, Lamb, OneBitAdam };
 
 constexpr const char* optimizer_type_name(OptimizerType t) {
   switch (t) {
@@ -14,6 +17,7 @@ constexpr const char* optimizer_type_name(OptimizerType t) {
     case OptimizerType::AdamL2: return "Adam (L2)";
     case OptimizerType::SGD: return "SGD";
     case OptimizerType::Lamb: return "Lamb";
+    case OptimizerType::OneBitAdam: return "OneBitAdam";
   }
   return "?";
 }
@@ -36,6 +40,7 @@ struct OptimizerOptions {
   double momentum = 0.0, dampening = 0.0;  // SGD
   bool nesterov = false;                   // SGD
   double max_coeff = 10.0, min_coeff = 0.01;  // Lamb
+  int64_t freeze_step = 100000;               // OneBitAdam: applied updates before compression
 };
 
 struct AdamWHyper {

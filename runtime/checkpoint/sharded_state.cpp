@@ -19,6 +19,7 @@ const char* checkpoint_optimizer_name(OptimizerType optimizer) {
     case OptimizerType::AdamL2: return "adam";
     case OptimizerType::SGD: return "sgd";
     case OptimizerType::Lamb: return "lamb";
+    case OptimizerType::OneBitAdam: return "onebit_adam";
   }
   return "?";
 }

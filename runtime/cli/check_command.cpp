@@ -137,11 +137,12 @@ FitReport check_fit(const CheckArgs& a, const Config& c, int64_t params, const M
     plan_in.activation_bytes = double(causal_lm_activation_bytes_for(
         *model, ModelRunOptions{int(plan_in.micro_batch), plan_in.activation_checkpointing}, size_t(plan_working_bytes(plan_in)),
         attention_saved_estimate(backend, int(plan_in.micro_batch), *model)));
-  if (model)  // the engine's unit buffers as a run at this world size would hold them
-    plan_in.unit_buffer_bytes =
-        double(EnginePlan(*model, engine_options_from_config(c, 0, plan_in.activation_checkpointing, model),
-                          backend == ComputeBackend::Cpu ? BackendCaps::cpu() : BackendCaps::cuda(), a.world_size, 0)
-                   .unit_buffer_bytes(size_t(plan_working_bytes(plan_in))));
+  if (model) {  // the engine's unit buffers and optimizer extras as a run at this world size would hold them
+    const EnginePlan ep(*model, engine_options_from_config(c, 0, plan_in.activation_checkpointing, model),
+                        backend == ComputeBackend::Cpu ? BackendCaps::cpu() : BackendCaps::cuda(), a.world_size, 0);
+    plan_in.unit_buffer_bytes = double(ep.unit_buffer_bytes(size_t(plan_working_bytes(plan_in))));
+    plan_in.optimizer_extra_bytes = ep.optimizer_extra_bytes();
+  }
   if (!a.save_dir.empty()) {  // (4 + state_k)·Ψ/S per owning rank; the run plans the engine's exact bytes
     plan_in.checkpoint_snapshot_bytes = checkpoint_snapshot_estimate(plan_in);
     plan_in.save_dir = a.save_dir;

@@ -50,6 +50,9 @@ struct OptimizerConfig {
   Field<bool> nesterov = false;   // SGD
   Field<double> max_coeff = 10.0; // Lamb
   Field<double> min_coeff = 0.01; // Lamb
+  Field<int64_t> freeze_step = 100000;                    // OneBitAdam: warm-up updates before compression
+  Field<bool> cuda_aware = false;                         // OneBitAdam: MPI moves device buffers itself
+  Field<std::string> comm_backend_name = std::string("nccl");  // OneBitAdam: nccl or mpi
   Field<bool> legacy_fusion = false;
 };
 

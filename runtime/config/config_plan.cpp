@@ -17,10 +17,7 @@ PlanInput plan_input(const Config& c, int64_t params, const ModelConfig* model, 
   in.stage = static_cast<int>(c.zero_optimization.stage.value);
   in.precision = c.bf16.enabled.value ? DType::BF16 : c.fp16.enabled.value ? DType::F16 : DType::F32;
   const std::string& t = c.optimizer.type.value;
-  if (t == "Adam") in.optimizer = c.optimizer.adam_w_mode.value ? OptimizerType::AdamW : OptimizerType::AdamL2;
-  else if (t == "AdamW") in.optimizer = OptimizerType::AdamW;
-  else if (t == "Lamb") in.optimizer = OptimizerType::Lamb;
-  else if (t == "SGD") in.optimizer = OptimizerType::SGD;
+  if (const auto type = optimizer_type_of(c.optimizer)) in.optimizer = *type;
   in.sgd_momentum = t == "SGD" && c.optimizer.momentum.value > 0;
   auto dev = [](const std::string& d) {
     return d == "cpu" ? OffloadDevice::CPU : d == "nvme" ? OffloadDevice::NVMe : OffloadDevice::None;

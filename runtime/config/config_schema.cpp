@@ -97,6 +97,13 @@ void optimizer_params(OptimizerConfig& o, BlockSchema& s) {
     s.keys.push_back(key("min_coeff", Kind::Number, &o.min_coeff));
     return;
   }
+  if (t == "OneBitAdam") {  // DeepSpeed's runtime/fp16/onebit/adam.py; amsgrad is read to be refused
+    s.keys.push_back(exact_int(key("freeze_step", Kind::Int, &o.freeze_step)));
+    s.keys.push_back(key("cuda_aware", Kind::Bool, &o.cuda_aware));
+    s.keys.push_back(choices(key("comm_backend_name", Kind::String, &o.comm_backend_name), {"nccl", "mpi"}));
+    s.keys.push_back(key("amsgrad", Kind::Bool, &o.amsgrad));
+    return;
+  }
   s.keys.push_back(key("amsgrad", Kind::Bool, &o.amsgrad));
   s.keys.push_back(key("adam_w_mode", Kind::Bool, &o.adam_w_mode));
   s.keys.push_back(key("torch_adam", Kind::Bool, &o.torch_adam));
@@ -144,7 +151,7 @@ void monitor_keys(MonitorConfig& m, BlockSchema& s) {
 }  // namespace
 
 const std::vector<std::string>& supported_optimizers() {
-  static const std::vector<std::string> v{"Adam", "AdamW", "SGD", "Lamb"};
+  static const std::vector<std::string> v{"Adam", "AdamW", "SGD", "Lamb", "OneBitAdam"};
   return v;
 }
 const std::vector<std::string>& supported_schedulers() {
@@ -152,7 +159,7 @@ const std::vector<std::string>& supported_schedulers() {
   return v;
 }
 const std::vector<std::string>& unsupported_deepspeed_optimizers() {
-  static const std::vector<std::string> v{"OneBitAdam", "ZeroOneAdam", "OneBitLamb", "Adagrad", "MuAdam",
+  static const std::vector<std::string> v{"ZeroOneAdam", "OneBitLamb", "Adagrad", "MuAdam",
                                           "MuAdamW", "MuSGD", "Lion"};
   return v;
 }

@@ -170,14 +170,17 @@ uint64_t Engine::expected_comm_bytes_per_step() const { return s_->part->expecte
 bool Engine::quantizes_gradients() const { return s_->reducer->quantizes(); }
 int64_t Engine::quantized_gradient_block() const { return int64_t(s_->reducer->quantized_block()); }
 
-LinkBytes Engine::expected_link_bytes_per_step() const {
+bool Engine::exact_gradients_next_step() const { return s_->optimizer->exact_gradients(); }
+
+LinkBytes Engine::expected_link_bytes_per_step(bool compressed) const {
   QuantizedTraffic qgz;
   if (s_->reducer->quantizes()) {
     qgz.on = true;
     qgz.wire = s_->reducer->quantized_wire_bytes();
     qgz.exact_elements_per_micro_step = s_->reducer->exact_elements_per_micro_step();
   }
-  return s_->plan->expected_link_bytes_per_step(*s_->groups, s_->z->element_bytes(), qgz);
+  return s_->plan->expected_link_bytes_per_step(*s_->groups, s_->z->element_bytes(), qgz,
+                                                compressed && s_->opt.optimizer.type == OptimizerType::OneBitAdam);
 }
 
 const NodeTopology& Engine::topology() const { return s_->topology; }

@@ -33,6 +33,7 @@ struct StepStats {
   double grad_norm = 0;        // global L2 norm of the averaged, unscaled gradients (before clipping)
   double loss_scale = 1;       // fp16: the scale this step ran with
   bool skipped = false;        // non-finite gradients: no update
+  bool exact_gradients = true; // the gradients were all-reduced (false in 1-bit Adam's compressed phase)
   int64_t skipped_total = 0;
   uint64_t comm_bytes[kCommOpCount] = {};  // this rank's algorithm bytes, this step
   uint64_t comm_calls[kCommOpCount] = {};
@@ -116,7 +117,10 @@ class Engine {
   uint64_t expected_comm_bytes_per_step() const;
   // What StepStats::comm_links will read for one step: the plan's prediction over this engine's
   // groups and its reducer's qgZ traffic (EnginePlan::expected_link_bytes_per_step).
-  LinkBytes expected_link_bytes_per_step() const;
+  // compressed: a step of 1-bit Adam's compressed phase (the same as any other step's otherwise).
+  LinkBytes expected_link_bytes_per_step(bool compressed = false) const;
+  // Whether the next step all-reduces its gradients (false in 1-bit Adam's compressed phase).
+  bool exact_gradients_next_step() const;
   bool quantizes_gradients() const;  // qgZ is on (asked for, stage 3, more than one node)
   int64_t quantized_gradient_block() const;  // qgZ's elements per scale (0: off)
   const NodeTopology& topology() const;

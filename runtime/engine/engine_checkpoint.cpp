@@ -112,6 +112,14 @@ void EngineCheckpoint::set_counters(const nlohmann::json& j) {
                       "the checkpoint was not saved by an fp16 run: the loss scaler starts afresh");
   }
   engine_.restore_counters(c);
+  // 1-bit Adam: the phase follows from the applied count; the error feedback is not in the
+  // checkpoint, so a load into the compressed phase restarts it from zero.
+  if (engine_.options().optimizer.type == OptimizerType::OneBitAdam && !engine_.exact_gradients_next_step())
+    warnings_.warning("manifest.json: counters.applied_steps", std::to_string(c.applied),
+                      "1-bit Adam continues in its compressed phase (freeze_step " +
+                          std::to_string(engine_.options().optimizer.freeze_step) +
+                          "), but its error feedback is not saved in checkpoints: it restarts from zero here, as "
+                          "DeepSpeed's load drops it too (the first updates after the load are slightly coarser)");
   kept_ = j;
   for (const char* k : {"step", "applied_steps", "skipped_steps", "lr", "loss_scaler"}) kept_.erase(k);
   if (j.contains("lr") && j.at("lr").is_number()) {

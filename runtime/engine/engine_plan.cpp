@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "runtime/model/unit_layout.h"
+#include "runtime/zero/onebit_adam.h"
 #include "runtime/zero/quantized_gather.h"
 #include "runtime/zero/stage_traits.h"
 
@@ -109,6 +110,14 @@ uint64_t EnginePlan::comm_buffer_bytes(const Communicator& world) const {
   return CommGroups::planned_buffer_bytes(world, shape_, shard_call, group_call);
 }
 
+uint64_t EnginePlan::optimizer_extra_bytes() const {
+  if (opt_.optimizer.type != OptimizerType::OneBitAdam) return 0;
+  std::vector<int64_t> sizes;
+  for (int u = 0; u < part_->units(); ++u)
+    for (const TensorSpec& t : part_->map().unit(u).tensors) sizes.push_back(t.size);
+  return OneBitAdam::error_bytes_for(sizes, world_size_);
+}
+
 uint64_t EnginePlan::checkpoint_snapshot_bytes() const {
   if (rank_ >= partition_ranks()) return 0;  // EngineCheckpoint's owned ranges: none
   int64_t owned = 0;
@@ -124,8 +133,8 @@ std::vector<ElementRange> EnginePlan::checkpoint_needed_ranges() const {
   return out;
 }
 
-LinkBytes EnginePlan::expected_link_bytes_per_step(const CommGroups& groups, size_t es,
-                                                   const QuantizedTraffic& qgz) const {
+LinkBytes EnginePlan::expected_link_bytes_per_step(const CommGroups& groups, size_t es, const QuantizedTraffic& qgz,
+                                                   bool compressed) const {
   const Partition& p = *part_;
   // The partition's volumes run over the shard group (the world unless MiCS).
   Partition::CommVolumes v = p.expected_comm_volumes_per_step(es);
@@ -174,6 +183,16 @@ LinkBytes EnginePlan::expected_link_bytes_per_step(const CommGroups& groups, siz
     on[int(CommRole::Replica)][int(CommOp::AllReduce)] = shard_elems * es;
   }
   if (S > 1 && p.norm_ranks().size() == 1) v.bytes[int(CommOp::AllGather)] += 8ull * uint64_t(S);  // the norm's partials
+  if (compressed && S > 1) {  // 1-bit Adam compressing: no gradient all-reduce; one compressed call
+    v.bytes[int(CommOp::AllReduce)] = 0;  // per tensor's momentum, the overflow flag and norm (16 bytes a rank)
+    for (int u = 0; u < p.units(); ++u)
+      for (const TensorSpec& t : p.map().unit(u).tensors) {
+        const auto c = CompressedAllReduce::call_bytes(size_t(t.size), S);
+        v.bytes[int(CommOp::AllToAll)] += c.all_to_all;
+        v.bytes[int(CommOp::AllGather)] += c.all_gather;
+      }
+    v.bytes[int(CommOp::AllGather)] += 16ull * uint64_t(S);
+  }
   if (N > 1) on[int(CommRole::World)][int(CommOp::AllGather)] += 8ull * uint64_t(N);  // the step's loss, one double a rank
   LinkBytes b = groups.split(CommRole::Shard, v.bytes);
   for (int r = 0; r < kCommRoleCount; ++r)

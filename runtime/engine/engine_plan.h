@@ -75,6 +75,8 @@ class EnginePlan {
   // This rank's checkpoint snapshot (every fp32 state array of its owned ranges): Ψ/N at every
   // stage, Ψ/S on MiCS's first shard group and 0 on the ranks past it, which own nothing.
   uint64_t checkpoint_snapshot_bytes() const;
+  // Optimizer memory beyond its fp32 arrays on this rank: 1-bit Adam's error feedback; 0 otherwise.
+  uint64_t optimizer_extra_bytes() const;
   // The ranges EngineCheckpoint::needed() will give on this rank: a run checks the checkpoint bytes
   // it will load before it allocates.
   std::vector<ElementRange> checkpoint_needed_ranges() const;
@@ -85,9 +87,10 @@ class EnginePlan {
   // hierarchical halves), qgZ's hops, MiCS's replica all-reduce, and the engine's own scalar
   // exchanges (the step's loss, and the norm's per-rank partials where ranks hold shards: 8 bytes
   // per rank each, as all-gathers), split by each group's link model. Lamb's per-tensor
-  // trust-ratio exchange is not in it.
-  LinkBytes expected_link_bytes_per_step(const CommGroups& groups, size_t element_bytes,
-                                         const QuantizedTraffic& qgz) const;
+  // trust-ratio exchange is not in it. `compressed`: a step of 1-bit Adam's compressed phase (no
+  // gradient all-reduce; each tensor's compressed call and the overflow flag instead).
+  LinkBytes expected_link_bytes_per_step(const CommGroups& groups, size_t element_bytes, const QuantizedTraffic& qgz,
+                                         bool compressed = false) const;
 
  private:
   ModelConfig model_;

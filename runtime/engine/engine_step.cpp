@@ -62,6 +62,8 @@ StepStats Engine::train_step(const BatchFn& fill) {
 
   // Micro-steps: forward, backward and the gradient buckets.
   const float dloss = float(s.optimizer->loss_scale() / (double(s.opt.grad_accum) * s.predivide()));
+  const bool exact = s.optimizer->exact_gradients();  // off in 1-bit Adam's compressed phase
+  s.reducer->set_all_reduce(exact);
   s.reducer->start_step();
   double loss_sum = 0;
   for (int micro = 0; micro < s.opt.grad_accum; ++micro) {
@@ -77,9 +79,10 @@ StepStats Engine::train_step(const BatchFn& fill) {
   st.loss = loss_total / (double(s.opt.grad_accum) * W);
 
   // The update: norm → skip or clip → this rank's shard, stages 1–2 gathering each bucket of
-  // updated parameters as soon as it is ready; `mean_factor` turns the pre-divided rank sum into the mean.
+  // updated parameters as soon as it is ready; `mean_factor` turns the pre-divided rank sum into the
+  // mean (this rank's own mean when the gradients were not all-reduced).
   const auto t1 = Clock::now();
-  const float mean_factor = float(s.predivide() / W);
+  const float mean_factor = float(exact ? s.predivide() / W : s.predivide());
   const StepOutcome update =
       s.optimizer->step(s.reducer->reduced(), mean_factor, [&](int u) { s.gatherer->start_param_sync(u); });
   s.z->times.optimizer_s += seconds_since(t1);
@@ -91,6 +94,7 @@ StepStats Engine::train_step(const BatchFn& fill) {
   st.grad_norm = update.grad_norm;
   st.lr = update.lr;
   st.skipped = update.skipped;
+  st.exact_gradients = exact;
 
   const StepTraffic traffic = s.groups->since(before);
   for (int i = 0; i < kCommOpCount; ++i) {

@@ -181,7 +181,7 @@ void RunReporter::start() {
                            "allocations above\n",
                    gib(s_.process_baseline).c_str(), gib(process["rss"][0].get<uint64_t>()).c_str());
   }
-  record({{"event", "start"},
+  nlohmann::json start = {{"event", "start"},
           {"world_size", world_},
           {"stage", s_.eo->zero.stage},
           {"params", engine_.params()},
@@ -203,7 +203,14 @@ void RunReporter::start() {
           {"plan", plan_to_json(*s_.plan)},
           {"allocated", mem_counts_json(engine_.ledger().current())},
           {"allocated_host", mem_counts_json(engine_.ledger().host())},
-          {"process", process}});
+          {"process", process}};
+  if (s_.eo->optimizer.type == OptimizerType::OneBitAdam) {  // the compressed phase's links, beside the warm-up's
+    const LinkBytes c = engine_.expected_link_bytes_per_step(true);
+    start["onebit_freeze_step"] = s_.eo->optimizer.freeze_step;
+    start["expected_comm_bytes_intra_per_step_compressed"] = c.intra;
+    start["expected_comm_bytes_inter_per_step_compressed"] = c.inter;
+  }
+  record(start);
 }
 
 void RunReporter::before_step(int64_t step) {
@@ -275,6 +282,13 @@ double RunReporter::after_step(const StepStats& st) {
     if (s_.cfg->memory_breakdown.value)
       std::fprintf(s_.say, "      memory | %s\n", mem_counts_json(engine_.ledger().peak_by_category()).dump().c_str());
   }
+  const bool onebit = s_.eo->optimizer.type == OptimizerType::OneBitAdam;
+  if (s_.say && onebit && !st.exact_gradients && !compressed_said_) {
+    std::fprintf(s_.say, "1-bit Adam: from step %lld each rank keeps its own gradients and the momentum crosses the ranks "
+                         "as 1 bit per element (freeze_step %lld; the first update was DeepSpeed's dry run)\n",
+                 (long long)st.step, (long long)s_.eo->optimizer.freeze_step);
+    compressed_said_ = true;
+  }
   if (s_.say && comms_.verbose()) std::fputs(comms_.step_lines(st.step, step_before_, now).c_str(), s_.say);
   nlohmann::json process;
   if (!first_step_done_) process = process_.sample(engine_.ledger());  // collective: before anything rank 0 alone may fail
@@ -298,6 +312,7 @@ double RunReporter::after_step(const StepStats& st) {
           {"comm_groups", groups_json(st.groups)},
           {"comm_busy_s", busy},
           {"mem_peak", st.mem_peak}};
+  if (onebit) step_record["gradients_all_reduced"] = st.exact_gradients;
   if (!process.is_null()) step_record["process"] = process;
   quant_weights_.add(st.quant_weights);
   quant_grads_.add(st.quant_grads);

@@ -91,6 +91,7 @@ class RunReporter {
   CommsLogger comms_;
   ProcessMemoryReport process_;
   bool first_step_done_ = false;
+  bool compressed_said_ = false;  // 1-bit Adam's switch to compression was announced
   int world_ = 1;
   double tokens_per_step_ = 0;
   int64_t samples_per_step_ = 0;

@@ -73,6 +73,8 @@ MemoryPlan make_memory_plan(const PlanInput& in) {
   p.device_params = w * psi / param_div;
   p.device_grads = w * psi / grad_div;
   p.device_optimizer = p.optimizer_k * psi / opt_div;
+  if (in.optimizer == OptimizerType::OneBitAdam || in.optimizer_extra_bytes)
+    p.device_optimizer += in.optimizer_extra_bytes ? double(*in.optimizer_extra_bytes) : 4 * psi * (1 + 1.0 / n);
 
   // Optimizer offload: fraction r of the optimizer partition (with its fp32 master and fp32 grads).
   const bool has_opt = in.optimizer.has_value();

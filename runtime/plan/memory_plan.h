@@ -98,6 +98,10 @@ struct PlanInput {
   bool emulates_16bit_in_fp32 = false;
   std::optional<OptimizerType> optimizer = OptimizerType::AdamW;  // none: no optimizer state
   bool sgd_momentum = false;   // SGD keeps a momentum buffer
+  // Optimizer memory beyond its fp32 arrays per rank: 1-bit Adam's error feedback (each tensor's
+  // worker error n_pad + server error n_pad/N, fp32; EnginePlan::optimizer_extra_bytes); unset:
+  // the estimate without a model, 4Ψ(1 + 1/N) for OneBitAdam (padding left out) and 0 otherwise.
+  std::optional<uint64_t> optimizer_extra_bytes;
   OffloadDevice offload_optimizer = OffloadDevice::None;
   double offload_optimizer_ratio = 1.0;  // fraction of optimizer state offloaded (stage 3)
   OffloadDevice offload_param = OffloadDevice::None;

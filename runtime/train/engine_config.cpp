@@ -33,6 +33,7 @@ OptimizerOptions optimizer_options(const OptimizerConfig& o) {
   r.nesterov = o.nesterov.value;
   r.max_coeff = o.max_coeff.value;
   r.min_coeff = o.min_coeff.value;
+  r.freeze_step = o.freeze_step.value;
   return r;
 }
 

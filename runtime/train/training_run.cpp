@@ -261,6 +261,7 @@ void check_start(Started& started, const RunOptions& run, Communicator& comm, Ba
   plan_in.comm_buffer_bytes = engine_plan.comm_buffer_bytes(comm);  // as the engine reserves
   plan_in.comm_device_bytes = comm.device_buffer_bytes();
   plan_in.unit_buffer_bytes = double(engine_plan.unit_buffer_bytes(dtype_size(backend.act_dtype())));
+  plan_in.optimizer_extra_bytes = engine_plan.optimizer_extra_bytes();
   if (started.baseline.known) plan_in.process_baseline = started.baseline.rss;
   if (!run.checkpoint.save_dir.empty()) {
     plan_in.checkpoint_snapshot_bytes = engine_plan.checkpoint_snapshot_bytes();

@@ -134,9 +134,15 @@ void GradReducer::start_micro_step(bool last) {
   // forward); its buffers must be back before backward asks for them again.
   drain(0);
   boundary_ = last;
-  reducing_now_ = z_.part.reduces_each_micro_step() || last;
+  reducing_now_ = z_.part.reduces_each_micro_step() || (last && all_reduce_);
   stream_.rewind();
   pending_ = buckets_of_unit_;
+}
+
+void GradReducer::set_all_reduce(bool on) {
+  if (!on && !z_.part.all_reduces_grads())
+    throw std::logic_error("GradReducer::set_all_reduce: only stage 0's all-reduce can be turned off");
+  all_reduce_ = on;
 }
 
 void* GradReducer::grad_buffer(int u) {

@@ -62,6 +62,10 @@ class GradReducer {
   void unit_done(int u);                  // every write into unit u's buffer this micro-step is done
   void finish();                          // every bucket reduced and waited (MiCS: and the replicas
                                           // added): the gradients are final
+  // Stage 0: whether the accumulation boundary all-reduces the gradients (on unless turned off).
+  // 1-bit Adam's compressed phase turns it off, as DeepSpeed's enable_backward_allreduce = False:
+  // each rank keeps its own sums. Between steps.
+  void set_all_reduce(bool on);
 
   // --- results (after finish) -----------------------------------------------------------------------
   void* grads(int u) const { return grads_[size_t(u)]; }  // grad_len elements (full or this rank's shard)
@@ -104,6 +108,7 @@ class GradReducer {
   std::deque<InFlight> in_flight_;
   bool reducing_now_ = false;        // this micro-step issues reductions
   bool boundary_ = false;            // this micro-step ends the accumulation (MiCS: the replicas add then)
+  bool all_reduce_ = true;           // stage 0: the boundary all-reduces (set_all_reduce)
   struct ReplicaCall {
     CommHandlePtr handle;
     std::vector<Segment> segments;

@@ -21,6 +21,7 @@ ShardOptimizer::ShardOptimizer(ZeroContext& z, const OptimizerOptions& o, const 
     : z_(z), o_(o), rules_(rules), transfer_(transfer), store_(store), off_(off), pinned_(pinned) {
   if (sub_group_size < 1) throw std::invalid_argument("ShardOptimizer: sub_group_size must be >= 1");
   if (z.train_precision == DType::F16) scaler_ = std::make_unique<LossScaler>(rules.loss_scaler);
+  if (o.type == OptimizerType::OneBitAdam) onebit_ = std::make_unique<OneBitAdam>(z, o);
   const Partition& p = z.part;
   const int U = p.units();
   bool nvme = false;
@@ -119,10 +120,23 @@ StepOutcome ShardOptimizer::step(const ReducedGrads& grads, float mean_factor, c
   if (p.norm_ranks().size() == 1 && p.world_size() > 1) partials = allgather_doubles(z_, partials);
   double total = 0;
   for (double partial : partials) total += partial;
-  const double scaled_norm = std::sqrt(total);
-  out.grad_norm = scaled_norm / out.loss_scale;
+  double scaled_norm = std::sqrt(total);
   // fp16: the scaler skips the step on overflow; clipping and unscaling fold into one factor.
   out.skipped = !std::isfinite(total);
+  // Gradients that were not all-reduced (1-bit Adam's compressed phase) differ between ranks, and
+  // so do their norms: every rank skips when any overflowed (DeepSpeed max-reduces the flag). The
+  // clipping norm is DeepSpeed's too: under fp16 (its FP16_Optimizer) each rank's own; otherwise
+  // (clip_grad_norm_) the mean of the ranks' norms.
+  if (!exact_gradients() && p.world_size() > 1) {
+    const std::vector<double> all = allgather_doubles(z_, {out.skipped ? 1.0 : 0.0, scaled_norm});
+    double mean = 0;
+    for (size_t r = 0; r < all.size(); r += 2) {
+      out.skipped = out.skipped || all[r] != 0.0;
+      mean += all[r + 1] / double(p.world_size());
+    }
+    if (!scaler_) scaled_norm = mean;
+  }
+  out.grad_norm = scaled_norm / out.loss_scale;
   if (scaler_) {
     const LossScaleEvent event = scaler_->update(out.skipped);
     if (scaler_->failed()) throw std::runtime_error(scaler_->failure_message());
@@ -229,7 +243,11 @@ void ShardOptimizer::update(const StepHyper& h, const ReducedGrads& grads, const
   auto last_of_unit = [&](size_t k) {
     return k + 1 == subgroups_.size() || subgroups_[k + 1].unit != subgroups_[k].unit;
   };
-  if (o_.type == OptimizerType::Lamb) {
+  if (onebit_) {
+    const std::vector<const float*> gc(g.begin(), g.end());
+    onebit_->step(h.step - 1, {h.lr, h.beta1, h.beta2, h.grad_scale}, master_, gc, m_, v_);
+    for (int u = 0; u < U; ++u) store_.write(u, 0, p.unit(u).state_len, master_[size_t(u)]);
+  } else if (o_.type == OptimizerType::Lamb) {
     LambHyper lh;
     lh.lr = float(h.lr);
     lh.beta1 = float(h.beta1);

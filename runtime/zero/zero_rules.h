@@ -48,6 +48,8 @@ enum class ZeroRule {
   LambOnNvme,                      // Lamb needs every tensor's state at once
   ParamBufferTooSmall,             // an NVMe parameter record larger than offload_param.buffer_size
   MicsWithOptimizerOffload,        // MiCS's replica all-reduce with the optimizer offloaded (DeepSpeed refuses it)
+  OneBitNeedsStage0,               // 1-bit Adam keeps the full state of stage 0 (DeepSpeed asserts no ZeRO)
+  OneBitNeedsHostBackend,          // 1-bit Adam's compressed all-reduce runs on host buffers only (not built for NCCL)
 };
 
 // The host optimizer steps every shard: a host backend, or offload "cpu" / "nvme" with ratio 1, or
@@ -76,6 +78,11 @@ inline std::vector<ZeroRule> check_zero_options(const ZeroOptionSet& o, const Ba
     broken.push_back(ZeroRule::ParamBufferTooSmall);
   if (o.stage == 3 && o.mics_shard_size > 0 && o.offload_optimizer != OffloadDevice::None)
     broken.push_back(ZeroRule::MicsWithOptimizerOffload);
+  if (o.optimizer == OptimizerType::OneBitAdam) {
+    if (o.stage != 0 || o.offload_optimizer != OffloadDevice::None || o.offload_param != OffloadDevice::None)
+      broken.push_back(ZeroRule::OneBitNeedsStage0);
+    if (!b.host_memory) broken.push_back(ZeroRule::OneBitNeedsHostBackend);
+  }
   return broken;
 }
 
@@ -109,6 +116,11 @@ inline std::string describe(ZeroRule r, const ZeroOptionSet& o) {
     case ZeroRule::MicsWithOptimizerOffload:
       return "mics_shard_size " + std::to_string(o.mics_shard_size) + " with offload_optimizer.device " +
              offload_name(o.offload_optimizer) + ": MiCS is not built with an offloaded optimizer";
+    case ZeroRule::OneBitNeedsStage0:
+      return "OneBitAdam runs with ZeRO stage 0 and no offload (stage is " + std::to_string(o.stage) +
+             "): it keeps every parameter's state on every rank, as DeepSpeed's";
+    case ZeroRule::OneBitNeedsHostBackend:
+      return "OneBitAdam's compressed all-reduce runs on host buffers only; on a device backend it is not built";
   }
   return "?";
 }

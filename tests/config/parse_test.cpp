@@ -186,10 +186,23 @@ TEST(Parse, OptimizerTypes) {
   auto r = load("{" + kBatch + R"("optimizer": {"type": "adamw", "params": {"lr": 0.001}}})");
   ASSERT_TRUE(r.valid()) << test::dump(r);
   EXPECT_EQ(r.config.optimizer.type.value, "AdamW");
-  r = load("{" + kBatch + R"("optimizer": {"type": "OneBitAdam", "params": {"lr": 0.001, "freeze_step": 400}}})");
+  // DeepSpeed's 1-bit Adam under any spelling of its name, with its keys and defaults.
+  for (const char* name : {"OneBitAdam", "OnebitAdam", "onebitadam"}) {
+    r = load("{" + kBatch + R"("optimizer": {"type": ")" + name +
+             R"(", "params": {"lr": 0.001, "freeze_step": 400, "cuda_aware": false, "comm_backend_name": "mpi"}}})");
+    EXPECT_EQ(r.diagnostics.error_count(), 0u) << name << "\n" << test::dump(r);
+    EXPECT_EQ(r.config.optimizer.type.value, "OneBitAdam");
+    EXPECT_EQ(r.config.optimizer.freeze_step.value, 400);
+    EXPECT_EQ(r.config.optimizer.comm_backend_name.value, "mpi");
+  }
+  r = load("{" + kBatch + R"("optimizer": {"type": "OneBitAdam"}})");
+  EXPECT_EQ(r.config.optimizer.freeze_step.value, 100000);
+  EXPECT_EQ(r.config.optimizer.comm_backend_name.value, "nccl");
+  EXPECT_FALSE(r.config.optimizer.cuda_aware.value);
+  r = load("{" + kBatch + R"("optimizer": {"type": "ZeroOneAdam", "params": {"lr": 0.001, "var_freeze_step": 400}}})");
   const Diagnostic* d = find(r, "optimizer.type", "DeepSpeed has it; zerotrain does not implement it");
   ASSERT_NE(d, nullptr) << test::dump(r);
-  EXPECT_EQ(d->fix, "use one of: Adam, AdamW, SGD, Lamb");
+  EXPECT_EQ(d->fix, "use one of: Adam, AdamW, SGD, Lamb, OneBitAdam");
   EXPECT_EQ(r.diagnostics.error_count(), 1u) << "params of an unsupported type are not walked\n" << test::dump(r);
   r = load("{" + kBatch + R"("optimizer": {"params": {"lr": 0.001}}})");
   EXPECT_NE(find(r, "optimizer.type", "has no \"type\""), nullptr) << test::dump(r);

@@ -1,0 +1,93 @@
+// 1-bit Adam's phases and update (see onebit_adam.h).
+#include "runtime/zero/onebit_adam.h"
+
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+namespace zt {
+
+OneBitAdam::Phase OneBitAdam::phase_after(int64_t applied, int64_t freeze_step) {
+  if (applied == 0) return Phase::DryRun;
+  // DeepSpeed switches at the end of the update whose count reaches freeze_step; the dry run
+  // returns before that test, so the earliest switch follows update 2.
+  return applied >= 2 && applied >= freeze_step ? Phase::Compressed : Phase::Warmup;
+}
+
+const char* OneBitAdam::phase_name(Phase p) {
+  switch (p) {
+    case Phase::DryRun: return "dry run";
+    case Phase::Warmup: return "warm-up";
+    case Phase::Compressed: return "compressed";
+  }
+  return "?";
+}
+
+uint64_t OneBitAdam::error_bytes_for(const std::vector<int64_t>& tensor_sizes, int world) {
+  uint64_t b = 0;
+  for (int64_t n : tensor_sizes) {
+    const uint64_t pad = CompressedAllReduce::padded_length(size_t(n), world);
+    b += (pad + pad / uint64_t(world)) * sizeof(float);
+  }
+  return b;
+}
+
+OneBitAdam::OneBitAdam(ZeroContext& z, const OptimizerOptions& o)
+    : z_(z), eps_(o.eps), weight_decay_(o.weight_decay), freeze_step_(o.freeze_step), car_(z.comm) {
+  const Partition& p = z.part;
+  if (!p.all_reduces_grads())
+    throw std::logic_error("OneBitAdam: the optimizer holds the full state of stage 0 only (the config refuses ZeRO stages >= 1)");
+  for (int u = 0; u < p.units(); ++u)
+    for (const TensorSpec& t : p.map().unit(u).tensors) tensors_.push_back({u, t.offset, t.size});
+}
+
+OneBitAdam::~OneBitAdam() = default;
+
+uint64_t OneBitAdam::error_bytes() const {
+  uint64_t b = 0;
+  for (const ErrorFeedback& e : errors_) b += e.bytes();
+  return b;
+}
+
+void OneBitAdam::allocate_errors() {
+  errors_.resize(tensors_.size());
+  for (size_t i = 0; i < tensors_.size(); ++i) car_.prepare(errors_[i], size_t(tensors_[i].size));
+  const uint64_t now = error_bytes();
+  if (now > recorded_bytes_) z_.ledger.record_external(MemCategory::Optimizer, now - recorded_bytes_);
+  recorded_bytes_ = std::max(recorded_bytes_, now);
+}
+
+void OneBitAdam::step(int64_t applied, const Hyper& h, const std::vector<float*>& master,
+                      const std::vector<const float*>& grads, const std::vector<float*>& m, const std::vector<float*>& v) {
+  const Phase phase = phase_after(applied, freeze_step_);
+  if (phase == Phase::DryRun) return;
+  const bool compress = phase == Phase::Compressed;
+  const bool communicate = compress && z_.comm.world_size() > 1;
+  if (communicate && errors_.size() != tensors_.size()) allocate_errors();
+  const float b1 = float(h.beta1), b2 = float(h.beta2), gs = h.grad_scale;
+  const float lr = float(h.lr), eps = float(eps_), wd = float(weight_decay_);
+  for (size_t k = 0; k < tensors_.size(); ++k) {
+    const Tensor& t = tensors_[k];
+    const size_t u = size_t(t.unit);
+    float* pp = master[u] + t.offset;
+    const float* g = grads[u] + t.offset;
+    float* mm = m[u] + t.offset;
+    float* vv = v[u] + t.offset;
+    for (int64_t i = 0; i < t.size; ++i) {
+      const float gi = g[i] * gs;
+      mm[i] = b1 * mm[i] + (1.0f - b1) * gi;
+      if (!compress) vv[i] = b2 * vv[i] + (1.0f - b2) * gi * gi;
+    }
+    if (communicate) car_.run(mm, size_t(t.size), errors_[k]);
+    if (compress)  // the momentum mask: an element no gradient reached in warm-up keeps a zero momentum
+      for (int64_t i = 0; i < t.size; ++i)
+        if (vv[i] == 0.0f) mm[i] = 0.0f;
+    for (int64_t i = 0; i < t.size; ++i) {
+      float upd = mm[i] / (std::sqrt(vv[i]) + eps);
+      if (wd > 0.0f) upd += wd * pp[i];
+      pp[i] += -lr * upd;
+    }
+  }
+}
+
+}  // namespace zt
