@@ -66,10 +66,9 @@ void OneBitAdam::step(int64_t applied, const Hyper& h, const std::vector<float*>
   if (communicate && errors_.size() != tensors_.size()) allocate_errors();
   const float b1 = float(h.beta1), b2 = float(h.beta2), gs = h.grad_scale;
   const float lr = float(h.lr), eps = float(eps_), wd = float(weight_decay_);
-  for (size_t k = 0; k < tensors_.size(); ++k) {
-    const Tensor& t = tensors_[k];
+  // The moments from the gradients (the variance only in warm-up).
+  for (const Tensor& t : tensors_) {
     const size_t u = size_t(t.unit);
-    float* pp = master[u] + t.offset;
     const float* g = grads[u] + t.offset;
     float* mm = m[u] + t.offset;
     float* vv = v[u] + t.offset;
@@ -78,7 +77,20 @@ void OneBitAdam::step(int64_t applied, const Hyper& h, const std::vector<float*>
       mm[i] = b1 * mm[i] + (1.0f - b1) * gi;
       if (!compress) vv[i] = b2 * vv[i] + (1.0f - b2) * gi * gi;
     }
-    if (communicate) car_.run(mm, size_t(t.size), errors_[k]);
+  }
+  // Compressed: every tensor's momentum in one compressed call (each tensor its own scale and
+  // errors, as DeepSpeed's call per tensor, in one call's four collectives), then the mask.
+  if (communicate) {
+    std::vector<CompressedAllReduce::Tensor> batch;
+    for (size_t k = 0; k < tensors_.size(); ++k)
+      batch.push_back({m[size_t(tensors_[k].unit)] + tensors_[k].offset, size_t(tensors_[k].size), &errors_[k]});
+    car_.run(batch);
+  }
+  for (const Tensor& t : tensors_) {
+    const size_t u = size_t(t.unit);
+    float* pp = master[u] + t.offset;
+    float* mm = m[u] + t.offset;
+    const float* vv = v[u] + t.offset;
     if (compress)  // the momentum mask: an element no gradient reached in warm-up keeps a zero momentum
       for (int64_t i = 0; i < t.size; ++i)
         if (vv[i] == 0.0f) mm[i] = 0.0f;

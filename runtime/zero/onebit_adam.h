@@ -6,9 +6,11 @@
 //   warm-up   (updates 2 .. max(2, freeze_step)): the gradients are all-reduced exactly and
 //             m = β1·m + (1−β1)·g, v = β2·v + (1−β2)·g², p −= lr·(m / (√v + eps) + wd·p);
 //   compressed (afterwards): the engine's gradient all-reduce is off, m = β1·m + (1−β1)·g from this
-//             rank's own gradient, then m ← the compressed all-reduce of m, one call per parameter
-//             tensor as DeepSpeed's (each tensor's scale is its own RMS), and the same update with v
-//             frozen. With one rank the call is skipped (DeepSpeed's size > 1 test).
+//             rank's own gradient, then m ← the compressed all-reduce of m, each parameter tensor
+//             with its own scale and errors as DeepSpeed's call per tensor, all of them in one
+//             call's four collectives (bit for bit the calls one by one; DeepSpeed's 4 messages per
+//             tensor made a step of `small` 2.4x slower than AdamW's on a 1 Gbit/s link), and the
+//             same update with v frozen. With one rank the call is skipped (DeepSpeed's size > 1 test).
 // Signs cannot carry an exact zero, so an element whose momentum is always zero (an embedding row no
 // batch uses) would receive ±scale every step, divided by √v + eps with v = 0: DeepSpeed asks the
 // training script for a mask (exp_avg_mask) that zeroes such momenta after each compressed call.
