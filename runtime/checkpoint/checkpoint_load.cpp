@@ -174,6 +174,41 @@ uint64_t verify_needed(const LoadPlan& plan, const std::vector<ElementRange>& ne
   return bytes;
 }
 
+// This rank's private arrays, from its own file at the same world size (the checkpoint's arrays of
+// this rank matching the state's by name and count); otherwise, where the checkpoint holds them,
+// the state is told why not. Only with the optimizer state (they belong to it).
+static void load_private(ShardedState& state, LoadPlan& plan, int rank) {
+  const Manifest& m = plan.manifest;
+  const auto wanted = state.private_arrays();
+  if (wanted.empty() || plan.arrays.size() <= 1) return;
+  const bool saved = std::any_of(m.ranks.begin(), m.ranks.end(), [](const RankFileRecord& r) { return !r.private_arrays.empty(); });
+  if (!saved) return;
+  if (m.world_size != state.world_size()) {
+    state.private_not_loaded("the checkpoint was saved at world size " + std::to_string(m.world_size) + " and this run has " +
+                             std::to_string(state.world_size()) + " ranks (each rank's own arrays fit only its rank)");
+    return;
+  }
+  const RankFileRecord& rec = m.ranks.at(size_t(rank));
+  if (rec.private_arrays != wanted) {
+    state.private_not_loaded("rank " + std::to_string(rank) + "'s arrays in the checkpoint differ from this run's (another model "
+                             "or optimizer)");
+    return;
+  }
+  auto it = plan.files.find(rank);
+  if (it == plan.files.end()) {
+    Diagnostics d;
+    auto f = ShardFileReader::open(plan.tag_dir, m, rank, d);
+    if (!f) throw UserError(d);
+    it = plan.files.emplace(rank, std::move(f)).first;
+  }
+  std::vector<float> buf;
+  for (const auto& a : wanted) {
+    buf.resize(size_t(a.n));
+    it->second->read_private(a.name, a.n, buf.data());
+    state.write_private(a.name, buf.data());
+  }
+}
+
 LoadResult load_checkpoint(ShardedState& state, RankExchange& ex, const LoadOptions& o) {
   const auto t0 = std::chrono::steady_clock::now();
   LoadPlan plan;
@@ -219,6 +254,7 @@ LoadResult load_checkpoint(ShardedState& state, RankExchange& ex, const LoadOpti
       }
       res.bytes_needed += uint64_t(need.n) * 4 * plan.arrays.size();
     }
+    load_private(state, plan, ex.rank());
   } catch (...) {
     failure = std::current_exception();
   }

@@ -200,6 +200,7 @@ void CheckpointWriter::begin(ShardedState& state, const RunFacts& facts, const s
   // Snapshot: every array of every owned range, in file order, into pinned memory.
   p->spec.arrays = m.arrays;
   p->spec.owned = state.owned();
+  p->spec.private_arrays = state.private_arrays();
   hold_snapshot(size_t(p->spec.total_elements()) * 4);
   float* dst = snapshot_.as<float>();
   for (const auto& a : p->spec.arrays)
@@ -207,6 +208,10 @@ void CheckpointWriter::begin(ShardedState& state, const RunFacts& facts, const s
       state.read(a, r, dst);
       dst += r.n;
     }
+  for (const auto& a : p->spec.private_arrays) {
+    state.read_private(a.name, dst);
+    dst += a.n;
+  }
   p->snapshot_s = seconds_since(started);
   const std::string path = join_path(p->staging, rank_file_name(ex_.rank()));
   const int rank = ex_.rank(), world = ex_.world_size();
@@ -280,16 +285,24 @@ void CheckpointWriter::complete() {
     total += rr.bytes;
     m.ranks.push_back(std::move(rr));
   }
-  // Owned ranges: every rank's, so that any later world size can plan its reads.
+  // Owned ranges: every rank's, so that any later world size can plan its reads; and each rank's
+  // private arrays ("name count" lines after a "private" line).
   if (failure.empty()) {
     std::string mine;
     for (const auto& e : p.spec.owned)
       mine += std::to_string(e.unit) + " " + std::to_string(e.begin) + " " + std::to_string(e.n) + "\n";
+    mine += "private\n";
+    for (const auto& a : p.spec.private_arrays) mine += a.name + " " + std::to_string(a.n) + "\n";
     const auto owned = ex_.all_gather(mine);
     for (int r = 0; r < int(owned.size()); ++r) {
-      std::istringstream in(owned[size_t(r)]);
+      const std::string& text = owned[size_t(r)];
+      const size_t cut = text.find("private\n");
+      std::istringstream in(text.substr(0, cut));
       ElementRange e;
       while (in >> e.unit >> e.begin >> e.n) m.ranks[size_t(r)].owned.push_back(e);
+      std::istringstream pin(text.substr(cut + 8));
+      ShardedState::PrivateArray a;
+      while (pin >> a.name >> a.n) m.ranks[size_t(r)].private_arrays.push_back(a);
     }
   }
   const std::string prev = latest_now(o_.dir);
@@ -371,6 +384,7 @@ size_t CheckpointWriter::reserve(const ShardedState& state) {
   ShardFileSpec spec;
   spec.arrays = state.arrays();
   spec.owned = state.owned();
+  spec.private_arrays = state.private_arrays();
   const size_t bytes = size_t(spec.total_elements()) * 4;
   hold_snapshot(bytes);
   // Pinned memory is already resident; pageable memory (pin_memory refused) is touched here.

@@ -114,12 +114,18 @@ nlohmann::json Manifest::to_json() const {
   for (const auto& r : ranks) {
     nlohmann::json owned = nlohmann::json::array();
     for (const auto& e : r.owned) owned.push_back({e.unit, e.begin, e.n});
-    ranks_j.push_back({{"rank", r.rank},
-                       {"file", r.file},
-                       {"bytes", r.bytes},
-                       {"checksum", checksum_text(r.checksum)},
-                       {"header_checksum", checksum_text(r.header_checksum)},
-                       {"owned", owned}});
+    nlohmann::json rec = {{"rank", r.rank},
+                          {"file", r.file},
+                          {"bytes", r.bytes},
+                          {"checksum", checksum_text(r.checksum)},
+                          {"header_checksum", checksum_text(r.header_checksum)},
+                          {"owned", owned}};
+    if (!r.private_arrays.empty()) {
+      nlohmann::json priv = nlohmann::json::array();
+      for (const auto& a : r.private_arrays) priv.push_back({a.name, a.n});
+      rec["private"] = priv;
+    }
+    ranks_j.push_back(std::move(rec));
   }
   nlohmann::json j = {{"format", kFormatName},
           {"format_version", format_version},
@@ -300,6 +306,19 @@ bool parse_manifest(const std::string& text, const std::string& path, Manifest& 
             }
             r.owned.push_back({e[0].get<int>(), e[1].get<int64_t>(), e[2].get<int64_t>()});
           }
+        if (rj.contains("private")) {  // optional: this rank's own arrays (1-bit Adam's error feedback)
+          const auto& pv = rj.at("private");
+          if (!pv.is_array()) d.error(f.where(k + ".private"), pv.dump(), "expected [[name, count], ...]", kDamaged);
+          else
+            for (const auto& e : pv) {
+              if (!e.is_array() || e.size() != 2 || !e[0].is_string() || !e[1].is_number_integer() ||
+                  e[1].get<int64_t>() < 0 || e[1].get<int64_t>() > kBig) {
+                d.error(f.where(k + ".private"), e.dump(), "expected [name, count]", kDamaged);
+                continue;
+              }
+              r.private_arrays.push_back({e[0].get<std::string>(), e[1].get<int64_t>()});
+            }
+        }
         m.ranks.push_back(std::move(r));
       }
   }

@@ -43,6 +43,7 @@ struct RankFileRecord {
   uint64_t checksum = 0;         // xxh3 of its data area (every byte after the header)
   uint64_t header_checksum = 0;  // xxh3 of its 8 + N header bytes (which hold the block checksums)
   std::vector<ElementRange> owned;
+  std::vector<ShardedState::PrivateArray> private_arrays;  // after the owned ranges' tensors ("private" in JSON)
 };
 
 struct Manifest {

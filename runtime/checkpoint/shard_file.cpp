@@ -50,6 +50,16 @@ int64_t ShardFileSpec::range_elements() const {
   return n;
 }
 
+int64_t ShardFileSpec::private_elements() const {
+  int64_t n = 0;
+  for (const auto& a : private_arrays) n += a.n;
+  return n;
+}
+
+namespace {
+std::string private_tensor_name(const std::string& name) { return "private/" + name; }
+}  // namespace
+
 WrittenFile write_shard_file(const std::string& path, const std::vector<UnitLayout>& units, const ShardFileSpec& spec,
                              const float* data, int64_t block_bytes, const StMetadata& extra, BulkIo& io,
                              WriterPacer* pacer) {
@@ -69,6 +79,14 @@ WrittenFile write_shard_file(const std::string& path, const std::vector<UnitLayo
       meta[kBlocksPrefix + t.name] = std::string(size_t((r.n * 4 + block_bytes - 1) / block_bytes) * 16, '0');
       tensors.push_back(std::move(t));
     }
+  for (const auto& a : spec.private_arrays) {
+    StTensor t;
+    t.name = private_tensor_name(a.name);
+    t.dtype = StDType::F32;
+    t.shape = {a.n};
+    meta[kBlocksPrefix + t.name] = std::string(size_t((a.n * 4 + block_bytes - 1) / block_bytes) * 16, '0');
+    tensors.push_back(std::move(t));
+  }
   FileWriter out(path, true);
   SafetensorsWriter w(out, std::move(tensors), meta, int64_t(offload::kDirectIoAlignment));
   out.preallocate(w.file_bytes());
@@ -168,9 +186,27 @@ std::unique_ptr<ShardFileReader> ShardFileReader::open(const std::string& tag_di
                 "expected " + std::to_string(nblocks) + " block checksums", kFixDamaged);
       r->blocks_[name] = std::move(hashes);
     }
+  for (const auto& a : rec.private_arrays) {
+    const std::string name = private_tensor_name(a.name);
+    ++expected;
+    const StTensor* t = file->find(name);
+    if (!t || t->dtype != StDType::F32 || t->shape != std::vector<int64_t>{a.n}) {
+      d.error(path + " (header key \"" + name + "\")", t ? std::string(st_dtype_name(t->dtype)) + " " + shape_text(t->shape) : "",
+              t ? "expected F32 [" + std::to_string(a.n) + "]" : "missing: the manifest lists it for rank " + std::to_string(rank),
+              kFixDamaged);
+      continue;
+    }
+    const auto it = file->metadata().find(kBlocksPrefix + name);
+    std::vector<uint64_t> hashes;
+    const int64_t nblocks = (t->bytes() + m.block_bytes - 1) / m.block_bytes;
+    if (it == file->metadata().end() || !parse_blocks(it->second, hashes) || int64_t(hashes.size()) != nblocks)
+      d.error(path + " (header key \"__metadata__." + kBlocksPrefix + name + "\")", "",
+              "expected " + std::to_string(nblocks) + " block checksums", kFixDamaged);
+    r->blocks_[name] = std::move(hashes);
+  }
   if (file->tensors().size() != expected)
     d.error(path, std::to_string(file->tensors().size()) + " tensors",
-            "expected " + std::to_string(expected) + " (one per array and owned range)", kFixDamaged);
+            "expected " + std::to_string(expected) + " (one per array and owned range, and each private array)", kFixDamaged);
   if (d.error_count() != before) return nullptr;
   r->file_ = std::move(file);
   return r;
@@ -201,7 +237,17 @@ bool ShardFileReader::check_blocks(const StTensor& t, int64_t first_block, const
 
 void ShardFileReader::read(const std::string& array, const ElementRange& owned, int64_t offset, int64_t n, float* out,
                            bool verify) const {
-  const StTensor& t = tensor(array, owned);
+  read_elements(tensor(array, owned), offset, n, out, verify);
+}
+
+void ShardFileReader::read_private(const std::string& name, int64_t n, float* out) const {
+  const StTensor* t = file_->find(private_tensor_name(name));
+  if (!t || t->shape != std::vector<int64_t>{n})
+    throw std::logic_error("shard file " + path() + " has no private array " + name + " of " + std::to_string(n));
+  read_elements(*t, 0, n, out, true);
+}
+
+void ShardFileReader::read_elements(const StTensor& t, int64_t offset, int64_t n, float* out, bool verify) const {
   const int64_t b0 = offset * 4, b1 = (offset + n) * 4;
   if (n <= 0) return;
   if (!verify) {

@@ -20,11 +20,14 @@ namespace zt::ckpt {
 std::string shard_tensor_name(const std::string& array, const std::string& unit, int64_t begin);
 
 // What one rank file holds, in data order: for each array, for each owned range, its fp32 values.
+// Then the rank's private arrays ("private/<name>"), each whole.
 struct ShardFileSpec {
   std::vector<std::string> arrays;
   std::vector<ElementRange> owned;
+  std::vector<ShardedState::PrivateArray> private_arrays;
   int64_t range_elements() const;  // Σ owned n
-  int64_t total_elements() const { return int64_t(arrays.size()) * range_elements(); }
+  int64_t private_elements() const;  // Σ private n
+  int64_t total_elements() const { return int64_t(arrays.size()) * range_elements() + private_elements(); }
 };
 
 struct WrittenFile {
@@ -66,6 +69,8 @@ class ShardFileReader {
   // without keeping the values (a run checks what it will load before it allocates), on read
   // lanes as many as the OpenMP team. False with the first bad block in `problem`.
   bool verify(const std::string& array, const ElementRange& owned, int64_t offset, int64_t n, std::string* problem) const;
+  // One of this rank's private arrays, whole (n elements, as the manifest records), its blocks checked.
+  void read_private(const std::string& name, int64_t n, float* out) const;
   // Reads and checks every block (checkpoint info); returns the number of bad blocks, each in `d`.
   int verify_all(Diagnostics& d) const;
   uint64_t bytes_read() const { return file_->bytes_read(); }
@@ -74,6 +79,8 @@ class ShardFileReader {
 
  private:
   const StTensor& tensor(const std::string& array, const ElementRange& owned) const;
+  // n elements of tensor t from element `offset`, through the page cache (read()'s plain form).
+  void read_elements(const StTensor& t, int64_t offset, int64_t n, float* out, bool verify) const;
   bool check_blocks(const StTensor& t, int64_t first_block, const char* bytes, int64_t nbytes, std::string* problem) const;
   // Tensor bytes [b0, b1) through the page cache on `lanes` threads, into dst (null: only
   // checked), checked when `verify`: read(..., io, t)'s page-cache path and verify(). Returns the

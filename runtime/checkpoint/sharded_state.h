@@ -96,6 +96,28 @@ class ShardedState {
   // --- counters ------------------------------------------------------------------------------
   virtual nlohmann::json counters() const = 0;
   virtual void set_counters(const nlohmann::json& counters) = 0;
+
+  // --- this rank's private arrays ----------------------------------------------------------------
+  // fp32 arrays that belong to this rank alone and are not partitioned (1-bit Adam's error
+  // feedback: every rank's differs). Saved whole in the rank's own file; a load gives them back
+  // to the same rank at the same world size only, before set_counters(), through
+  // write_private(); where the checkpoint holds them but they cannot be given (another world
+  // size), private_not_loaded(why) is called instead. None by default.
+  struct PrivateArray {
+    std::string name;
+    int64_t n = 0;
+    bool operator==(const PrivateArray&) const = default;
+  };
+  virtual std::vector<PrivateArray> private_arrays() const { return {}; }
+  virtual void read_private(const std::string& name, float* out) {
+    (void)name;
+    (void)out;
+  }
+  virtual void write_private(const std::string& name, const float* in) {
+    (void)name;
+    (void)in;
+  }
+  virtual void private_not_loaded(const std::string& why) { (void)why; }
 };
 
 }  // namespace zt

@@ -172,6 +172,8 @@ int64_t Engine::quantized_gradient_block() const { return int64_t(s_->reducer->q
 
 bool Engine::exact_gradients_next_step() const { return s_->optimizer->exact_gradients(); }
 
+OneBitAdam* Engine::onebit_adam() { return s_->optimizer->onebit(); }
+
 LinkBytes Engine::expected_link_bytes_per_step(bool compressed) const {
   QuantizedTraffic qgz;
   if (s_->reducer->quantizes()) {

@@ -121,6 +121,8 @@ class Engine {
   LinkBytes expected_link_bytes_per_step(bool compressed = false) const;
   // Whether the next step all-reduces its gradients (false in 1-bit Adam's compressed phase).
   bool exact_gradients_next_step() const;
+  // 1-bit Adam's phases and error feedback (a checkpoint saves the errors); null for other optimizers.
+  OneBitAdam* onebit_adam();
   bool quantizes_gradients() const;  // qgZ is on (asked for, stage 3, more than one node)
   int64_t quantized_gradient_block() const;  // qgZ's elements per scale (0: off)
   const NodeTopology& topology() const;

@@ -112,14 +112,17 @@ void EngineCheckpoint::set_counters(const nlohmann::json& j) {
                       "the checkpoint was not saved by an fp16 run: the loss scaler starts afresh");
   }
   engine_.restore_counters(c);
-  // 1-bit Adam: the phase follows from the applied count; the error feedback is not in the
-  // checkpoint, so a load into the compressed phase restarts it from zero.
-  if (engine_.options().optimizer.type == OptimizerType::OneBitAdam && !engine_.exact_gradients_next_step())
+  // 1-bit Adam: the phase follows from the applied count; the error feedback comes from this
+  // rank's file at the same world size, and restarts from zero otherwise.
+  if (engine_.options().optimizer.type == OptimizerType::OneBitAdam && !engine_.exact_gradients_next_step() &&
+      engine_.world_size() > 1 && !private_loaded_)
     warnings_.warning("manifest.json: counters.applied_steps", std::to_string(c.applied),
                       "1-bit Adam continues in its compressed phase (freeze_step " +
-                          std::to_string(engine_.options().optimizer.freeze_step) +
-                          "), but its error feedback is not saved in checkpoints: it restarts from zero here, as "
-                          "DeepSpeed's load drops it too (the first updates after the load are slightly coarser)");
+                          std::to_string(engine_.options().optimizer.freeze_step) + "), but its error feedback restarts "
+                          "from zero: " + (private_why_.empty() ? std::string("the checkpoint holds none") : private_why_) +
+                          " (the first updates after the load are slightly coarser; DeepSpeed's load always drops it)");
+  private_loaded_ = false;
+  private_why_.clear();
   kept_ = j;
   for (const char* k : {"step", "applied_steps", "skipped_steps", "lr", "loss_scaler"}) kept_.erase(k);
   if (j.contains("lr") && j.at("lr").is_number()) {
@@ -130,6 +133,33 @@ void EngineCheckpoint::set_counters(const nlohmann::json& j) {
                             std::to_string(c.applied + 1) +
                             ": the learning-rate settings differ from the saved run's (the run continues with its own)");
   }
+}
+
+namespace {
+constexpr const char* kWorkerErrors = "onebit_worker_error";
+constexpr const char* kServerErrors = "onebit_server_error";
+}  // namespace
+
+std::vector<ShardedState::PrivateArray> EngineCheckpoint::private_arrays() const {
+  OneBitAdam* ob = const_cast<Engine&>(engine_).onebit_adam();
+  if (!ob || ob->error_elements(OneBitAdam::ErrorKind::Worker) == 0) return {};
+  return {{kWorkerErrors, ob->error_elements(OneBitAdam::ErrorKind::Worker)},
+          {kServerErrors, ob->error_elements(OneBitAdam::ErrorKind::Server)}};
+}
+
+void EngineCheckpoint::read_private(const std::string& name, float* out) {
+  OneBitAdam* ob = engine_.onebit_adam();
+  if (!ob || (name != kWorkerErrors && name != kServerErrors))
+    throw std::logic_error("EngineCheckpoint: no private array " + name);
+  ob->read_errors(name == kWorkerErrors ? OneBitAdam::ErrorKind::Worker : OneBitAdam::ErrorKind::Server, out);
+}
+
+void EngineCheckpoint::write_private(const std::string& name, const float* in) {
+  OneBitAdam* ob = engine_.onebit_adam();
+  if (!ob || (name != kWorkerErrors && name != kServerErrors))
+    throw std::logic_error("EngineCheckpoint: no private array " + name);
+  ob->write_errors(name == kWorkerErrors ? OneBitAdam::ErrorKind::Worker : OneBitAdam::ErrorKind::Server, in);
+  private_loaded_ = true;
 }
 
 }  // namespace zt

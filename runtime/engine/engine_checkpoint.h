@@ -38,6 +38,12 @@ class EngineCheckpoint final : public ShardedState {
   // key; a saved lr the schedule does not reproduce, or a scaler state a fp16 run lacks, a warning.
   void set_counters(const nlohmann::json& c) override;
 
+  // 1-bit Adam's error feedback (worker and server errors, every tensor's concatenated).
+  std::vector<PrivateArray> private_arrays() const override;
+  void read_private(const std::string& name, float* out) override;
+  void write_private(const std::string& name, const float* in) override;
+  void private_not_loaded(const std::string& why) override { private_why_ = why; }
+
   // Warnings of the last set_counters (the run prints them).
   const Diagnostics& warnings() const { return warnings_; }
 
@@ -53,6 +59,8 @@ class EngineCheckpoint final : public ShardedState {
   std::vector<ElementRange> owned_, needed_;
   nlohmann::json kept_ = nlohmann::json::object();  // counters this engine does not read, handed back
   Diagnostics warnings_;
+  bool private_loaded_ = false;  // the last load gave this rank's private arrays back
+  std::string private_why_;      // or why it could not
 };
 
 }  // namespace zt

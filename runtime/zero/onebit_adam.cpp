@@ -49,6 +49,41 @@ uint64_t OneBitAdam::error_bytes() const {
   return b;
 }
 
+int64_t OneBitAdam::error_elements(ErrorKind k) const {
+  const int W = z_.comm.world_size();
+  if (W == 1) return 0;
+  int64_t n = 0;
+  for (const Tensor& t : tensors_) {
+    const int64_t pad = int64_t(CompressedAllReduce::padded_length(size_t(t.size), W));
+    n += k == ErrorKind::Worker ? pad : pad / W;
+  }
+  return n;
+}
+
+void OneBitAdam::read_errors(ErrorKind k, float* out) const {
+  const int W = z_.comm.world_size();
+  for (size_t i = 0; i < tensors_.size(); ++i) {
+    const size_t pad = CompressedAllReduce::padded_length(size_t(tensors_[i].size), W);
+    const size_t n = k == ErrorKind::Worker ? pad : pad / size_t(W);
+    if (i < errors_.size() && !errors_[i].worker.empty()) {
+      const std::vector<float>& e = k == ErrorKind::Worker ? errors_[i].worker : errors_[i].server;
+      std::copy(e.begin(), e.end(), out);
+    } else {
+      std::fill(out, out + n, 0.0f);
+    }
+    out += n;
+  }
+}
+
+void OneBitAdam::write_errors(ErrorKind k, const float* in) {
+  if (errors_.size() != tensors_.size()) allocate_errors();
+  for (ErrorFeedback& e : errors_) {
+    std::vector<float>& v = k == ErrorKind::Worker ? e.worker : e.server;
+    std::copy(in, in + v.size(), v.begin());
+    in += v.size();
+  }
+}
+
 void OneBitAdam::allocate_errors() {
   errors_.resize(tensors_.size());
   for (size_t i = 0; i < tensors_.size(); ++i) car_.prepare(errors_[i], size_t(tensors_[i].size));

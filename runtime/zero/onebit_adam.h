@@ -58,8 +58,13 @@ class OneBitAdam {
   void step(int64_t applied, const Hyper& h, const std::vector<float*>& master, const std::vector<const float*>& grads,
             const std::vector<float*>& m, const std::vector<float*>& v);
 
-  // The error feedback of each parameter tensor, in model order (empty before the first compressed update).
-  std::vector<ErrorFeedback>& errors() { return errors_; }
+  // The error feedback of every tensor, concatenated in model order, for a checkpoint: the worker
+  // errors (Σ n_pad elements) and the server errors (Σ n_pad / W). None with one rank (no call is
+  // ever made). Zeros before the first compressed update; writing allocates them.
+  enum class ErrorKind { Worker, Server };
+  int64_t error_elements(ErrorKind k) const;
+  void read_errors(ErrorKind k, float* out) const;
+  void write_errors(ErrorKind k, const float* in);
   uint64_t error_bytes() const;
 
  private:

@@ -53,7 +53,25 @@ bool FakeShardedState::inside(const std::vector<ElementRange>& set, const Elemen
   return false;
 }
 
+std::vector<ShardedState::PrivateArray> FakeShardedState::private_arrays() const {
+  if (!with_private) return {};
+  return {{"errors_a", private_length("errors_a")}, {"errors_b", private_length("errors_b")}};
+}
+
+int64_t FakeShardedState::private_length(const std::string& name) const {
+  return name == "errors_a" ? 1000 + 37 * rank_ : 64;
+}
+
+float FakeShardedState::private_value(const std::string& name, int rank, int64_t elem, int64_t generation) {
+  return float(name.size()) * 0.5f + float(rank) * 1000.0f + float(elem) * 0.25f - float(generation);
+}
+
+void FakeShardedState::read_private(const std::string& name, float* out) {
+  for (int64_t i = 0; i < private_length(name); ++i) out[i] = private_value(name, rank_, i, generation_);
+}
+
 void FakeShardedState::fill(int64_t g) {
+  generation_ = g;
   for (const auto& a : arrays_)
     for (const auto& r : needed_) {
       auto& v = data(a, r.unit);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,18 @@ class FakeShardedState final : public ShardedState {
   nlohmann::json counters() const override { return counters_; }
   void set_counters(const nlohmann::json& c) override { counters_ = c; }
 
+  // Private arrays (off unless `with_private`): two per rank, of rank-dependent length, whose values
+  // are a function of (name, rank, element, generation); what a load gave back is kept apart.
+  bool with_private = false;
+  std::vector<PrivateArray> private_arrays() const override;
+  void read_private(const std::string& name, float* out) override;
+  void write_private(const std::string& name, const float* in) override { loaded_private[name].assign(in, in + private_length(name)); }
+  void private_not_loaded(const std::string& why) override { private_why = why; }
+  static float private_value(const std::string& name, int rank, int64_t elem, int64_t generation);
+  int64_t private_length(const std::string& name) const;
+  std::map<std::string, std::vector<float>> loaded_private;
+  std::string private_why;
+
   // Observations for the tests.
   int commits = 0;
   int64_t elements_written = 0, elements_read = 0;
@@ -57,6 +70,7 @@ class FakeShardedState final : public ShardedState {
   std::vector<std::vector<std::vector<float>>> values_;  // [array][unit][element]
   std::vector<std::vector<std::vector<uint8_t>>> written_;
   nlohmann::json counters_ = nlohmann::json::object();
+  int64_t generation_ = 0;
 };
 
 }  // namespace zt::test

@@ -22,13 +22,13 @@ class EightRanks:
         if not ok:
             self.failures.append(what)
 
-    def run(self, name, model, zero, steps, extra=(), rpn=4, more=None):
-        """One run of `model` with zero_optimization `zero` (and top-level keys `more`); returns the
-        process and its metrics records."""
+    def run(self, name, model, zero, steps, extra=(), rpn=4, more=None, np=8):
+        """One run of `model` with zero_optimization `zero` (and top-level keys `more`) at `np` ranks;
+        returns the process and its metrics records."""
         cfg = os.path.join(self.root, name + ".json")
         json.dump(dict({"train_micro_batch_size_per_gpu": 1, "zero_optimization": zero}, **(more or {})), open(cfg, "w"))
         m = os.path.join(self.root, name + ".jsonl")
-        p = subprocess.run(self.mpi + ["-np", "8", self.zt, "--config", cfg, "--model", model, "--steps", str(steps),
+        p = subprocess.run(self.mpi + ["-np", str(np), self.zt, "--config", cfg, "--model", model, "--steps", str(steps),
                                        "--eval-every", "0", "--ranks-per-node", str(rpn), "--metrics", m] + list(extra),
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=self.env, text=True, timeout=600)
         lines = [json.loads(l) for l in open(m)] if os.path.exists(m) else []
