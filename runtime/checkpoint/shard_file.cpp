@@ -166,35 +166,15 @@ std::unique_ptr<ShardFileReader> ShardFileReader::open(const std::string& tag_di
   if (bb == file->metadata().end() || bb->second != std::to_string(m.block_bytes))
     d.error(path + " (header key \"__metadata__.zt.block_bytes\")", bb == file->metadata().end() ? "" : bb->second,
             "expected " + std::to_string(m.block_bytes) + " as the manifest records", kFixDamaged);
+  // Each tensor the manifest says the file holds: F32 [n], with its block checksums.
   size_t expected = 0;
-  for (const auto& a : m.arrays)
-    for (const auto& e : rec.owned) {
-      const std::string name = shard_tensor_name(a, m.units.at(size_t(e.unit)).name, e.begin);
-      ++expected;
-      const StTensor* t = file->find(name);
-      if (!t || t->dtype != StDType::F32 || t->shape != std::vector<int64_t>{e.n}) {
-        d.error(path + " (header key \"" + name + "\")", t ? std::string(st_dtype_name(t->dtype)) + " " + shape_text(t->shape) : "",
-                t ? "expected F32 [" + std::to_string(e.n) + "]" : "missing: the manifest says rank " + std::to_string(rank) + " owns it",
-                kFixDamaged);
-        continue;
-      }
-      const auto it = file->metadata().find(kBlocksPrefix + name);
-      std::vector<uint64_t> hashes;
-      const int64_t nblocks = (t->bytes() + m.block_bytes - 1) / m.block_bytes;
-      if (it == file->metadata().end() || !parse_blocks(it->second, hashes) || int64_t(hashes.size()) != nblocks)
-        d.error(path + " (header key \"__metadata__." + kBlocksPrefix + name + "\")", "",
-                "expected " + std::to_string(nblocks) + " block checksums", kFixDamaged);
-      r->blocks_[name] = std::move(hashes);
-    }
-  for (const auto& a : rec.private_arrays) {
-    const std::string name = private_tensor_name(a.name);
+  auto expect = [&](const std::string& name, int64_t n, const std::string& why) {
     ++expected;
     const StTensor* t = file->find(name);
-    if (!t || t->dtype != StDType::F32 || t->shape != std::vector<int64_t>{a.n}) {
+    if (!t || t->dtype != StDType::F32 || t->shape != std::vector<int64_t>{n}) {
       d.error(path + " (header key \"" + name + "\")", t ? std::string(st_dtype_name(t->dtype)) + " " + shape_text(t->shape) : "",
-              t ? "expected F32 [" + std::to_string(a.n) + "]" : "missing: the manifest lists it for rank " + std::to_string(rank),
-              kFixDamaged);
-      continue;
+              t ? "expected F32 [" + std::to_string(n) + "]" : "missing: " + why, kFixDamaged);
+      return;
     }
     const auto it = file->metadata().find(kBlocksPrefix + name);
     std::vector<uint64_t> hashes;
@@ -203,7 +183,13 @@ std::unique_ptr<ShardFileReader> ShardFileReader::open(const std::string& tag_di
       d.error(path + " (header key \"__metadata__." + kBlocksPrefix + name + "\")", "",
               "expected " + std::to_string(nblocks) + " block checksums", kFixDamaged);
     r->blocks_[name] = std::move(hashes);
-  }
+  };
+  for (const auto& a : m.arrays)
+    for (const auto& e : rec.owned)
+      expect(shard_tensor_name(a, m.units.at(size_t(e.unit)).name, e.begin), e.n,
+             "the manifest says rank " + std::to_string(rank) + " owns it");
+  for (const auto& a : rec.private_arrays)
+    expect(private_tensor_name(a.name), a.n, "the manifest lists it for rank " + std::to_string(rank));
   if (file->tensors().size() != expected)
     d.error(path, std::to_string(file->tensors().size()) + " tensors",
             "expected " + std::to_string(expected) + " (one per array and owned range, and each private array)", kFixDamaged);
