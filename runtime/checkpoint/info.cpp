@@ -124,12 +124,21 @@ InfoReport checkpoint_info(const std::string& path, const std::string& tag, bool
                   with_commas(elems).c_str(), checksum_text(r.checksum).c_str(), status.c_str());
     line(b);
   }
+  // Each rank's private arrays (1-bit Adam's error feedback): listed once when every rank has the same names.
+  if (!m.ranks.empty() && !m.ranks[0].private_arrays.empty()) {
+    std::string names;
+    for (const auto& a : m.ranks[0].private_arrays)
+      names += (names.empty() ? "" : ", ") + a.name + " " + with_commas(a.n);
+    line("  private arrays per rank (each rank's own, loaded back at world size " + std::to_string(m.world_size) +
+         " only): " + names + " elements");
+  }
   std::string moments;
   for (size_t i = 1; i < m.arrays.size(); ++i) moments += (moments.empty() ? "" : ", ") + m.arrays[i];
   line("  can be loaded as: any world size, any ZeRO stage 0-3 and any precision (each rank reads only its new shard's "
        "byte ranges); optimizer state " + (moments.empty() ? std::string("none (") + m.optimizer + ")" : moments) +
-       " for " + (m.optimizer == "sgd" ? "sgd" : "adam, adamw or lamb") + "; weights alone: zerotrain export --checkpoint " +
-       tag_dir + " --out FILE [--format hf] [--dtype bf16], or --init-from that file");
+       " for " + (m.optimizer == "sgd" ? "sgd" : "adam, adamw, lamb or onebit_adam") +
+       "; weights alone: zerotrain export --checkpoint " + tag_dir +
+       " --out FILE [--format hf] [--dtype bf16], or --init-from that file");
   if (!tag_dir.empty() && tag_dir != path) {
     const auto tags = list_tags(path);
     std::string others;
