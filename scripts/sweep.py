@@ -153,6 +153,8 @@ def summarize(run, start, steps, end, n, link):
     resident = end["resident"]  # the ledger when training ended (buffers are made during steps)
     alloc = {c: resident.get(LEDGER_KEYS[c], 0) for c in CATEGORIES}
     later = steps[1:] if len(steps) > 1 else steps
+    if "onebit_freeze_step" in start:  # 1-bit Adam: its compressed steps, once there are any
+        later = [s for s in steps if not s.get("gradients_all_reduced", True)] or later
     row = dict(run)
     row.update({"stage": stage, "world_size": n, "params": psi, "precision": start["precision"],
                 "w_bytes": w, "K_bytes": k})
@@ -162,6 +164,11 @@ def summarize(run, start, steps, end, n, link):
     hpz = start.get("hpz_partition_size", 1)
     if stage == 3 and n > 1 and hpz > 1:
         fp += w * psi / hpz  # hpZ's secondary copy: a 1/hpz slice of every unit (ZeRO++'s Psi/hpz)
+    row["onebit_padding_bytes"] = 0
+    if "onebit_freeze_step" in start and n > 1:  # 1-bit Adam's error feedback: worker Psi and server Psi/N, fp32
+        fo += 4 * psi * (1 + 1 / n)
+        tensors = sum(u.get("tensors", 0) for u in start["units"])
+        row["onebit_padding_bytes"] = 4 * tensors * n * math.lcm(n, 8) * (1 + 1 / n)
     row["formula_params_bytes"], row["formula_grads_bytes"], row["formula_optimizer_bytes"] = fp, fg, fo
     row["model_states_bytes"] = sum(alloc.get(c, 0) for c in ("params", "grads", "master", "optimizer"))
     row["formula_model_states_bytes"] = fp + fg + fo
@@ -202,6 +209,16 @@ def summarize(run, start, steps, end, n, link):
         row["formula_volume_bytes"] += (0.5 * (1 + 1 / rpn) - comm_w) * psi
         block = start.get("quantized_gradient_block", 8)
         row["qgz_slack_bytes"] = (4 * psi / block + 16 * n) * (1 + 1 / rpn) + exact * comm_w + row["padding_elements"]
+    # 1-bit Adam (stage 0) in its compressed phase: no gradient all-reduce; the momentum crosses as 1 bit
+    # an element in an all-to-all and an all-gather (Psi/8 bytes each), plus each of the T tensors'
+    # padding (under W·lcm(W, 8) elements, so under W·lcm/8 bytes in each) and its two 4-byte scales
+    # per rank, and the overflow flag and norm (16 bytes a rank).
+    row["onebit_compressed"] = bool("onebit_freeze_step" in start and later and
+                                    all(not s.get("gradients_all_reduced", True) for s in later))
+    if row["onebit_compressed"]:
+        row["formula_volume_bytes"] = psi / 4
+        tensors = sum(u.get("tensors", 0) for u in units)
+        row["onebit_slack_bytes"] = tensors * (n * math.lcm(n, 8) / 4 + 8 * n) + 16 * n
     row["padding_bytes"] = row["padding_elements"] * comm_w
     row["step_ms"] = statistics.median(s["step_ms"] for s in later)
     row["tokens_per_s"] = statistics.median(s["tokens_per_s"] for s in later)
@@ -216,8 +233,9 @@ def summarize(run, start, steps, end, n, link):
     row["ranks_per_node"], row["nodes"] = start["ranks_per_node"], start["nodes"]
     row["intra_bytes_per_step"] = statistics.median(s["comm_bytes_intra"] for s in later)
     row["inter_bytes_per_step"] = statistics.median(s["comm_bytes_inter"] for s in later)
-    row["predicted_intra_bytes_per_step"] = start["expected_comm_bytes_intra_per_step"]
-    row["predicted_inter_bytes_per_step"] = start["expected_comm_bytes_inter_per_step"]
+    phase = "_compressed" if row["onebit_compressed"] else ""  # 1-bit Adam's compressed steps: their own prediction
+    row["predicted_intra_bytes_per_step"] = start["expected_comm_bytes_intra_per_step" + phase]
+    row["predicted_inter_bytes_per_step"] = start["expected_comm_bytes_inter_per_step" + phase]
     hidden = end.get("comm_hidden_share") if end else None
     waited_ms = (1 - (hidden or 0.0)) * row["comm_busy_ms_per_step"]
     row["compute_ms"] = max(0.0, row["step_ms"] - waited_ms)
@@ -265,7 +283,8 @@ def check_rows(rows, n):
         for cat, formula, width in (("params", r["formula_params_bytes"], w), ("grads", r["formula_grads_bytes"], w),
                                     ("optimizer", r["formula_optimizer_bytes"], k)):
             got = r[f"{cat}_bytes"] + (r["master_bytes"] if cat == "optimizer" else 0)
-            if not (formula - 1 <= got <= formula + pad * width + 1):
+            extra_pad = r.get("onebit_padding_bytes", 0) if cat == "optimizer" else 0
+            if not (formula - 1 <= got <= formula + pad * width + extra_pad + 1):
                 problems.append(f"{r['name']}: {cat} {got:.0f} B vs formula {formula:.0f} B "
                                 f"(allowed padding {pad * width:.0f} B)")
         if r["buffers_bytes"] > r["plan_buffers_bytes"] + 1:
@@ -276,7 +295,7 @@ def check_rows(rows, n):
         slack = (3 if r["stage"] == 3 else 2) * r["padding_bytes"] + control
         if r.get("mics_shard_size"):
             slack += 2 * r["padding_bytes"] / r["mics_shard_size"]
-        slack += r.get("qwz_scale_slack_bytes", 0) + r.get("qgz_slack_bytes", 0)
+        slack += r.get("qwz_scale_slack_bytes", 0) + r.get("qgz_slack_bytes", 0) + r.get("onebit_slack_bytes", 0)
         if r["stage"] == 3:
             slack += 2 * r["embedding_unit_bytes"]
         if extra < -1 or extra > slack + 1:

@@ -155,7 +155,8 @@ nlohmann::json RunReporter::units_json() const {
   nlohmann::json units = nlohmann::json::array();
   const ShardMap& map = engine_.shard_map();
   for (int u = 0; u < s_.model->units(); ++u)
-    units.push_back({{"numel", map.shard(u).numel}, {"padded", map.shard(u).padded}});
+    units.push_back({{"numel", map.shard(u).numel}, {"padded", map.shard(u).padded},
+                     {"tensors", map.unit(u).tensors.size()}});
   return units;
 }
 
