@@ -24,13 +24,8 @@ float rms(const float* v, size_t n) {
 // error = v − s·sgn(v), and v's signs packed eight to a byte, the first element in the high bit.
 void compress(const float* v, size_t n, float s, float* error, uint8_t* bits) {
   for (size_t b = 0; b < n / 8; ++b) {
-    unsigned byte = 0;
-    for (unsigned k = 0; k < 8; ++k) {
-      const float x = v[8 * b + k];
-      const bool pos = positive(x);
-      error[8 * b + k] = x - (pos ? s : -s);
-      byte |= unsigned(pos) << (7 - k);
-    }
+    const unsigned byte = CompressedAllReduce::sign_byte(v + 8 * b);
+    for (unsigned k = 0; k < 8; ++k) error[8 * b + k] = v[8 * b + k] - (((byte >> (7 - k)) & 1u) ? s : -s);
     bits[b] = uint8_t(byte);
   }
 }
@@ -55,6 +50,12 @@ void expand_signed(const uint8_t* bits, size_t n, float s, float* out) {
 }
 
 }  // namespace
+
+uint8_t CompressedAllReduce::sign_byte(const float* v) {
+  unsigned byte = 0;
+  for (unsigned k = 0; k < 8; ++k) byte |= unsigned(positive(v[k])) << (7 - k);
+  return uint8_t(byte);
+}
 
 size_t CompressedAllReduce::padded_length(size_t n, int world) {
   if (world < 1) throw std::invalid_argument("compressed all-reduce: world size " + std::to_string(world) + " < 1");

@@ -40,6 +40,9 @@ class CompressedAllReduce {
  public:
   explicit CompressedAllReduce(Communicator& comm) : comm_(comm) {}
 
+  // The packed signs of v[0..8): bit 7 (the high bit) is v[0]'s, bit 0 v[7]'s — numpy's packbits
+  // order, as DeepSpeed packs them — set for v ≥ 0 (zero, −0 and NaN included), clear below zero.
+  static uint8_t sign_byte(const float* v);
   // n rounded up to a multiple of W·lcm(W, 8) (0 stays 0).
   static size_t padded_length(size_t n, int world);
   // The algorithm bytes one call of n elements records, per op as the communicator counts them.

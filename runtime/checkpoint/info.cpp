@@ -124,7 +124,8 @@ InfoReport checkpoint_info(const std::string& path, const std::string& tag, bool
                   with_commas(elems).c_str(), checksum_text(r.checksum).c_str(), status.c_str());
     line(b);
   }
-  // Each rank's private arrays (1-bit Adam's error feedback): listed once when every rank has the same names.
+  // Each rank's private arrays (1-bit Adam's error feedback): rank 0's names and sizes, which every
+  // rank of a zerotrain save shares.
   if (!m.ranks.empty() && !m.ranks[0].private_arrays.empty()) {
     std::string names;
     for (const auto& a : m.ranks[0].private_arrays)

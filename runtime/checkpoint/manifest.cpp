@@ -128,7 +128,9 @@ nlohmann::json Manifest::to_json() const {
     ranks_j.push_back(std::move(rec));
   }
   nlohmann::json j = {{"format", kFormatName},
-          {"format_version", format_version},
+          {"format_version", std::any_of(ranks.begin(), ranks.end(), [](const RankFileRecord& r) {
+                               return !r.private_arrays.empty();
+                             }) ? kFormatVersionPrivate : 1},
           {"zerotrain_version", zerotrain_version},
           {"zerotrain_commit", zerotrain_commit},
           {"tag", tag},

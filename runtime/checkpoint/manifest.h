@@ -15,7 +15,10 @@
 
 namespace zt::ckpt {
 
-inline constexpr int kFormatVersion = 1;               // bumped on any change a reader must know about
+inline constexpr int kFormatVersion = 2;               // bumped on any change a reader must know about
+// Version 2 adds each rank's private arrays; a checkpoint without them is written as version 1, so
+// that builds reading version 1 only still load it.
+inline constexpr int kFormatVersionPrivate = 2;
 inline constexpr const char* kFormatName = "zerotrain-checkpoint";
 inline constexpr const char* kManifestName = "manifest.json";
 inline constexpr const char* kLatestName = "latest";

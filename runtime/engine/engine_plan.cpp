@@ -123,7 +123,7 @@ uint64_t EnginePlan::checkpoint_snapshot_bytes() const {
   int64_t owned = 0;
   for (const UnitRange& r : part_->owned_ranges()) owned += r.n;
   const size_t arrays = state_arrays_for(opt_.optimizer.type, opt_.optimizer.momentum != 0.0).size();
-  return uint64_t(owned) * arrays * 4;
+  return uint64_t(owned) * arrays * 4 + optimizer_extra_bytes();  // + this rank's private arrays
 }
 
 std::vector<ElementRange> EnginePlan::checkpoint_needed_ranges() const {

@@ -73,7 +73,8 @@ class EnginePlan {
   // the memory plan's communicator row.
   uint64_t comm_buffer_bytes(const Communicator& world) const;
   // This rank's checkpoint snapshot (every fp32 state array of its owned ranges): Ψ/N at every
-  // stage, Ψ/S on MiCS's first shard group and 0 on the ranks past it, which own nothing.
+  // stage, Ψ/S on MiCS's first shard group and 0 on the ranks past it, which own nothing; with
+  // 1-bit Adam also its private arrays (the error feedback, optimizer_extra_bytes()).
   uint64_t checkpoint_snapshot_bytes() const;
   // Optimizer memory beyond its fp32 arrays on this rank: 1-bit Adam's error feedback; 0 otherwise.
   uint64_t optimizer_extra_bytes() const;

@@ -48,7 +48,13 @@ int plan_state_shards(const PlanInput& in) {
 
 uint64_t checkpoint_snapshot_estimate(const PlanInput& in) {
   const uint64_t per_param = uint64_t(4 + state_bytes(in)), shards = uint64_t(plan_state_shards(in));
-  return (uint64_t(std::max<int64_t>(in.params, 0)) * per_param + shards - 1) / shards;
+  const uint64_t psi = uint64_t(std::max<int64_t>(in.params, 0));
+  // 1-bit Adam's error feedback, each rank's own, in its file too (padding left out without a model).
+  const uint64_t extra = in.optimizer_extra_bytes ? *in.optimizer_extra_bytes
+                         : in.optimizer == OptimizerType::OneBitAdam && in.world_size > 1
+                             ? 4 * psi + 4 * psi / uint64_t(in.world_size)
+                             : 0;
+  return (psi * per_param + shards - 1) / shards + extra;
 }
 
 MemoryPlan make_memory_plan(const PlanInput& in) {
@@ -73,8 +79,10 @@ MemoryPlan make_memory_plan(const PlanInput& in) {
   p.device_params = w * psi / param_div;
   p.device_grads = w * psi / grad_div;
   p.device_optimizer = p.optimizer_k * psi / opt_div;
-  if (in.optimizer == OptimizerType::OneBitAdam || in.optimizer_extra_bytes)
-    p.device_optimizer += in.optimizer_extra_bytes ? double(*in.optimizer_extra_bytes) : 4 * psi * (1 + 1.0 / n);
+  if (in.optimizer_extra_bytes)
+    p.device_optimizer += double(*in.optimizer_extra_bytes);
+  else if (in.optimizer == OptimizerType::OneBitAdam && n > 1)
+    p.device_optimizer += 4 * psi * (1 + 1.0 / n);
 
   // Optimizer offload: fraction r of the optimizer partition (with its fp32 master and fp32 grads).
   const bool has_opt = in.optimizer.has_value();

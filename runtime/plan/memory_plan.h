@@ -100,7 +100,8 @@ struct PlanInput {
   bool sgd_momentum = false;   // SGD keeps a momentum buffer
   // Optimizer memory beyond its fp32 arrays per rank: 1-bit Adam's error feedback (each tensor's
   // worker error n_pad + server error n_pad/N, fp32; EnginePlan::optimizer_extra_bytes); unset:
-  // the estimate without a model, 4Ψ(1 + 1/N) for OneBitAdam (padding left out) and 0 otherwise.
+  // the estimate without a model, 4Ψ(1 + 1/N) for OneBitAdam at N > 1 (padding left out) and 0
+  // otherwise. A checkpoint's snapshot holds them too (each rank's own).
   std::optional<uint64_t> optimizer_extra_bytes;
   OffloadDevice offload_optimizer = OffloadDevice::None;
   double offload_optimizer_ratio = 1.0;  // fraction of optimizer state offloaded (stage 3)

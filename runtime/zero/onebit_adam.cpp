@@ -24,6 +24,7 @@ const char* OneBitAdam::phase_name(Phase p) {
 }
 
 uint64_t OneBitAdam::error_bytes_for(const std::vector<int64_t>& tensor_sizes, int world) {
+  if (world <= 1) return 0;  // one rank never calls the compressed all-reduce
   uint64_t b = 0;
   for (int64_t n : tensor_sizes) {
     const uint64_t pad = CompressedAllReduce::padded_length(size_t(n), world);

@@ -38,7 +38,7 @@ class OneBitAdam {
   // The phase of the update that follows `applied` applied updates.
   static Phase phase_after(int64_t applied, int64_t freeze_step);
   static const char* phase_name(Phase p);
-  // The error-feedback bytes of one rank for a model of these tensor sizes at world size W.
+  // The error-feedback bytes of one rank for a model of these tensor sizes at world size W (0 at W = 1).
   static uint64_t error_bytes_for(const std::vector<int64_t>& tensor_sizes, int world);
 
   OneBitAdam(ZeroContext& z, const OptimizerOptions& o);

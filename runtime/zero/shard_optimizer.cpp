@@ -125,8 +125,8 @@ StepOutcome ShardOptimizer::step(const ReducedGrads& grads, float mean_factor, c
   out.skipped = !std::isfinite(total);
   // Gradients that were not all-reduced (1-bit Adam's compressed phase) differ between ranks, and
   // so do their norms: every rank skips when any overflowed (DeepSpeed max-reduces the flag). The
-  // clipping norm is DeepSpeed's too: under fp16 (its FP16_Optimizer) each rank's own; otherwise
-  // (clip_grad_norm_) the mean of the ranks' norms.
+  // clipping norm is DeepSpeed's too: in fp16 and bf16 (its FP16_Optimizer wraps 1-bit Adam in both)
+  // each rank's own; in fp32 (clip_grad_norm_) the mean of the ranks' norms.
   if (!exact_gradients() && p.world_size() > 1) {
     const std::vector<double> all = allgather_doubles(z_, {out.skipped ? 1.0 : 0.0, scaled_norm});
     double mean = 0;
@@ -134,7 +134,7 @@ StepOutcome ShardOptimizer::step(const ReducedGrads& grads, float mean_factor, c
       out.skipped = out.skipped || all[r] != 0.0;
       mean += all[r + 1] / double(p.world_size());
     }
-    if (!scaler_) scaled_norm = mean;
+    if (z_.train_precision == DType::F32) scaled_norm = mean;
   }
   out.grad_norm = scaled_norm / out.loss_scale;
   if (scaler_) {

@@ -117,7 +117,8 @@ inline std::string describe(ZeroRule r, const ZeroOptionSet& o) {
       return "mics_shard_size " + std::to_string(o.mics_shard_size) + " with offload_optimizer.device " +
              offload_name(o.offload_optimizer) + ": MiCS is not built with an offloaded optimizer";
     case ZeroRule::OneBitNeedsStage0:
-      return "OneBitAdam runs with ZeRO stage 0 and no offload (stage is " + std::to_string(o.stage) +
+      return "OneBitAdam runs with ZeRO stage 0 and no offload (stage " + std::to_string(o.stage) + ", offload_optimizer " +
+             offload_name(o.offload_optimizer) + ", offload_param " + offload_name(o.offload_param) +
              "): it keeps every parameter's state on every rank, as DeepSpeed's";
     case ZeroRule::OneBitNeedsHostBackend:
       return "OneBitAdam's compressed all-reduce runs on host buffers only; on a device backend it is not built";
