@@ -14,15 +14,6 @@ OneBitAdam::Phase OneBitAdam::phase_after(int64_t applied, int64_t freeze_step) 
   return applied >= 2 && applied >= freeze_step ? Phase::Compressed : Phase::Warmup;
 }
 
-const char* OneBitAdam::phase_name(Phase p) {
-  switch (p) {
-    case Phase::DryRun: return "dry run";
-    case Phase::Warmup: return "warm-up";
-    case Phase::Compressed: return "compressed";
-  }
-  return "?";
-}
-
 uint64_t OneBitAdam::error_bytes_for(const std::vector<int64_t>& tensor_sizes, int world) {
   if (world <= 1) return 0;  // one rank never calls the compressed all-reduce
   uint64_t b = 0;

@@ -37,7 +37,6 @@ class OneBitAdam {
   enum class Phase { DryRun, Warmup, Compressed };
   // The phase of the update that follows `applied` applied updates.
   static Phase phase_after(int64_t applied, int64_t freeze_step);
-  static const char* phase_name(Phase p);
   // The error-feedback bytes of one rank for a model of these tensor sizes at world size W (0 at W = 1).
   static uint64_t error_bytes_for(const std::vector<int64_t>& tensor_sizes, int world);
 
@@ -65,10 +64,10 @@ class OneBitAdam {
   int64_t error_elements(ErrorKind k) const;
   void read_errors(ErrorKind k, float* out) const;
   void write_errors(ErrorKind k, const float* in);
-  uint64_t error_bytes() const;
 
  private:
   void allocate_errors();
+  uint64_t error_bytes() const;  // held now
   ZeroContext& z_;
   double eps_, weight_decay_;
   int64_t freeze_step_;
