@@ -285,9 +285,14 @@ double RunReporter::after_step(const StepStats& st) {
   }
   const bool onebit = s_.eo->optimizer.type == OptimizerType::OneBitAdam;
   if (s_.say && onebit && !st.exact_gradients && !compressed_said_) {
-    std::fprintf(s_.say, "1-bit Adam: from step %lld each rank keeps its own gradients and the momentum crosses the ranks "
-                         "as 1 bit per element (freeze_step %lld; the first update was DeepSpeed's dry run)\n",
-                 (long long)st.step, (long long)s_.eo->optimizer.freeze_step);
+    if (world_ > 1)
+      std::fprintf(s_.say, "1-bit Adam: from step %lld each rank keeps its own gradients and the momentum crosses the ranks "
+                           "as 1 bit per element (freeze_step %lld; the first update was DeepSpeed's dry run)\n",
+                   (long long)st.step, (long long)s_.eo->optimizer.freeze_step);
+    else
+      std::fprintf(s_.say, "1-bit Adam: from step %lld the variance is frozen (freeze_step %lld); with one rank nothing is "
+                           "compressed\n",
+                   (long long)st.step, (long long)s_.eo->optimizer.freeze_step);
     compressed_said_ = true;
   }
   if (s_.say && comms_.verbose()) std::fputs(comms_.step_lines(st.step, step_before_, now).c_str(), s_.say);
