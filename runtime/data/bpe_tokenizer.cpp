@@ -1,11 +1,10 @@
-// BpeTokenizer: reading tokenizer.json (or vocab.json + merges.txt) and the encoding pipeline the
-// tokenizers package runs for a byte-level BPE file: added tokens split out of the text, the
-// pre-tokenizer's regexes (PCRE2 with Unicode properties), GPT-2's byte alphabet, and the merges
-// applied lowest rank first.
+// BpeTokenizer: reading tokenizer.json (or vocab.json + merges.txt) and the pipeline the tokenizers
+// package runs for a BPE file: added tokens split out of the raw text, the normalizer (Prepend,
+// Replace), added tokens split out of the normalized text, the pre-tokenizer (regex splits, then
+// GPT-2's byte alphabet or the metaspace), the merges applied lowest rank first (byte fallback and
+// the unknown token for what the vocabulary lacks), the post-processor's template, and the decoder
+// chain back to bytes.
 #include "runtime/data/bpe_tokenizer.h"
-
-#define PCRE2_CODE_UNIT_WIDTH 8
-#include <pcre2.h>
 
 #include <algorithm>
 #include <array>
@@ -19,6 +18,7 @@
 #include <utility>
 
 #include "runtime/common/diagnostics.h"
+#include "runtime/data/unicode_regex.h"
 
 namespace zt {
 namespace {
@@ -31,76 +31,23 @@ constexpr const char* kGpt2Pattern =
     R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
 
 // The document tokens that a vocab.json + merges.txt pair gets as special tokens when its vocabulary
-// has them (scripts/prepare_data.py reads the pair the same way).
+// has them, and the token scripts/prepare_data.py puts before every document: the first of these
+// the tokenizer has.
 constexpr std::array<const char*, 5> kDocumentTokens = {"<|endoftext|>", "<|begin_of_text|>", "<|end_of_text|>",
                                                         "<s>", "</s>"};
+// The token that ends a text (generation stops there): the first of these the tokenizer has.
+constexpr std::array<const char*, 3> kEndTokens = {"<|endoftext|>", "<|end_of_text|>", "</s>"};
 
 constexpr const char* kSupportedFix =
-    "give the tokenizer.json of a byte-level BPE model (GPT-2's, Llama-3's: model.type \"BPE\", a ByteLevel "
-    "pre-tokenizer and decoder), or GPT-2's vocab.json + merges.txt";
+    "give the tokenizer.json of a BPE model: byte-level (GPT-2's, Llama-3's: a ByteLevel pre-tokenizer and "
+    "decoder) or SentencePiece-style (Llama-2's, Mistral's: Metaspace or the Prepend + Replace normalizer, "
+    "byte_fallback), or GPT-2's vocab.json + merges.txt";
 
-// ---- UTF-8 ----
-
-// The length of the UTF-8 character starting at text[pos], or 0 when the bytes there are not one
-// (overlong forms, surrogates and code points above U+10FFFF included, as Rust's str refuses them).
-size_t utf8_char_length(std::string_view text, size_t pos) {
-  const auto byte_at = [&](size_t i) { return static_cast<unsigned char>(text[i]); };
-  const unsigned char lead = byte_at(pos);
-  if (lead < 0x80) return 1;
-  size_t length = 0;
-  uint32_t code_point = 0, smallest = 0;
-  if ((lead & 0xE0) == 0xC0) {
-    length = 2, code_point = lead & 0x1F, smallest = 0x80;
-  } else if ((lead & 0xF0) == 0xE0) {
-    length = 3, code_point = lead & 0x0F, smallest = 0x800;
-  } else if ((lead & 0xF8) == 0xF0) {
-    length = 4, code_point = lead & 0x07, smallest = 0x10000;
-  } else {
-    return 0;
-  }
-  if (pos + length > text.size()) return 0;
-  for (size_t i = 1; i < length; ++i) {
-    if ((byte_at(pos + i) & 0xC0) != 0x80) return 0;
-    code_point = (code_point << 6) | (byte_at(pos + i) & 0x3F);
-  }
-  if (code_point < smallest || code_point > 0x10FFFF || (code_point >= 0xD800 && code_point <= 0xDFFF)) return 0;
-  return length;
-}
-
-// The offset of the first byte that does not start a valid UTF-8 character; nullopt when all do.
-std::optional<size_t> first_invalid_utf8(std::string_view text) {
-  for (size_t pos = 0; pos < text.size();) {
-    const size_t length = utf8_char_length(text, pos);
-    if (length == 0) return pos;
-    pos += length;
-  }
-  return std::nullopt;
-}
-
-// Where the character that ends at `end` starts (text is valid UTF-8, end > 0).
-size_t previous_char_start(std::string_view text, size_t end) {
-  size_t start = end - 1;
-  while (start > 0 && (static_cast<unsigned char>(text[start]) & 0xC0) == 0x80) --start;
-  return start;
-}
-
-void append_utf8(std::string& out, uint32_t code_point) {
-  if (code_point < 0x80) {
-    out += char(code_point);
-  } else if (code_point < 0x800) {
-    out += char(0xC0 | (code_point >> 6));
-    out += char(0x80 | (code_point & 0x3F));
-  } else if (code_point < 0x10000) {
-    out += char(0xE0 | (code_point >> 12));
-    out += char(0x80 | ((code_point >> 6) & 0x3F));
-    out += char(0x80 | (code_point & 0x3F));
-  } else {
-    out += char(0xF0 | (code_point >> 18));
-    out += char(0x80 | ((code_point >> 12) & 0x3F));
-    out += char(0x80 | ((code_point >> 6) & 0x3F));
-    out += char(0x80 | (code_point & 0x3F));
-  }
-}
+// What a decoder gives back for a list of tokens: tokenizers joins the tokens with a space when the
+// file has no decoder. decode_continuation puts this token first and takes its bytes off again, so
+// that rules for the start of a text (Strip, Metaspace's first token) do not apply; no decoder step
+// of a tokenizer.json changes it.
+constexpr char kContinuationMark[] = "\x01";
 
 // ---- GPT-2's byte alphabet ----
 
@@ -123,111 +70,36 @@ ByteAlphabet make_byte_alphabet() {
   return alphabet;
 }
 
-// ---- Regexes ----
+// ---- Patterns and the steps of a tokenizer ----
 
-// PCRE2's \s still matches U+180E (MONGOLIAN VOWEL SEPARATOR), which left Unicode's White_Space in
-// 6.3 and which Oniguruma's \s does not match: \s and \S become the property itself, which works
-// inside character classes as well. \Q...\E quotes stay as they are.
-std::string with_unicode_whitespace(const std::string& pattern) {
-  std::string rewritten;
-  for (size_t i = 0; i < pattern.size(); ++i) {
-    if (pattern[i] != '\\' || i + 1 == pattern.size()) {
-      rewritten += pattern[i];
-      continue;
-    }
-    const char escaped = pattern[++i];
-    if (escaped == 's') {
-      rewritten += "\\p{White_Space}";
-    } else if (escaped == 'S') {
-      rewritten += "\\P{White_Space}";
-    } else if (escaped == 'Q') {
-      const size_t quote_end = pattern.find("\\E", i + 1);
-      const size_t copy_end = quote_end == std::string::npos ? pattern.size() : quote_end + 2;
-      rewritten += pattern.substr(i - 1, copy_end - (i - 1));
-      i = copy_end - 1;
-    } else {
-      rewritten += '\\';
-      rewritten += escaped;
-    }
-  }
-  return rewritten;
-}
+// A Split or Replace step's pattern: a regex, or a literal string ({"String": ...} in the file).
+struct Pattern {
+  std::optional<Regex> regex;
+  std::string literal;  // when regex is empty
 
-// A pre-tokenizer pattern (written for tokenizers' Oniguruma) compiled by PCRE2 for UTF-8 with
-// Unicode properties: \p{L}, \d and \w mean the Unicode classes, (?i) folds Unicode case.
-class Regex {
- public:
-  // Throws std::invalid_argument with PCRE2's message and where in the pattern it stopped.
-  explicit Regex(const std::string& oniguruma_pattern) {
-    const std::string pattern = with_unicode_whitespace(oniguruma_pattern);
-    int error_code = 0;
-    PCRE2_SIZE error_offset = 0;
-    pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
-                                     PCRE2_UTF | PCRE2_UCP, &error_code, &error_offset, nullptr);
-    if (!code) throw std::invalid_argument(error_text(error_code) + " at offset " + std::to_string(error_offset));
-    code_.reset(code);
-  }
-
-  // The matches in text (valid UTF-8), left to right, as Oniguruma's find_iter gives them: after an
-  // empty match the search goes on one character further, so an empty match right where the
-  // previous one ended is not reported again.
+  // The matches in text, left to right, not overlapping.
   std::vector<std::pair<size_t, size_t>> find_all(std::string_view text) const {
+    if (regex) return regex->find_all(text);
     std::vector<std::pair<size_t, size_t>> found;
-    MatchData data(pcre2_match_data_create_from_pattern(code_.get(), nullptr));
-    std::optional<size_t> previous_end;
-    for (size_t search_from = 0; search_from <= text.size();) {
-      const auto [begin, end] = match_at(text, search_from, 0, data.get());
-      if (begin == kNoMatch) break;
-      if (begin == end && previous_end == end) {
-        search_from += search_from < text.size() ? utf8_char_length(text, search_from) : 1;
-        continue;
-      }
-      found.emplace_back(begin, end);
-      search_from = previous_end.emplace(end);
-    }
+    if (literal.empty()) return found;
+    for (size_t at = text.find(literal); at != std::string_view::npos; at = text.find(literal, at + literal.size()))
+      found.emplace_back(at, at + literal.size());
     return found;
   }
 
-  // Whether the pattern matches all of text (a character class tested on one character).
-  bool matches_all(std::string_view text) const {
-    MatchData data(pcre2_match_data_create_from_pattern(code_.get(), nullptr));
-    return match_at(text, 0, PCRE2_ANCHORED | PCRE2_ENDANCHORED, data.get()).first != kNoMatch;
+  // text with every match replaced by content.
+  std::string replace_all(std::string_view text, const std::string& content) const {
+    std::string out;
+    size_t copied = 0;
+    for (const auto& [begin, end] : find_all(text)) {
+      out.append(text.substr(copied, begin - copied));
+      out += content;
+      copied = end;
+    }
+    out.append(text.substr(copied));
+    return out;
   }
-
- private:
-  struct CodeFree {
-    void operator()(pcre2_code* code) const { pcre2_code_free(code); }
-  };
-  struct MatchDataFree {
-    void operator()(pcre2_match_data* data) const { pcre2_match_data_free(data); }
-  };
-  using MatchData = std::unique_ptr<pcre2_match_data, MatchDataFree>;
-  static constexpr size_t kNoMatch = std::numeric_limits<size_t>::max();
-
-  static std::string error_text(int error_code) {
-    std::array<PCRE2_UCHAR, 256> buffer{};
-    pcre2_get_error_message(error_code, buffer.data(), buffer.size());
-    return reinterpret_cast<const char*>(buffer.data());
-  }
-
-  // The first match at or after search_from, {kNoMatch, kNoMatch} when none. The text was checked
-  // to be UTF-8 once (checking it at every call would make the search quadratic).
-  std::pair<size_t, size_t> match_at(std::string_view text, size_t search_from, uint32_t options,
-                                     pcre2_match_data* data) const {
-    static constexpr char kEmpty[] = "";
-    const char* subject = text.empty() ? kEmpty : text.data();
-    const int rc = pcre2_match(code_.get(), reinterpret_cast<PCRE2_SPTR>(subject), text.size(), search_from,
-                               options | PCRE2_NO_UTF_CHECK, data, nullptr);
-    if (rc == PCRE2_ERROR_NOMATCH) return {kNoMatch, kNoMatch};
-    if (rc < 0) throw std::runtime_error("BpeTokenizer: the pre-tokenizer regex failed: " + error_text(rc));
-    const PCRE2_SIZE* ovector = pcre2_get_ovector_pointer(data);
-    return {ovector[0], ovector[1]};
-  }
-
-  std::unique_ptr<pcre2_code, CodeFree> code_;
 };
-
-// ---- The parts of a tokenizer ----
 
 struct AddedToken {
   std::string content;
@@ -236,7 +108,7 @@ struct AddedToken {
   bool single_word = false;  // only where no word character (\w) touches it on either side
   bool lstrip = false;       // takes the whitespace before it
   bool rstrip = false;       // takes the whitespace after it
-  bool normalized = false;   // matched in the normalized text (a second pass; there is no normalizer)
+  bool normalized = false;   // matched in the normalized text (a second pass), by its normalized content
 };
 
 // Finds added tokens in text literally: the leftmost match, and of those starting there the longest,
@@ -250,11 +122,15 @@ class AddedTokenMatcher {
     bucket.insert(std::lower_bound(bucket.begin(), bucket.end(), content.size(), longer), Entry{content, token_index});
   }
 
-  // {where it starts, the token's index} of the first token found at or after `from`.
-  std::optional<std::pair<size_t, size_t>> find(std::string_view text, size_t from) const {
+  struct Match {
+    size_t begin, length, token_index;
+  };
+  // The first token found at or after `from`.
+  std::optional<Match> find(std::string_view text, size_t from) const {
     for (size_t pos = from; pos < text.size(); ++pos)
       for (const Entry& entry : by_first_byte_[static_cast<unsigned char>(text[pos])])  // longest first
-        if (text.compare(pos, entry.content.size(), entry.content) == 0) return std::pair{pos, entry.token_index};
+        if (text.compare(pos, entry.content.size(), entry.content) == 0)
+          return Match{pos, entry.content.size(), entry.token_index};
     return std::nullopt;
   }
 
@@ -268,12 +144,46 @@ class AddedTokenMatcher {
 
 enum class SplitBehavior { Removed, Isolated, MergedWithPrevious, MergedWithNext, Contiguous };
 
-// A Split pre-tokenizer step: a regex or a literal string, and what becomes of the matches.
+// A Split pre-tokenizer step: a pattern, and what becomes of the matches.
 struct SplitStep {
-  std::optional<Regex> regex;
-  std::string literal;  // when regex is empty
+  Pattern pattern;
   SplitBehavior behavior = SplitBehavior::Isolated;
   bool invert = false;  // the parts between matches are the matches
+};
+
+// The Metaspace pre-tokenizer: spaces become the replacement character (U+2581 as a rule), one is
+// prepended to a piece that does not start with it (always; first: only to the piece at the start
+// of the text; never), and with split each piece is cut before every replacement character.
+enum class PrependScheme { Always, First, Never };
+struct MetaspaceStep {
+  std::string replacement;  // one character, UTF-8
+  PrependScheme scheme = PrependScheme::Always;
+  bool split = true;
+};
+
+// A normalizer step: Prepend puts `content` before a non-empty text; Replace turns every match of
+// `pattern` into `content`.
+struct NormalizerStep {
+  bool prepend = false;
+  Pattern pattern;
+  std::string content;
+};
+
+// A decoder step, as tokenizers' decoders work on the list of token strings.
+enum class DecoderKind { ByteLevel, Replace, ByteFallback, Fuse, Strip, Metaspace };
+struct DecoderStep {
+  DecoderKind kind = DecoderKind::ByteLevel;
+  Pattern pattern;             // Replace
+  std::string content;         // Replace: the replacement; Strip and Metaspace: their character
+  size_t start = 0, stop = 0;  // Strip: at most this many characters off each end of each token
+  bool first_token_drops = false;  // Metaspace (prepend scheme not never): in the first token the character goes
+};
+
+// The post-processor's template for one text (TemplateProcessing's "single"): the ids of its special
+// tokens around the text's own.
+struct TemplatePart {
+  bool is_text = false;
+  std::vector<int32_t> ids;  // a special token's
 };
 
 struct Merge {
@@ -283,10 +193,11 @@ struct Merge {
 
 uint64_t pair_key(int32_t left, int32_t right) { return (uint64_t(uint32_t(left)) << 32) | uint32_t(right); }
 
-// A stretch of the text: an added token's (token_id set) or text still to tokenize.
+// A stretch of the text: an added token's (token_id set) or text still to tokenize, and where it starts.
 struct Segment {
   std::string_view text;
   std::optional<int32_t> token_id;
+  size_t offset = 0;
 };
 
 // ---- Where the tokenizer comes from, and what is wrong with it ----
@@ -394,7 +305,7 @@ bool split_merge_line(const std::string& line, std::string& left, std::string& r
 
 SplitStep gpt2_split() {
   SplitStep split;
-  split.regex.emplace(kGpt2Pattern);
+  split.pattern.regex.emplace(kGpt2Pattern);
   split.behavior = SplitBehavior::Isolated;
   return split;
 }
@@ -406,19 +317,12 @@ struct Span {
   bool is_match;
 };
 
-// The pieces of text around a Split step's matches, as tokenizers' NormalizedString::split makes them.
-std::vector<std::string> split_piece(const std::string& text, const SplitStep& step) {
-  std::vector<std::pair<size_t, size_t>> matches;
-  if (step.regex) {
-    matches = step.regex->find_all(text);
-  } else if (!step.literal.empty()) {
-    for (size_t at = text.find(step.literal); at != std::string::npos;
-         at = text.find(step.literal, at + step.literal.size()))
-      matches.emplace_back(at, at + step.literal.size());
-  }
+// The pieces of text around a Split step's matches ({begin, end} in text), as tokenizers'
+// NormalizedString::split makes them.
+std::vector<std::pair<size_t, size_t>> split_piece(std::string_view text, const SplitStep& step) {
   std::vector<Span> spans;  // the whole text, in order
   size_t previous_end = 0;
-  for (const auto& [begin, end] : matches) {
+  for (const auto& [begin, end] : step.pattern.find_all(text)) {
     if (begin != previous_end) spans.push_back({previous_end, begin, false});
     spans.push_back({begin, end, true});
     previous_end = end;
@@ -466,14 +370,40 @@ std::vector<std::string> split_piece(const std::string& text, const SplitStep& s
       }
       break;
   }
-  std::vector<std::string> pieces;
+  std::vector<std::pair<size_t, size_t>> pieces;
   for (const Span& span : kept)
-    if (!span.is_match && span.end > span.begin) pieces.push_back(text.substr(span.begin, span.end - span.begin));
+    if (!span.is_match && span.end > span.begin) pieces.emplace_back(span.begin, span.end);
   return pieces;
 }
 
-// Everything a loaded tokenizer holds, and the encoding steps.
-struct ByteLevelBpe {
+// The characters of a token (the last one cut short when the bytes are not UTF-8: one byte each).
+std::vector<std::string_view> characters(std::string_view token) {
+  std::vector<std::string_view> out;
+  for (size_t pos = 0; pos < token.size();) {
+    const size_t length = std::max<size_t>(1, utf8_char_length(token, pos));
+    out.push_back(token.substr(pos, length));
+    pos += length;
+  }
+  return out;
+}
+
+// The byte a byte-fallback token stands for: "<0xNN>" (as Rust's u8::from_str_radix reads NN: two hex
+// digits of either case, or '+' and one).
+std::optional<uint8_t> fallback_byte(std::string_view token) {
+  if (token.size() != 6 || token.substr(0, 3) != "<0x" || token[5] != '>') return std::nullopt;
+  const auto digit = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  const int high = token[3] == '+' ? 0 : digit(token[3]), low = digit(token[4]);
+  if (high < 0 || low < 0) return std::nullopt;
+  return uint8_t(high * 16 + low);
+}
+
+// Everything a loaded tokenizer holds, and the encoding and decoding steps.
+struct BpePipeline {
   std::string name;
   ByteAlphabet alphabet = make_byte_alphabet();
 
@@ -483,6 +413,8 @@ struct ByteLevelBpe {
   std::optional<int32_t> unk_id;
   bool fuse_unk = false;
   bool ignore_merges = false;  // a word that is in the vocabulary is its own token, unmerged
+  bool byte_fallback = false;  // a character the vocabulary lacks becomes its bytes' <0xNN> tokens
+  std::array<std::optional<int32_t>, 256> byte_token_ids;  // the <0xNN> tokens the vocabulary has
 
   // Added tokens; the first pass splits out those matched in the raw text (normalized false: the
   // special tokens as a rule), the second those matched in the normalized text.
@@ -490,13 +422,24 @@ struct ByteLevelBpe {
   std::unordered_map<std::string, int32_t> added_ids;
   AddedTokenMatcher raw_text_tokens, normalized_text_tokens;
 
-  // The pre-tokenizer: Split steps, then ByteLevel.
+  std::vector<NormalizerStep> normalizers;
+
+  // The pre-tokenizer: Split steps, then ByteLevel (byte_level true) or Metaspace, or neither.
   std::vector<SplitStep> splits;
+  bool byte_level = false;  // words are spelled in GPT-2's byte alphabet
   bool add_prefix_space = false;
   std::optional<SplitStep> byte_level_split;  // GPT-2's regex, Isolated, when ByteLevel's use_regex is true
+  std::optional<MetaspaceStep> metaspace;
 
-  // What each id decodes to (a map: nothing says a file's ids leave no gaps), and the largest id + 1.
-  std::unordered_map<int32_t, std::string> bytes_of_id;
+  // The post-processor's template for one text; empty: it adds nothing (none, or ByteLevel's).
+  std::vector<TemplatePart> single_template;
+  std::string post_processor_refused;  // a post-processor whose special tokens cannot be added: its type
+
+  // The decoder; without one, tokens are joined with spaces.
+  std::optional<std::vector<DecoderStep>> decoders;
+
+  // Each id's token as the vocabulary spells it (added tokens: their content), and the largest id + 1.
+  std::unordered_map<int32_t, std::string> token_of_id;
   int32_t vocab_size = 0;
   // single_word, lstrip and rstrip look at the characters around a token as tokenizers does, with
   // the Rust regex crate's Unicode \w and \s.
@@ -506,11 +449,15 @@ struct ByteLevelBpe {
   void add_merge(const std::string& left, const std::string& right, int32_t rank, const Origin& origin,
                  const std::string& where);
   void add_token(AddedToken token);
-  void finish();  // once the vocabulary and the added tokens are in: the decode table
+  void finish();  // once everything is read: the normalized added tokens, the byte tokens, the id table
 
+  std::string normalize(std::string_view text) const;
   void split_at_added_tokens(std::string_view text, const AddedTokenMatcher& matcher, std::vector<Segment>& out) const;
-  std::vector<std::string> pre_tokenize(std::string_view text) const;
+  std::vector<std::string> pre_tokenize(std::string_view text, bool at_text_start) const;
   void merge_word(const std::string& word, std::vector<int32_t>& ids) const;
+  void encode_text(std::string_view text, std::vector<int32_t>& ids) const;
+  std::vector<std::string> tokens_of(const std::vector<int32_t>& ids) const;
+  std::string run_decoders(std::vector<std::string> tokens) const;
 
   bool is_word_char_at(std::string_view text, size_t pos) const {
     return word_char.matches_all(text.substr(pos, utf8_char_length(text, pos)));
@@ -520,8 +467,8 @@ struct ByteLevelBpe {
   }
 };
 
-void ByteLevelBpe::add_merge(const std::string& left, const std::string& right, int32_t rank, const Origin& origin,
-                             const std::string& where) {
+void BpePipeline::add_merge(const std::string& left, const std::string& right, int32_t rank, const Origin& origin,
+                            const std::string& where) {
   const auto left_id = vocab.find(left), right_id = vocab.find(right), merged_id = vocab.find(left + right);
   if (left_id == vocab.end() || right_id == vocab.end() || merged_id == vocab.end())
     origin.fail(where, left + " " + right,
@@ -531,40 +478,49 @@ void ByteLevelBpe::add_merge(const std::string& left, const std::string& right, 
   merges[pair_key(left_id->second, right_id->second)] = Merge{rank, merged_id->second};
 }
 
-void ByteLevelBpe::add_token(AddedToken token) {
+void BpePipeline::add_token(AddedToken token) {
   added_ids[token.content] = token.id;
-  (token.normalized ? normalized_text_tokens : raw_text_tokens).add(token.content, added.size());
   added.push_back(std::move(token));
 }
 
-void ByteLevelBpe::finish() {
-  for (const auto& [token, id] : vocab) {
-    // A token with a character outside the alphabet decodes to its own UTF-8, as in tokenizers'
-    // ByteLevel decoder.
-    std::string bytes;
-    for (size_t pos = 0; pos < token.size();) {
-      const size_t length = std::max<size_t>(1, utf8_char_length(token, pos));
-      const auto byte = alphabet.byte_of_char.find(token.substr(pos, length));
-      if (byte == alphabet.byte_of_char.end()) {
-        bytes = token;
-        break;
-      }
-      bytes += char(byte->second);
-      pos += length;
-    }
-    bytes_of_id[id] = std::move(bytes);
+void BpePipeline::finish() {
+  // tokenizers looks for a normalized added token in the normalized text by its normalized content.
+  for (size_t i = 0; i < added.size(); ++i) {
+    if (added[i].normalized)
+      normalized_text_tokens.add(normalize(added[i].content), i);
+    else
+      raw_text_tokens.add(added[i].content, i);
   }
-  for (const AddedToken& token : added) bytes_of_id[token.id] = token.content;
-  for (const auto& [id, bytes] : bytes_of_id) vocab_size = std::max(vocab_size, id + 1);
+  for (int byte = 0; byte < 256; ++byte) {
+    static constexpr char kHex[] = "0123456789ABCDEF";
+    const std::string token = std::string("<0x") + kHex[byte >> 4] + kHex[byte & 15] + ">";
+    if (const auto id = vocab.find(token); id != vocab.end()) byte_token_ids[byte] = id->second;
+  }
+  for (const auto& [token, id] : vocab) token_of_id[id] = token;
+  // A normalized added token decodes from its normalized form, as tokenizers' decode takes it (so
+  // that the decoder undoes the normalizer: Prepend's mark becomes a space again).
+  for (const AddedToken& token : added) token_of_id[token.id] = token.normalized ? normalize(token.content) : token.content;
+  for (const auto& [id, token] : token_of_id) vocab_size = std::max(vocab_size, id + 1);
+}
+
+std::string BpePipeline::normalize(std::string_view text) const {
+  std::string out(text);
+  for (const NormalizerStep& step : normalizers) {
+    if (step.prepend)
+      out = out.empty() ? out : step.content + out;
+    else
+      out = step.pattern.replace_all(out, step.content);
+  }
+  return out;
 }
 
 // tokenizers' AddedVocabulary::find_matches: the tokens found, and the text between them.
-void ByteLevelBpe::split_at_added_tokens(std::string_view text, const AddedTokenMatcher& matcher,
-                                         std::vector<Segment>& out) const {
+void BpePipeline::split_at_added_tokens(std::string_view text, const AddedTokenMatcher& matcher,
+                                        std::vector<Segment>& out) const {
   size_t emitted_until = 0;  // text before here is in `out`
   for (size_t search_from = 0; auto found = matcher.find(text, search_from);) {
-    const AddedToken& token = added[found->second];
-    size_t begin = found->first, end = begin + token.content.size();
+    const AddedToken& token = added[found->token_index];
+    size_t begin = found->begin, end = begin + found->length;
     search_from = end;  // the search goes on after the match itself, whatever lstrip and rstrip take
     if (token.single_word) {
       const bool word_before = begin > 0 && is_word_char_at(text, previous_char_start(text, begin));
@@ -579,55 +535,89 @@ void ByteLevelBpe::split_at_added_tokens(std::string_view text, const AddedToken
     // A token right after one whose rstrip took the spaces it starts with: tokenizers would give
     // those bytes to both; here the first keeps them.
     begin = std::max(begin, emitted_until);
-    if (emitted_until < begin) out.push_back({text.substr(emitted_until, begin - emitted_until), std::nullopt});
-    out.push_back({text.substr(begin, end - begin), token.id});
+    if (emitted_until < begin)
+      out.push_back({text.substr(emitted_until, begin - emitted_until), std::nullopt, emitted_until});
+    out.push_back({text.substr(begin, end - begin), token.id, begin});
     emitted_until = end;
   }
-  if (emitted_until < text.size()) out.push_back({text.substr(emitted_until), std::nullopt});
+  if (emitted_until < text.size()) out.push_back({text.substr(emitted_until), std::nullopt, emitted_until});
 }
 
-std::vector<std::string> ByteLevelBpe::pre_tokenize(std::string_view text) const {
-  std::vector<std::string> pieces{std::string(text)};
+// The words of one stretch of normalized text; at_text_start: it begins the whole text (Metaspace's
+// "first" prepends to that piece only, as tokenizers does by the piece's original offset 0).
+std::vector<std::string> BpePipeline::pre_tokenize(std::string_view text, bool at_text_start) const {
+  struct Piece {
+    std::string text;
+    bool at_text_start;
+  };
+  std::vector<Piece> pieces{{std::string(text), at_text_start}};
   for (const SplitStep& step : splits) {
-    std::vector<std::string> next;
-    for (const std::string& piece : pieces)
-      for (std::string& part : split_piece(piece, step)) next.push_back(std::move(part));
+    std::vector<Piece> next;
+    for (const Piece& piece : pieces)
+      for (const auto& [begin, end] : split_piece(piece.text, step))
+        next.push_back({piece.text.substr(begin, end - begin), piece.at_text_start && begin == 0});
     pieces = std::move(next);
   }
-  // ByteLevel: the prefix space goes on every piece that has none, before its regex splits it.
   std::vector<std::string> words;
-  for (std::string& piece : pieces) {
-    if (add_prefix_space && piece.front() != ' ') piece.insert(piece.begin(), ' ');
-    if (!byte_level_split) {
-      words.push_back(std::move(piece));
+  for (Piece& piece : pieces) {
+    std::string word = std::move(piece.text);
+    if (byte_level) {
+      // ByteLevel: the prefix space goes on every piece that has none, before its regex splits it.
+      if (add_prefix_space && word.front() != ' ') word.insert(word.begin(), ' ');
+    } else if (metaspace) {
+      const MetaspaceStep& m = *metaspace;
+      word = Pattern{std::nullopt, " "}.replace_all(word, m.replacement);
+      const bool starts_marked = word.compare(0, m.replacement.size(), m.replacement) == 0;
+      if (!starts_marked && (m.scheme == PrependScheme::Always || (m.scheme == PrependScheme::First && piece.at_text_start)))
+        word.insert(0, m.replacement);
+      if (m.split) {
+        const SplitStep at_marks{Pattern{std::nullopt, m.replacement}, SplitBehavior::MergedWithNext, false};
+        for (const auto& [begin, end] : split_piece(word, at_marks)) words.push_back(word.substr(begin, end - begin));
+        continue;
+      }
+    }
+    if (byte_level && byte_level_split) {
+      for (const auto& [begin, end] : split_piece(word, *byte_level_split)) words.push_back(word.substr(begin, end - begin));
       continue;
     }
-    for (std::string& word : split_piece(piece, *byte_level_split)) words.push_back(std::move(word));
+    words.push_back(std::move(word));
   }
+  if (byte_level)  // spelled in the byte alphabet, as ByteLevel leaves the words for the model
+    for (std::string& word : words) {
+      std::string spelled;
+      for (unsigned char byte : word) spelled += alphabet.char_of_byte[byte];
+      word = std::move(spelled);
+    }
   return words;
 }
 
-// One word (already in the byte alphabet) to ids: its characters, then the merges by rank.
-void ByteLevelBpe::merge_word(const std::string& word, std::vector<int32_t>& ids) const {
+// One word to ids: its characters, then the merges by rank (tokenizers' BPE::merge_word).
+void BpePipeline::merge_word(const std::string& word, std::vector<int32_t>& ids) const {
   if (ignore_merges)
     if (const auto whole = vocab.find(word); whole != vocab.end()) {
       ids.push_back(whole->second);
       return;
     }
   std::vector<int32_t> symbols;
-  bool last_is_unknown = false;  // with fuse_unk, a run of unknown characters is one unk_token
-  for (size_t pos = 0; pos < word.size();) {
-    const size_t length = std::max<size_t>(1, utf8_char_length(word, pos));
-    const auto known = vocab.find(word.substr(pos, length));
-    pos += length;
-    if (known != vocab.end()) {
+  // An unknown character waits: with fuse_unk the unknown characters after it join it, and byte
+  // fallback's tokens go in before it (as tokenizers orders them).
+  bool unknown_waiting = false;
+  for (const std::string_view character : characters(word)) {
+    if (const auto known = vocab.find(std::string(character)); known != vocab.end()) {
+      if (unknown_waiting) symbols.push_back(*unk_id), unknown_waiting = false;
       symbols.push_back(known->second);
-      last_is_unknown = false;
-    } else if (unk_id) {  // without an unk_token tokenizers drops the character
-      if (!(last_is_unknown && fuse_unk)) symbols.push_back(*unk_id);
-      last_is_unknown = true;
+      continue;
     }
+    if (byte_fallback && std::all_of(character.begin(), character.end(),
+                                     [&](char byte) { return byte_token_ids[uint8_t(byte)].has_value(); })) {
+      for (char byte : character) symbols.push_back(*byte_token_ids[uint8_t(byte)]);
+      continue;
+    }
+    if (!unk_id) continue;  // without an unk_token tokenizers drops the character
+    if (unknown_waiting && !fuse_unk) symbols.push_back(*unk_id);
+    unknown_waiting = true;
   }
+  if (unknown_waiting) symbols.push_back(*unk_id);
   // The lowest-ranked pair first, the leftmost of equal ones: the order of tokenizers' merge queue.
   while (symbols.size() > 1) {
     size_t best = symbols.size();
@@ -643,11 +633,197 @@ void ByteLevelBpe::merge_word(const std::string& word, std::vector<int32_t>& ids
   ids.insert(ids.end(), symbols.begin(), symbols.end());
 }
 
+// tokenizers' AddedVocabulary::extract_and_normalize, then the pre-tokenizer and the model: added
+// tokens matched in the raw text; the text between them normalized; added tokens matched in that;
+// the rest pre-tokenized into words and each word merged.
+void BpePipeline::encode_text(std::string_view text, std::vector<int32_t>& ids) const {
+  std::vector<Segment> raw;
+  split_at_added_tokens(text, raw_text_tokens, raw);
+  for (const Segment& segment : raw) {
+    if (segment.token_id) {
+      ids.push_back(*segment.token_id);
+      continue;
+    }
+    const std::string normalized = normalize(segment.text);
+    std::vector<Segment> parts;
+    split_at_added_tokens(normalized, normalized_text_tokens, parts);
+    for (const Segment& part : parts) {
+      if (part.token_id) {
+        ids.push_back(*part.token_id);
+        continue;
+      }
+      for (const std::string& word : pre_tokenize(part.text, segment.offset == 0 && part.offset == 0))
+        merge_word(word, ids);
+    }
+  }
+}
+
+std::vector<std::string> BpePipeline::tokens_of(const std::vector<int32_t>& ids) const {
+  std::vector<std::string> tokens;
+  tokens.reserve(ids.size());
+  for (int32_t id : ids) {
+    const auto token = token_of_id.find(id);
+    if (token == token_of_id.end())
+      throw std::out_of_range("BpeTokenizer::decode: id " + std::to_string(id) + " is not in the vocabulary of " +
+                              name + " (ids 0 to " + std::to_string(vocab_size - 1) + ")");
+    tokens.push_back(token->second);
+  }
+  return tokens;
+}
+
+// tokenizers' decoders, step by step over the token strings, then joined; bytes that are not UTF-8
+// stay as they are (tokenizers' ByteLevel and ByteFallback put U+FFFD in their place).
+std::string BpePipeline::run_decoders(std::vector<std::string> tokens) const {
+  if (!decoders) {
+    std::string joined;
+    for (size_t i = 0; i < tokens.size(); ++i) joined += (i ? " " : "") + tokens[i];
+    return joined;
+  }
+  for (const DecoderStep& step : *decoders) {
+    std::vector<std::string> next;
+    switch (step.kind) {
+      case DecoderKind::ByteLevel: {  // every token's characters back to bytes, all in one token
+        std::string bytes;
+        for (const std::string& token : tokens) {
+          std::string mapped;
+          bool all_mapped = true;
+          for (const std::string_view character : characters(token)) {
+            const auto byte = alphabet.byte_of_char.find(std::string(character));
+            if (byte == alphabet.byte_of_char.end()) {
+              all_mapped = false;
+              break;
+            }
+            mapped += char(byte->second);
+          }
+          bytes += all_mapped ? mapped : token;  // a token outside the alphabet is its own UTF-8
+        }
+        next.push_back(std::move(bytes));
+        break;
+      }
+      case DecoderKind::Replace:
+        for (const std::string& token : tokens) next.push_back(step.pattern.replace_all(token, step.content));
+        break;
+      case DecoderKind::ByteFallback: {  // runs of <0xNN> tokens become their bytes, one token
+        std::string pending;
+        bool in_run = false;
+        for (std::string& token : tokens) {
+          if (const auto byte = fallback_byte(token)) {
+            pending += char(*byte), in_run = true;
+            continue;
+          }
+          if (in_run) next.push_back(std::move(pending)), pending.clear(), in_run = false;
+          next.push_back(std::move(token));
+        }
+        if (in_run) next.push_back(std::move(pending));
+        break;
+      }
+      case DecoderKind::Fuse: {
+        std::string joined;
+        for (const std::string& token : tokens) joined += token;
+        next.push_back(std::move(joined));
+        break;
+      }
+      case DecoderKind::Strip:
+        for (const std::string& token : tokens) {
+          const std::vector<std::string_view> chars = characters(token);
+          size_t first = 0, last = chars.size();
+          while (first < std::min(step.start, chars.size()) && chars[first] == step.content) ++first;
+          while (last > first && chars.size() - last < step.stop && chars[last - 1] == step.content) --last;
+          std::string kept;
+          for (size_t i = first; i < last; ++i) kept += chars[i];
+          next.push_back(std::move(kept));
+        }
+        break;
+      case DecoderKind::Metaspace:
+        for (size_t i = 0; i < tokens.size(); ++i) {
+          std::string text;
+          for (const std::string_view character : characters(tokens[i]))
+            if (character != step.content)
+              text += character;
+            else if (!(i == 0 && step.first_token_drops))
+              text += ' ';
+          next.push_back(std::move(text));
+        }
+        break;
+    }
+    tokens = std::move(next);
+  }
+  std::string text;
+  for (const std::string& token : tokens) text += token;
+  return text;
+}
+
 // ---- Reading the files ----
 
-void read_byte_level(const json& step, ByteLevelBpe& tokenizer, const Origin& origin, const std::string& where) {
+size_t count_member(const json& object, const char* key, size_t fallback, const Origin& origin, const std::string& where) {
+  const json* value = member(object, key);
+  if (!value) return fallback;
+  if (!value->is_number_unsigned()) origin.fail(where + key, value_text(*value), "must be a count >= 0", "fix the file");
+  return value->get<size_t>();
+}
+
+// A member that must be exactly one character (Metaspace's replacement, Strip's content).
+std::string character_member(const json& object, const char* key, const Origin& origin, const std::string& where) {
+  const std::string text = string_member(object, key, origin, where);
+  if (text.empty() || first_invalid_utf8(text) || utf8_char_length(text, 0) != text.size())
+    origin.fail(where + key, value_text(object.at(key)), "must be one character", "fix the file");
+  return text;
+}
+
+Pattern read_pattern(const json& step, const Origin& origin, const std::string& where) {
+  Pattern read;
+  const json* pattern = member(step, "pattern");
+  const json* regex = pattern ? member(*pattern, "Regex") : nullptr;
+  const json* literal = pattern ? member(*pattern, "String") : nullptr;
+  if (regex && regex->is_string()) {
+    try {
+      read.regex.emplace(regex->get<std::string>());
+    } catch (const std::invalid_argument& e) {
+      origin.fail(where + "pattern.Regex", value_text(*regex), std::string("PCRE2 cannot compile the regex: ") + e.what(),
+                  "write the pattern in a syntax both Oniguruma and PCRE2 read");
+    }
+  } else if (literal && literal->is_string()) {
+    read.literal = literal->get<std::string>();
+  } else {
+    origin.fail(where + "pattern", pattern ? value_text(*pattern) : "", "needs {\"Regex\": ...} or {\"String\": ...}",
+                "fix the file");
+  }
+  return read;
+}
+
+void read_byte_level(const json& step, BpePipeline& tokenizer, const Origin& origin, const std::string& where) {
+  tokenizer.byte_level = true;
   tokenizer.add_prefix_space = bool_member(step, "add_prefix_space", true, origin, where);
   if (bool_member(step, "use_regex", true, origin, where)) tokenizer.byte_level_split = gpt2_split();
+}
+
+// Metaspace's prepend scheme, from "prepend_scheme" (default always) or the older "add_prefix_space".
+PrependScheme read_prepend_scheme(const json& step, const Origin& origin, const std::string& where) {
+  PrependScheme scheme = PrependScheme::Always;
+  if (member(step, "prepend_scheme")) {
+    const std::string name = string_member(step, "prepend_scheme", origin, where);
+    if (name == "first")
+      scheme = PrependScheme::First;
+    else if (name == "never")
+      scheme = PrependScheme::Never;
+    else if (name != "always")
+      origin.fail(where + "prepend_scheme", "\"" + name + "\"", "not a prepend scheme", "use always, first or never");
+  }
+  if (!bool_member(step, "add_prefix_space", true, origin, where)) {
+    if (scheme != PrependScheme::Never)  // tokenizers refuses the file the same way
+      origin.fail(where + "add_prefix_space", "false", "does not match prepend_scheme",
+                  "drop add_prefix_space, or set \"prepend_scheme\": \"never\"");
+    scheme = PrependScheme::Never;
+  }
+  return scheme;
+}
+
+MetaspaceStep read_metaspace(const json& step, const Origin& origin, const std::string& where) {
+  MetaspaceStep metaspace;
+  metaspace.replacement = character_member(step, "replacement", origin, where);
+  metaspace.scheme = read_prepend_scheme(step, origin, where);
+  metaspace.split = bool_member(step, "split", true, origin, where);
+  return metaspace;
 }
 
 SplitBehavior split_behavior(const json& step, const Origin& origin, const std::string& where) {
@@ -666,22 +842,7 @@ SplitBehavior split_behavior(const json& step, const Origin& origin, const std::
 
 SplitStep read_split(const json& step, const Origin& origin, const std::string& where) {
   SplitStep split;
-  const json* pattern = member(step, "pattern");
-  const json* regex = pattern ? member(*pattern, "Regex") : nullptr;
-  const json* literal = pattern ? member(*pattern, "String") : nullptr;
-  if (regex && regex->is_string()) {
-    try {
-      split.regex.emplace(regex->get<std::string>());
-    } catch (const std::invalid_argument& e) {
-      origin.fail(where + "pattern.Regex", value_text(*regex), std::string("PCRE2 cannot compile the regex: ") + e.what(),
-                  "write the pattern in a syntax both Oniguruma and PCRE2 read");
-    }
-  } else if (literal && literal->is_string()) {
-    split.literal = literal->get<std::string>();
-  } else {
-    origin.fail(where + "pattern", pattern ? value_text(*pattern) : "", "needs {\"Regex\": ...} or {\"String\": ...}",
-                "fix the file");
-  }
+  split.pattern = read_pattern(step, origin, where);
   split.behavior = split_behavior(step, origin, where);
   split.invert = bool_member(step, "invert", false, origin, where);
   return split;
@@ -691,64 +852,181 @@ SplitStep read_split(const json& step, const Origin& origin, const std::string& 
 // piece with individual_digits, else each run of them one piece.
 SplitStep read_digits(const json& step, const Origin& origin, const std::string& where) {
   SplitStep split;
-  split.regex.emplace("\\p{N}");
+  split.pattern.regex.emplace("\\p{N}");
   split.behavior = bool_member(step, "individual_digits", false, origin, where) ? SplitBehavior::Isolated
                                                                                : SplitBehavior::Contiguous;
   return split;
 }
 
-// ByteLevel, or a Sequence of Split (or Digits) steps ending in one ByteLevel.
-void read_pre_tokenizer(const json& file, ByteLevelBpe& tokenizer, const Origin& origin) {
+// None; ByteLevel; Metaspace; or a Sequence of Split or Digits steps, the last of which may be
+// ByteLevel or Metaspace instead.
+void read_pre_tokenizer(const json& file, BpePipeline& tokenizer, const Origin& origin) {
   const std::string supported =
-      "byte-level BPE needs a ByteLevel pre-tokenizer, or a Sequence of Split or Digits steps ending in ByteLevel";
+      "the pre-tokenizer may be ByteLevel, Metaspace, none, or a Sequence of Split or Digits steps ending in "
+      "ByteLevel or Metaspace";
   const json* pre_tokenizer = member(file, "pre_tokenizer");
-  if (!pre_tokenizer) origin.fail("pre_tokenizer", "null", "no pre-tokenizer: " + supported);
-  const std::string type = string_member(*pre_tokenizer, "type", origin, "pre_tokenizer.");
-  if (type == "ByteLevel") return read_byte_level(*pre_tokenizer, tokenizer, origin, "pre_tokenizer.");
-  if (type == "Metaspace")
-    origin.fail("pre_tokenizer.type", "\"Metaspace\"",
-                "SentencePiece-style tokenizers (Metaspace: Llama-2, Mistral, T5) are not supported; " + supported);
-  if (type != "Sequence") origin.fail("pre_tokenizer.type", "\"" + type + "\"", "not supported: " + supported);
-  const json* steps = member(*pre_tokenizer, "pretokenizers");
-  if (!steps || !steps->is_array() || steps->empty())
-    origin.fail("pre_tokenizer.pretokenizers", steps ? value_text(*steps) : "", "needs a list of steps: " + supported);
-  for (size_t i = 0; i < steps->size(); ++i) {
-    const std::string where = "pre_tokenizer.pretokenizers[" + std::to_string(i) + "].";
-    const std::string step_type = string_member((*steps)[i], "type", origin, where);
-    const bool last = i + 1 == steps->size();
-    if (step_type == "Split" && !last) {
-      tokenizer.splits.push_back(read_split((*steps)[i], origin, where));
-    } else if (step_type == "Digits" && !last) {
-      tokenizer.splits.push_back(read_digits((*steps)[i], origin, where));
-    } else if (step_type == "ByteLevel" && last) {
-      read_byte_level((*steps)[i], tokenizer, origin, where);
+  if (!pre_tokenizer) return;  // the normalized text is one word (Llama-2's legacy files)
+  const auto read_step = [&](const json& step, const std::string& where, bool last) {
+    const std::string type = string_member(step, "type", origin, where);
+    if (type == "Split") {
+      tokenizer.splits.push_back(read_split(step, origin, where));
+    } else if (type == "Digits") {
+      tokenizer.splits.push_back(read_digits(step, origin, where));
+    } else if ((type == "ByteLevel" || type == "Metaspace") && !last) {
+      origin.fail(where + "type", "\"" + type + "\"", type + " must be the last step: " + supported);
+    } else if (type == "ByteLevel") {
+      read_byte_level(step, tokenizer, origin, where);
+    } else if (type == "Metaspace") {
+      tokenizer.metaspace = read_metaspace(step, origin, where);
     } else {
-      origin.fail(where + "type", "\"" + step_type + "\"",
-                  (last ? "the last step is not ByteLevel: " : "a step other than Split or Digits before ByteLevel: ") +
-                      supported);
+      origin.fail(where + "type", "\"" + type + "\"", "not supported: " + supported);
     }
-  }
+  };
+  const std::string type = string_member(*pre_tokenizer, "type", origin, "pre_tokenizer.");
+  if (type != "Sequence") return read_step(*pre_tokenizer, "pre_tokenizer.", true);
+  const json* steps = member(*pre_tokenizer, "pretokenizers");
+  if (!steps || !steps->is_array())
+    origin.fail("pre_tokenizer.pretokenizers", steps ? value_text(*steps) : "", "needs a list of steps: " + supported);
+  for (size_t i = 0; i < steps->size(); ++i)
+    read_step((*steps)[i], "pre_tokenizer.pretokenizers[" + std::to_string(i) + "].", i + 1 == steps->size());
 }
 
-void read_bpe_model(const json& model, ByteLevelBpe& tokenizer, const Origin& origin) {
+// None, Prepend, Replace, or a Sequence of them: what Llama-2's and Mistral's files use.
+void read_normalizer(const json& file, BpePipeline& tokenizer, const Origin& origin) {
+  const json* normalizer = member(file, "normalizer");
+  if (!normalizer) return;
+  const auto read_step = [&](const json& step, const std::string& where) {
+    const std::string type = string_member(step, "type", origin, where);
+    NormalizerStep read;
+    if (type == "Prepend") {
+      read.prepend = true;
+      read.content = string_member(step, "prepend", origin, where);
+    } else if (type == "Replace") {
+      read.pattern = read_pattern(step, origin, where);
+      read.content = string_member(step, "content", origin, where);
+    } else {
+      origin.fail(where + "type", "\"" + type + "\"",
+                  "this normalizer is not supported: only Prepend and Replace, alone or in a Sequence (as "
+                  "Llama-2's and Mistral's files use them)");
+    }
+    tokenizer.normalizers.push_back(std::move(read));
+  };
+  if (string_member(*normalizer, "type", origin, "normalizer.") != "Sequence") return read_step(*normalizer, "normalizer.");
+  const json* steps = member(*normalizer, "normalizers");
+  if (!steps || !steps->is_array())
+    origin.fail("normalizer.normalizers", steps ? value_text(*steps) : "", "needs a list of normalizers", "fix the file");
+  for (size_t i = 0; i < steps->size(); ++i)
+    read_step((*steps)[i], "normalizer.normalizers[" + std::to_string(i) + "].");
+}
+
+// ByteLevel, Replace, ByteFallback, Fuse, Strip, Metaspace, or a Sequence of them; none: tokens
+// joined with spaces, as tokenizers does.
+void read_decoder(const json& file, BpePipeline& tokenizer, const Origin& origin) {
+  const json* decoder = member(file, "decoder");
+  if (!decoder) return;
+  std::vector<DecoderStep>& steps = tokenizer.decoders.emplace();
+  const auto read_step = [&](const json& step, const std::string& where) {
+    const std::string type = string_member(step, "type", origin, where);
+    DecoderStep read;
+    if (type == "ByteLevel") {
+      read.kind = DecoderKind::ByteLevel;
+    } else if (type == "Replace") {
+      read.kind = DecoderKind::Replace;
+      read.pattern = read_pattern(step, origin, where);
+      read.content = string_member(step, "content", origin, where);
+    } else if (type == "ByteFallback") {
+      read.kind = DecoderKind::ByteFallback;
+    } else if (type == "Fuse") {
+      read.kind = DecoderKind::Fuse;
+    } else if (type == "Strip") {
+      read.kind = DecoderKind::Strip;
+      read.content = character_member(step, "content", origin, where);
+      read.start = count_member(step, "start", 0, origin, where);
+      read.stop = count_member(step, "stop", 0, origin, where);
+    } else if (type == "Metaspace") {
+      read.kind = DecoderKind::Metaspace;
+      read.content = character_member(step, "replacement", origin, where);
+      read.first_token_drops = read_prepend_scheme(step, origin, where) != PrependScheme::Never;
+    } else {
+      origin.fail(where + "type", "\"" + type + "\"",
+                  "this decoder is not supported: only ByteLevel, Replace, ByteFallback, Fuse, Strip and Metaspace, "
+                  "alone or in a Sequence");
+    }
+    steps.push_back(std::move(read));
+  };
+  if (string_member(*decoder, "type", origin, "decoder.") != "Sequence") return read_step(*decoder, "decoder.");
+  const json* list = member(*decoder, "decoders");
+  if (!list || !list->is_array())
+    origin.fail("decoder.decoders", list ? value_text(*list) : "", "needs a list of decoders", "fix the file");
+  for (size_t i = 0; i < list->size(); ++i) read_step((*list)[i], "decoder.decoders[" + std::to_string(i) + "].");
+}
+
+// The special tokens the post-processor adds to one text: TemplateProcessing's "single" (alone or in
+// a Sequence, beside ByteLevel's, which adds none). Another post-processor is remembered by type, and
+// encoding with special tokens is refused naming it.
+void read_post_processor(const json& file, BpePipeline& tokenizer, const Origin& origin) {
+  const json* processor = member(file, "post_processor");
+  if (!processor) return;
+  const auto read_step = [&](const json& step, const std::string& where) {
+    const std::string type = string_member(step, "type", origin, where);
+    if (type == "ByteLevel") return;
+    if (type != "TemplateProcessing") {
+      tokenizer.post_processor_refused = type;
+      return;
+    }
+    const json* single = member(step, "single");
+    const json* special = member(step, "special_tokens");
+    if (!single || !single->is_array())
+      origin.fail(where + "single", single ? value_text(*single) : "", "needs the template's list of pieces", "fix the file");
+    tokenizer.single_template.clear();
+    for (size_t i = 0; i < single->size(); ++i) {
+      const std::string piece_where = where + "single[" + std::to_string(i) + "]";
+      const json& piece = (*single)[i];
+      TemplatePart part;
+      if (member(piece, "Sequence")) {
+        part.is_text = true;
+      } else if (const json* token = member(piece, "SpecialToken")) {
+        const std::string name = string_member(*token, "id", origin, piece_where + ".SpecialToken.");
+        const json* entry = special ? member(*special, name.c_str()) : nullptr;
+        const json* ids = entry ? member(*entry, "ids") : nullptr;
+        if (!ids || !ids->is_array())
+          origin.fail(where + "special_tokens", "\"" + name + "\"", "the template's special token has no ids",
+                      "fix the file");
+        for (size_t k = 0; k < ids->size(); ++k)
+          part.ids.push_back(token_id_value((*ids)[k], origin, where + "special_tokens." + name + ".ids"));
+      } else {
+        origin.fail(piece_where, value_text(piece), "a template piece is {\"Sequence\": ...} or {\"SpecialToken\": ...}",
+                    "fix the file");
+      }
+      tokenizer.single_template.push_back(std::move(part));
+    }
+  };
+  if (string_member(*processor, "type", origin, "post_processor.") != "Sequence")
+    return read_step(*processor, "post_processor.");
+  const json* list = member(*processor, "processors");
+  if (!list || !list->is_array())
+    origin.fail("post_processor.processors", list ? value_text(*list) : "", "needs a list of processors", "fix the file");
+  for (size_t i = 0; i < list->size(); ++i)
+    read_step((*list)[i], "post_processor.processors[" + std::to_string(i) + "].");
+}
+
+void read_bpe_model(const json& model, BpePipeline& tokenizer, const Origin& origin) {
   const json* type = member(model, "type");
   // Files written before models had a type tag are BPE when they have merges.
   const std::string model_type = type ? string_member(model, "type", origin, "model.") : member(model, "merges") ? "BPE" : "";
   if (model_type != "BPE")
     origin.fail("model.type", type ? value_text(*type) : "",
                 (model_type.empty() ? std::string("a model without a type") : "a " + model_type + " model") +
-                    " is not supported: only byte-level BPE is (GPT-2's, Llama-3's)");
-  if (bool_member(model, "byte_fallback", false, origin, "model."))
-    origin.fail("model.byte_fallback", "true",
-                "byte_fallback BPE (SentencePiece-style: Llama-2, Mistral) is not supported; only byte-level BPE is");
+                    " is not supported: only BPE is (Unigram, WordPiece and WordLevel are not)");
   if (const json* dropout = member(model, "dropout"); dropout && !(dropout->is_number() && dropout->get<double>() == 0))
     origin.fail("model.dropout", value_text(*dropout), "dropout makes encoding random", "set \"dropout\" to null");
   for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"})
     if (const json* affix = member(model, key); affix && !(affix->is_string() && affix->get<std::string>().empty()))
       origin.fail(std::string("model.") + key, value_text(*affix),
-                  "subword prefixes and suffixes are not supported (byte-level BPE has none)");
+                  "subword prefixes and suffixes are not supported (byte-level and SentencePiece-style BPE have none)");
   tokenizer.fuse_unk = bool_member(model, "fuse_unk", false, origin, "model.");
   tokenizer.ignore_merges = bool_member(model, "ignore_merges", false, origin, "model.");
+  tokenizer.byte_fallback = bool_member(model, "byte_fallback", false, origin, "model.");
 
   const json* vocab = member(model, "vocab");
   if (!vocab || !vocab->is_object())
@@ -779,7 +1057,7 @@ void read_bpe_model(const json& model, ByteLevelBpe& tokenizer, const Origin& or
   }
 }
 
-void read_added_tokens(const json& file, ByteLevelBpe& tokenizer, const Origin& origin) {
+void read_added_tokens(const json& file, BpePipeline& tokenizer, const Origin& origin) {
   const json* tokens = member(file, "added_tokens");
   if (!tokens) return;
   if (!tokens->is_array()) origin.fail("added_tokens", value_text(*tokens), "needs a list", "fix the file");
@@ -800,31 +1078,21 @@ void read_added_tokens(const json& file, ByteLevelBpe& tokenizer, const Origin& 
   }
 }
 
-void read_tokenizer_json(const std::string& path, ByteLevelBpe& tokenizer) {
+void read_tokenizer_json(const std::string& path, BpePipeline& tokenizer) {
   const Origin origin{path};
   const json file = read_json(path);
   if (!file.is_object()) origin.fail("", "", "not a tokenizer.json: the file is not a JSON object");
   const json* model = member(file, "model");
   if (!model) origin.fail("model", "", "no \"model\" key: not a Hugging Face tokenizer.json");
   read_bpe_model(*model, tokenizer, origin);
-  // An empty Sequence of normalizers changes nothing; any other normalizer is not implemented here.
-  if (const json* normalizer = member(file, "normalizer")) {
-    const json* parts = member(*normalizer, "normalizers");
-    const bool empty_sequence = string_member(*normalizer, "type", origin, "normalizer.") == "Sequence" && parts &&
-                                parts->is_array() && parts->empty();
-    if (!empty_sequence)
-      origin.fail("normalizer.type", value_text(normalizer->at("type")),
-                  "normalizers are not supported: byte-level BPE needs \"normalizer\": null");
-  }
+  read_normalizer(file, tokenizer, origin);
   read_pre_tokenizer(file, tokenizer, origin);
-  const json* decoder = member(file, "decoder");
-  if (!decoder || string_member(*decoder, "type", origin, "decoder.") != "ByteLevel")
-    origin.fail(decoder ? "decoder.type" : "decoder", decoder ? value_text(decoder->at("type")) : "null",
-                "not supported: byte-level BPE decodes with a ByteLevel decoder");
+  read_post_processor(file, tokenizer, origin);
+  read_decoder(file, tokenizer, origin);
   read_added_tokens(file, tokenizer, origin);
 }
 
-void read_vocab_and_merges(const TokenizerFiles& files, ByteLevelBpe& tokenizer) {
+void read_vocab_and_merges(const TokenizerFiles& files, BpePipeline& tokenizer) {
   const Origin vocab_origin{files.vocab_json};
   const json vocab = read_json(files.vocab_json);
   if (!vocab.is_object())
@@ -847,7 +1115,9 @@ void read_vocab_and_merges(const TokenizerFiles& files, ByteLevelBpe& tokenizer)
     tokenizer.add_merge(left, right, rank++, merges_origin, where);
   }
   // GPT-2's tokenizer: ByteLevel without a prefix space, the document token special.
+  tokenizer.byte_level = true;
   tokenizer.byte_level_split = gpt2_split();
+  tokenizer.decoders.emplace(1, DecoderStep{});  // ByteLevel
   for (const char* content : kDocumentTokens)
     if (const auto id = tokenizer.vocab.find(content); id != tokenizer.vocab.end())
       tokenizer.add_token(AddedToken{content, id->second, /*special=*/true});
@@ -856,7 +1126,7 @@ void read_vocab_and_merges(const TokenizerFiles& files, ByteLevelBpe& tokenizer)
 }  // namespace
 
 // Opaque to the header, so that PCRE2 and the tables stay out of it.
-struct BpeTokenizer::Impl : ByteLevelBpe {};
+struct BpeTokenizer::Impl : BpePipeline {};
 
 BpeTokenizer::BpeTokenizer(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}
 
@@ -874,43 +1144,39 @@ BpeTokenizer BpeTokenizer::load(const std::string& path) {
   return BpeTokenizer(std::move(impl));
 }
 
-std::vector<int32_t> BpeTokenizer::encode(const std::string& utf8_text) const {
+std::vector<int32_t> BpeTokenizer::encode(const std::string& utf8_text, bool add_special_tokens) const {
   if (const auto bad = first_invalid_utf8(utf8_text))
     throw std::invalid_argument("BpeTokenizer::encode: the text is not UTF-8 at byte " + std::to_string(*bad));
   const Impl& impl = *impl_;
-  std::vector<Segment> raw_split, segments;
-  impl.split_at_added_tokens(utf8_text, impl.raw_text_tokens, raw_split);
-  for (const Segment& segment : raw_split) {
-    if (segment.token_id)
-      segments.push_back(segment);
-    else
-      impl.split_at_added_tokens(segment.text, impl.normalized_text_tokens, segments);
-  }
   std::vector<int32_t> ids;
-  for (const Segment& segment : segments) {
-    if (segment.token_id) {
-      ids.push_back(*segment.token_id);
-      continue;
-    }
-    for (const std::string& word : impl.pre_tokenize(segment.text)) {
-      std::string spelled;  // the word in the byte alphabet
-      for (unsigned char byte : word) spelled += impl.alphabet.char_of_byte[byte];
-      impl.merge_word(spelled, ids);
-    }
+  if (!add_special_tokens || impl.single_template.empty()) {
+    if (add_special_tokens && !impl.post_processor_refused.empty())
+      throw UserError(impl.name + ": post_processor.type", "\"" + impl.post_processor_refused + "\"",
+                      "this post-processor's special tokens cannot be added (only TemplateProcessing's and ByteLevel's)",
+                      "encode without special tokens, or give a tokenizer.json with a TemplateProcessing post-processor");
+    impl.encode_text(utf8_text, ids);
+    return ids;
   }
+  for (const TemplatePart& part : impl.single_template)
+    if (part.is_text)
+      impl.encode_text(utf8_text, ids);
+    else
+      ids.insert(ids.end(), part.ids.begin(), part.ids.end());
   return ids;
 }
 
 std::string BpeTokenizer::decode(const std::vector<int32_t>& ids) const {
-  std::string text;
-  for (int32_t id : ids) {
-    const auto bytes = impl_->bytes_of_id.find(id);
-    if (bytes == impl_->bytes_of_id.end())
-      throw std::out_of_range("BpeTokenizer::decode: id " + std::to_string(id) + " is not in the vocabulary of " +
-                              impl_->name + " (ids 0 to " + std::to_string(impl_->vocab_size - 1) + ")");
-    text += bytes->second;
-  }
-  return text;
+  return impl_->run_decoders(impl_->tokens_of(ids));
+}
+
+std::string BpeTokenizer::decode_continuation(const std::vector<int32_t>& ids) const {
+  std::vector<std::string> tokens = impl_->tokens_of(ids);
+  tokens.insert(tokens.begin(), kContinuationMark);
+  std::string text = impl_->run_decoders(std::move(tokens));
+  const std::string_view mark(kContinuationMark);
+  if (text.compare(0, mark.size(), mark) != 0)  // a decoder that rewrote the mark: as at the start
+    return decode(ids);
+  return text.substr(mark.size());
 }
 
 int32_t BpeTokenizer::vocab_size() const { return impl_->vocab_size; }
@@ -918,6 +1184,18 @@ int32_t BpeTokenizer::vocab_size() const { return impl_->vocab_size; }
 std::optional<int32_t> BpeTokenizer::token_id(const std::string& token) const {
   if (const auto added = impl_->added_ids.find(token); added != impl_->added_ids.end()) return added->second;
   if (const auto known = impl_->vocab.find(token); known != impl_->vocab.end()) return known->second;
+  return std::nullopt;
+}
+
+std::optional<int32_t> BpeTokenizer::document_token() const {
+  for (const char* token : kDocumentTokens)
+    if (const auto id = token_id(token)) return id;
+  return std::nullopt;
+}
+
+std::optional<int32_t> BpeTokenizer::end_of_text() const {
+  for (const char* token : kEndTokens)
+    if (const auto id = token_id(token)) return id;
   return std::nullopt;
 }
 

@@ -4,7 +4,9 @@
 // Digits (individual, as SmolLM2's, and grouped) + ByteLevel,
 // added tokens (special, single_word, lstrip/rstrip) and ignore_merges; decode(encode(s)) == s;
 // the vocab.json + merges.txt form of the same tokenizer; exact bytes for ids that hold part of a
-// character; and bad files, each one error naming the file.
+// character; SentencePiece-style files (tests/model/data/sentencepiece_bpe/expected.json, made by
+// tests/data/sentencepiece_bpe_reference.py: Llama-2's layout under each normalizer, Metaspace and
+// decoder variant, over 400 random strings too); and bad files, each one error naming the file.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -27,6 +29,7 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 const std::string kFixtures = ZT_BPE_TEST_DATA_DIR;
+const std::string kSentencePieceFixtures = ZT_SENTENCEPIECE_BPE_TEST_DATA_DIR;
 
 struct TempDir {
   fs::path path;
@@ -175,6 +178,77 @@ TEST(BpeTokenizer, DecodeGivesExactBytesAndRefusesUnknownIds) {
   EXPECT_THROW(tokenizer.encode("caf\xe9"), std::invalid_argument);  // Latin-1, not UTF-8
 }
 
+// ---- SentencePiece-style files (tests/model/data/sentencepiece_bpe, made by
+// tests/data/sentencepiece_bpe_reference.py): Llama-2's layout, byte fallback, the metaspace ----
+
+const json& sentencepiece_expected() {
+  static const json reference = read_json(kSentencePieceFixtures + "/expected.json");
+  return reference;
+}
+
+// The base tokenizer.json with a variant's normalizer, pre-tokenizer, decoder, post-processor, model
+// keys and added tokens.
+std::string sentencepiece_variant_file(const TempDir& dir, const json& v) {
+  json tokenizer = read_json(kSentencePieceFixtures + "/tokenizer.json");
+  for (const char* key : {"normalizer", "pre_tokenizer", "decoder", "post_processor", "added_tokens"})
+    tokenizer[key] = v[key];
+  for (const auto& [key, value] : v["model_changes"].items()) tokenizer["model"][key] = value;
+  return dir.write(v["name"].get<std::string>() + ".json", tokenizer.dump());
+}
+
+// Every text: tokenizers' ids without and with the post-processor's tokens, tokenizers' decoded
+// text, and decode_continuation one id at a time equal to all at once and to decode's text after
+// the spaces the start-of-text rules take off.
+TEST(BpeTokenizer, SentencePieceStyleVariantsMatchTokenizers) {
+  const json& texts = sentencepiece_expected()["texts"];
+  ASSERT_GE(texts.size(), 400u);
+  ASSERT_GE(sentencepiece_expected()["variants"].size(), 7u);
+  for (const json& v : sentencepiece_expected()["variants"]) {
+    TempDir dir;
+    const BpeTokenizer tokenizer = BpeTokenizer::load(sentencepiece_variant_file(dir, v));
+    const std::string name = v["name"];
+    for (size_t i = 0; i < texts.size(); ++i) {
+      const std::string text = texts[i].get<std::string>();
+      const auto want = v["ids"][i].get<std::vector<int32_t>>();
+      ASSERT_EQ(tokenizer.encode(text), want) << name << ": " << printable(text);
+      ASSERT_EQ(tokenizer.encode(text, /*add_special_tokens=*/true), v["ids_with_special_tokens"][i].get<std::vector<int32_t>>())
+          << name << ": " << printable(text);
+      const std::string decoded = tokenizer.decode(want);
+      ASSERT_EQ(decoded, v["decoded"][i].get<std::string>()) << name << ": " << printable(text);
+      std::string one_by_one;
+      for (int32_t id : want) one_by_one += tokenizer.decode_continuation({id});
+      const std::string continued = tokenizer.decode_continuation(want);
+      ASSERT_EQ(one_by_one, continued) << name << ": " << printable(text);
+      ASSERT_GE(continued.size(), decoded.size()) << name;
+      const size_t taken = continued.size() - decoded.size();
+      EXPECT_EQ(continued.substr(taken), decoded) << name << ": " << printable(text);
+      EXPECT_EQ(continued.substr(0, taken), std::string(taken, ' ')) << name << ": " << printable(text);
+    }
+  }
+}
+
+TEST(BpeTokenizer, ByteFallbackSpellsCharactersOutsideTheVocabulary) {
+  TempDir dir;
+  const json* legacy = nullptr;
+  for (const json& v : sentencepiece_expected()["variants"])
+    if (v["name"] == "llama2_legacy") legacy = &v;
+  ASSERT_NE(legacy, nullptr);
+  const BpeTokenizer tokenizer = BpeTokenizer::load(sentencepiece_variant_file(dir, *legacy));
+  EXPECT_EQ(tokenizer.vocab_size(), int32_t(read_json(kSentencePieceFixtures + "/tokenizer.json")["model"]["vocab"].size()));
+  EXPECT_EQ(tokenizer.document_token(), 1);  // <s>
+  EXPECT_EQ(tokenizer.end_of_text(), 2);     // </s>
+  const std::string snowman = "\xe2\x98\x83";  // U+2603, not in the trained alphabet
+  const std::vector<int32_t> ids = tokenizer.encode(snowman);
+  ASSERT_EQ(ids.size(), 4u);  // the word's mark, then one <0xNN> token per byte
+  EXPECT_EQ(ids[0], tokenizer.token_id("\xe2\x96\x81"));
+  EXPECT_EQ(std::vector<int32_t>(ids.begin() + 1, ids.end()),
+            (std::vector<int32_t>{3 + 0xE2, 3 + 0x98, 3 + 0x83}));
+  EXPECT_EQ(tokenizer.decode({ids[1]}), "\xe2");  // part of a character, as it is
+  EXPECT_EQ(tokenizer.decode(ids), snowman);      // the leading space stripped
+  EXPECT_EQ(tokenizer.decode_continuation(ids), " " + snowman);
+  EXPECT_EQ(tokenizer.encode("Hi", true).front(), 1);  // the template's <s>
+}
+
 // The message of the UserError that loading `path` throws; "" when it loads.
 std::string load_error(const std::string& path) {
   try {
@@ -201,16 +275,33 @@ TEST(BpeTokenizer, BadFilesAreOneErrorNamingTheFile) {
   json word_piece = good;
   word_piece["model"] = {{"type", "WordPiece"}, {"unk_token", "[UNK]"}, {"vocab", {{"[UNK]", 0}}}};
   expect_error(dir.write("word_piece.json", word_piece.dump()),
-               {"word_piece.json: model.type = \"WordPiece\"", "only byte-level BPE", "Fix: "});
-  json llama2 = good;  // SentencePiece-style BPE
-  llama2["model"]["byte_fallback"] = true;
-  expect_error(dir.write("llama2.json", llama2.dump()), {"llama2.json: model.byte_fallback", "SentencePiece"});
-  json metaspace = good;
-  metaspace["pre_tokenizer"] = {{"type", "Metaspace"}, {"replacement", "\xe2\x96\x81"}, {"prepend_scheme", "first"}};
-  expect_error(dir.write("metaspace.json", metaspace.dump()), {"metaspace.json: pre_tokenizer.type", "Metaspace"});
+               {"word_piece.json: model.type = \"WordPiece\"", "only BPE", "Fix: "});
+  json unigram = good;
+  unigram["model"] = {{"type", "Unigram"}, {"vocab", json::array()}};
+  expect_error(dir.write("unigram.json", unigram.dump()), {"unigram.json: model.type = \"Unigram\"", "only BPE"});
   json normalized = good;
   normalized["normalizer"] = {{"type", "NFC"}};
-  expect_error(dir.write("nfc.json", normalized.dump()), {"nfc.json: normalizer.type = \"NFC\""});
+  expect_error(dir.write("nfc.json", normalized.dump()), {"nfc.json: normalizer.type = \"NFC\"", "Prepend and Replace"});
+  json whitespace = good;
+  whitespace["pre_tokenizer"] = {{"type", "Whitespace"}};
+  expect_error(dir.write("whitespace.json", whitespace.dump()), {"whitespace.json: pre_tokenizer.type = \"Whitespace\""});
+  json metaspace_first = good;  // Metaspace must end the pre-tokenizer
+  metaspace_first["pre_tokenizer"] = {
+      {"type", "Sequence"},
+      {"pretokenizers", {{{"type", "Metaspace"}, {"replacement", "\xe2\x96\x81"}}, {{"type", "Digits"}}}}};
+  expect_error(dir.write("metaspace_first.json", metaspace_first.dump()),
+               {"metaspace_first.json: pre_tokenizer.pretokenizers[0].type = \"Metaspace\"", "last step"});
+  json bad_scheme = good;
+  bad_scheme["pre_tokenizer"] = {{"type", "Metaspace"}, {"replacement", "\xe2\x96\x81"}, {"prepend_scheme", "sometimes"}};
+  expect_error(dir.write("bad_scheme.json", bad_scheme.dump()),
+               {"bad_scheme.json: pre_tokenizer.prepend_scheme = \"sometimes\"", "always, first or never"});
+  json two_chars = good;
+  two_chars["decoder"] = {{"type", "Strip"}, {"content", "ab"}, {"start", 1}, {"stop", 0}};
+  expect_error(dir.write("two_chars.json", two_chars.dump()), {"two_chars.json: decoder.content", "one character"});
+  json word_piece_decoder = good;
+  word_piece_decoder["decoder"] = {{"type", "WordPiece"}, {"prefix", "##"}};
+  expect_error(dir.write("wp_decoder.json", word_piece_decoder.dump()),
+               {"wp_decoder.json: decoder.type = \"WordPiece\"", "not supported"});
   json bad_merge = good;
   bad_merge["model"]["merges"][3] = json::array({"no-such-token", "x"});
   expect_error(dir.write("bad_merge.json", bad_merge.dump()), {"bad_merge.json: model.merges[3]", "not in the vocabulary"});
