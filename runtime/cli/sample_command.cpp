@@ -117,7 +117,7 @@ int run_sample(const SampleFlags& f, const CLI::App& cmd) {
   const ModelConfig& m = w.model;
 
   std::vector<int32_t> prompt;
-  const std::optional<int32_t> end_of_text = codec.end_of_text();
+  const std::optional<int32_t> end_of_text = codec.end_of_text(), start_of_text = codec.start_of_text();
   SamplingOptions sampling = f.sampling;
   if (codec.tokenizer) sampling.vocab_limit = codec.tokenizer->vocab_size();  // ids past it have no text
   if (!f.prompt_ids.empty()) {
@@ -131,11 +131,11 @@ int run_sample(const SampleFlags& f, const CLI::App& cmd) {
     }
     codec.ids_out = f.print_ids;
     if (prompt.empty()) throw UserError("--prompt", f.prompt, "encodes to no tokens", "give a longer prompt");
-  } else if (end_of_text) {
-    prompt = {*end_of_text};  // as GPT-2 samples unconditionally: from the document separator
+  } else if (start_of_text) {
+    prompt = {*start_of_text};  // as GPT-2 samples unconditionally: from the document separator
     codec.ids_out = f.print_ids;
   } else {
-    throw UserError("--prompt", "", "no prompt (and no tokenizer with <|endoftext|> to start from)",
+    throw UserError("--prompt", "", "no prompt (and no tokenizer with a document token, <|endoftext|> or <s>, to start from)",
                     "give --prompt TEXT (bytes without --tokenizer) or --prompt-ids 1,2,3");
   }
   if (codec.tokenizer && !codec.ids_out)
@@ -164,8 +164,7 @@ int run_sample(const SampleFlags& f, const CLI::App& cmd) {
   std::fprintf(stderr, "sample: %s, %s on %s, %zu prompt tokens, up to %d new (temperature %g, top-k %d, seed %llu)\n",
                w.source.c_str(), m.name.c_str(), backend_name.c_str(), prompt.size(), f.tokens, f.sampling.temperature,
                f.sampling.top_k, (unsigned long long)f.sampling.seed);
-  std::string prompt_text;
-  for (int32_t id : prompt) prompt_text += codec.decode(id);
+  const std::string prompt_text = codec.decode_prompt(prompt);
   // Bytes as they are (a byte-level model may print NUL): fwrite, not fputs.
   auto print = [](const std::string& bytes) { std::fwrite(bytes.data(), 1, bytes.size(), stdout); };
   print(codec.ids_out ? prompt_text.substr(1) : prompt_text);
@@ -176,9 +175,10 @@ int run_sample(const SampleFlags& f, const CLI::App& cmd) {
   });
   std::fputs("\n", stdout);
   const bool stopped = request.stop && !r.tokens.empty() && r.tokens.back() == *request.stop;
+  const std::string stop_note = stopped ? "; stopped at " + codec.tokenizer->decode({*request.stop}) : "";
   std::fprintf(stderr, "sample: %zu tokens in %.2f s (%.1f tokens/s; key/value cache %.2f MiB)%s\n", r.tokens.size(),
                r.seconds, r.seconds > 0 ? double(r.tokens.size()) / r.seconds : 0.0,
-               double(r.cache_bytes) / double(1 << 20), stopped ? "; stopped at <|endoftext|>" : "");
+               double(r.cache_bytes) / double(1 << 20), stop_note.c_str());
   return 0;
 }
 

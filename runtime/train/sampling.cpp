@@ -8,21 +8,30 @@
 namespace zt {
 
 std::vector<int32_t> TextCodec::encode(const std::string& text) const {
-  if (tokenizer) return tokenizer->encode(text);
+  if (tokenizer) return tokenizer->encode(text, /*add_special_tokens=*/true);
   std::vector<int32_t> ids;
   for (unsigned char c : text) ids.push_back(c);
   return ids;
 }
 
+std::string TextCodec::decode_prompt(const std::vector<int32_t>& ids) const {
+  if (tokenizer && !ids_out) return tokenizer->decode(ids);
+  std::string text;
+  for (int32_t id : ids) text += decode(id);
+  return text;
+}
+
 std::string TextCodec::decode(int32_t id) const {
   if (ids_out) return " " + std::to_string(id);
-  if (tokenizer) return tokenizer->decode({id});
+  if (tokenizer) return tokenizer->decode_continuation({id});
   return id < 256 ? std::string(1, char(id)) : "[" + std::to_string(id) + "]";
 }
 
-std::optional<int32_t> TextCodec::end_of_text() const {
-  return tokenizer ? tokenizer->token_id("<|endoftext|>") : std::nullopt;
+std::optional<int32_t> TextCodec::start_of_text() const {
+  return tokenizer ? tokenizer->document_token() : std::nullopt;
 }
+
+std::optional<int32_t> TextCodec::end_of_text() const { return tokenizer ? tokenizer->end_of_text() : std::nullopt; }
 
 SampleResult sample_from_weights(const ModelConfig& model, Backend& backend, const std::vector<std::vector<float>>& units,
                                  const SampleRequest& request, const std::function<void(int32_t)>& each) {

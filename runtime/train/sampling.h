@@ -21,9 +21,13 @@ struct TextCodec {
   std::unique_ptr<BpeTokenizer> tokenizer;  // null: bytes are token ids (byte-level data)
   bool ids_out = false;                      // print " 17 4 9" instead of text
 
+  // A prompt's ids: with a tokenizer, with its post-processor's special tokens (Llama-2's <s> first),
+  // as a tokenizer called in transformers gives them.
   std::vector<int32_t> encode(const std::string& text) const;
-  std::string decode(int32_t id) const;  // without a tokenizer an id >= 256 prints as [id]
-  std::optional<int32_t> end_of_text() const;  // the tokenizer's <|endoftext|>
+  std::string decode_prompt(const std::vector<int32_t>& ids) const;  // as the start of a text
+  std::string decode(int32_t id) const;  // one generated id after the text before it; without a tokenizer an id >= 256 prints as [id]
+  std::optional<int32_t> start_of_text() const;  // the tokenizer's document token (<|endoftext|>, <s>, ...)
+  std::optional<int32_t> end_of_text() const;    // the tokenizer's end token (<|endoftext|>, </s>, ...)
 };
 
 struct SampleRequest {

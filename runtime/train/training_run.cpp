@@ -71,7 +71,7 @@ void check_inputs(const RunOptions& run, const TokenDataset* data, Diagnostics& 
 }
 
 // --sample-every: every rank gathers the weights (stages 1–3 hold shards), rank 0 generates from
-// the first token of the validation split (the tokenizer's <|endoftext|> when it has one) and
+// the tokenizer's document token (<|endoftext|>, <s>, ...), else the first token of the validation split, and
 // prints one line.
 // `codec` is made once for the run (the tokenizer read at start-up, on rank 0).
 void print_sample(Engine& engine, Backend& backend, const TextCodec& codec, const RunOptions& run,
@@ -83,12 +83,12 @@ void print_sample(Engine& engine, Backend& backend, const TextCodec& codec, cons
   });
   if (rank != 0 || !say) return;
   SampleRequest request;
-  const std::optional<int32_t> eot = codec.end_of_text();
-  request.prompt = {eot ? *eot : int32_t(val.tokens(0, 1).at(0))};
+  const std::optional<int32_t> start = codec.start_of_text();
+  request.prompt = {start ? *start : int32_t(val.tokens(0, 1).at(0))};
   request.tokens = run.sample_tokens;
   request.sampling =
       SamplingOptions{1.0, 0, run.seed + uint64_t(step), codec.tokenizer ? codec.tokenizer->vocab_size() : 0};
-  request.stop = eot;
+  request.stop = codec.end_of_text();
   std::string text;
   for (int32_t id : sample_from_weights(engine.model_config(), backend, units, request).tokens) text += codec.decode(id);
   const std::string line = "sample (step " + std::to_string(step) + ", from token " + std::to_string(request.prompt[0]) +
