@@ -10,6 +10,7 @@
 #include <array>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
@@ -619,16 +620,52 @@ void BpePipeline::merge_word(const std::string& word, std::vector<int32_t>& ids)
   }
   if (unknown_waiting) symbols.push_back(*unk_id);
   // The lowest-ranked pair first, the leftmost of equal ones: the order of tokenizers' merge queue.
-  while (symbols.size() > 1) {
-    size_t best = symbols.size();
-    Merge best_merge{std::numeric_limits<int32_t>::max(), 0};
-    for (size_t i = 0; i + 1 < symbols.size(); ++i) {
-      const auto merge = merges.find(pair_key(symbols[i], symbols[i + 1]));
-      if (merge != merges.end() && merge->second.rank < best_merge.rank) best = i, best_merge = merge->second;
+  // A queue of candidate pairs over a linked list of symbols keeps a long word (a Llama-2 text
+  // without a pre-tokenizer is one word) at n log n; a candidate whose pair has since changed is
+  // dropped when it comes up.
+  if (symbols.size() > 1) {
+    struct Candidate {
+      int32_t rank, merged_id;
+      uint32_t left;  // position of the pair's left symbol
+      bool operator>(const Candidate& o) const { return rank != o.rank ? rank > o.rank : left > o.left; }
+    };
+    constexpr uint32_t none = ~0u;
+    struct Link {
+      uint32_t prev, next;  // none at the ends; a symbol merged into its left neighbour has prev == next == none
+    };
+    const uint32_t n = uint32_t(symbols.size());
+    std::vector<Link> links(n);
+    for (uint32_t i = 0; i < n; ++i) links[i] = {i > 0 ? i - 1 : none, i + 1 < n ? i + 1 : none};
+    const auto gone = [&](uint32_t i) { return i > 0 && links[i].prev == none; };
+    std::vector<Candidate> heap;
+    heap.reserve(n);
+    const auto offer = [&](uint32_t left) {
+      if (left == none || links[left].next == none) return;
+      if (const auto merge = merges.find(pair_key(symbols[left], symbols[links[left].next])); merge != merges.end()) {
+        heap.push_back({merge->second.rank, merge->second.merged_id, left});
+        std::push_heap(heap.begin(), heap.end(), std::greater<>());
+      }
+    };
+    for (uint32_t i = 0; i + 1 < n; ++i) offer(i);
+    while (!heap.empty()) {
+      std::pop_heap(heap.begin(), heap.end(), std::greater<>());
+      const Candidate c = heap.back();
+      heap.pop_back();
+      const uint32_t right = links[c.left].next;
+      if (gone(c.left) || right == none) continue;
+      const auto merge = merges.find(pair_key(symbols[c.left], symbols[right]));
+      if (merge == merges.end() || merge->second.rank != c.rank || merge->second.merged_id != c.merged_id) continue;
+      symbols[c.left] = c.merged_id;
+      links[c.left].next = links[right].next;
+      if (links[right].next != none) links[links[right].next].prev = c.left;
+      links[right] = {none, none};
+      offer(links[c.left].prev);
+      offer(c.left);
     }
-    if (best == symbols.size()) break;
-    symbols[best] = best_merge.merged_id;
-    symbols.erase(symbols.begin() + std::ptrdiff_t(best + 1));
+    size_t kept = 0;
+    for (uint32_t i = 0; i < n; ++i)
+      if (!gone(i)) symbols[kept++] = symbols[i];
+    symbols.resize(kept);
   }
   ids.insert(ids.end(), symbols.begin(), symbols.end());
 }
