@@ -35,7 +35,8 @@ MAGIC_U32, VERSION_U32 = 20240801, 7
 HEADER_INTS = 256
 DOC_TOKENS = ("<|endoftext|>", "<|begin_of_text|>", "<|end_of_text|>", "<s>", "</s>")
 TEXT_SUFFIXES = (".txt", ".md", ".jsonl")
-PIECE_BYTES = 1 << 16   # a text file is encoded in pieces of about this size, cut after a line end
+PIECE_BYTES = 1 << 16   # a text file is encoded in pieces of about this size, cut at a line start (see piece_cut)
+LONGEST_PIECE = 1 << 22  # past this without such a line start, a piece is cut after any line end
 BATCH_BYTES = 1 << 22   # text handed to the tokenizer at once (encoded in parallel)
 
 
@@ -116,9 +117,27 @@ def decode(path, offset, raw):
                         "convert the file to UTF-8 (e.g. iconv -t UTF-8)")
 
 
+def piece_cut(data):
+    """Where a piece of data may end so that the pieces encode as the whole file does: after a line
+    end that follows a character other than whitespace and comes before a printable ASCII character
+    other than a space ("word\nWord"). No pre-tokenizer in use joins a token across that point (GPT-2's
+    pattern keeps a run of whitespace at the end of a text as one token, so "\n\n" and "\r\n" are
+    not cut); the next piece is encoded after a newline whose ids are then taken off, so
+    that a mark a tokenizer puts at the start of a text is not put there. 0 where there is no such point."""
+    end = len(data) - 1
+    while True:
+        at = data.rfind(b"\n", 1, end)
+        if at < 0:
+            return 0
+        if data[at - 1] not in b" \t\r\n\v\f" and 0x21 <= data[at + 1] <= 0x7E:
+            return at + 1
+        end = at
+
+
 def text_pieces(path, until_val):
-    """(text, starts_document, bytes consumed) for one text file, in pieces cut after a line end; a
-    piece ends near the validation boundary (until_val(): the input bytes still to go before it)."""
+    """(text, starts_document, bytes consumed) for one text file, in pieces cut at line starts (see
+    piece_cut); a piece ends near the validation boundary (until_val(): the input bytes still to go
+    before it)."""
     with open(path, "rb") as f:
         offset, rest, first = 0, b"", True
         while True:
@@ -129,8 +148,10 @@ def text_pieces(path, until_val):
                 if data or first:
                     yield decode(path, offset, data), first, len(data)
                 return
-            cut = data.rfind(b"\n") + 1
-            if cut == 0:  # one long line: read on until it ends
+            cut = piece_cut(data)
+            if cut == 0 and len(data) > LONGEST_PIECE:  # e.g. CRLF line ends: cut after one, as any tool
+                cut = data.rfind(b"\n") + 1             # that encodes a corpus in parts does
+            if cut == 0:  # one long line, or no line start to cut at yet: read on
                 rest = data
                 continue
             piece, rest = data[:cut], data[cut:]
@@ -237,15 +258,26 @@ def main(argv=None):
     pool = ThreadPoolExecutor(max_workers=1)
     pending = []  # at most one (future, batch), encoding
 
+    # A piece that continues a document follows a line end: it is encoded after one, and the
+    # newline's own ids are taken off, so that a tokenizer that marks the start of a text (Llama-2's
+    # Prepend("▁") normalizer, Metaspace's prefix) marks the document's start only.
+    newline_ids = tok.encode("\n", add_special_tokens=False).ids
+
     def encode(batch):
-        pending.append((pool.submit(tok.encode_batch_fast, [t for t, _, _ in batch], add_special_tokens=False), batch))
+        texts = [t if starts else "\n" + t for t, starts, _ in batch]
+        pending.append((pool.submit(tok.encode_batch_fast, texts, add_special_tokens=False), batch))
         if len(pending) > 1:
             write(*pending.pop(0))
 
     def write(future, batch):
         encs = future.result()
-        for (_, starts, split), e in zip(batch, encs):
+        for (text, starts, split), e in zip(batch, encs):
             ids = e.ids
+            if not starts:
+                if ids[:len(newline_ids)] == newline_ids:
+                    ids = ids[len(newline_ids):]
+                else:  # a merge across the line end: the piece alone
+                    ids = tok.encode(text, add_special_tokens=False).ids
             if starts:
                 ids = [doc_id] + ids
                 counts["documents"] += 1
