@@ -11,7 +11,10 @@ A safetensors export samples as its checkpoint does; a tokenizer (the BPE fixtur
 tests/model/data/bpe) turns text into ids and back. A Llama model (grouped-query attention, RoPE)
 trained the same way at 2 ranks and stage 3 continues the sentence byte for byte through its own
 decoder, from its checkpoint at 1 and 8 ranks (printed once) and from its Hugging Face export.
-Usage: sample_eval_test.py ZEROTRAIN MPIRUN TOKENIZER_JSON"""
+A Llama with a SentencePiece-style tokenizer (tests/model/data/sentencepiece_bpe, Llama-2's layout)
+samples from <s>, and its prompt's ids are tokenizers' (<s> first, bytes for characters outside the
+vocabulary), at 1 and 8 ranks.
+Usage: sample_eval_test.py ZEROTRAIN MPIRUN TOKENIZER_JSON SENTENCEPIECE_FIXTURE_DIR"""
 import json
 import os
 import shutil
@@ -22,7 +25,7 @@ import tempfile
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
 import zt_metrics  # noqa: E402 (found through the path above)
 
-ZT, MPIRUN, TOKENIZER = sys.argv[1], sys.argv[2], sys.argv[3]
+ZT, MPIRUN, TOKENIZER, SP_FIXTURES = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
 MPI = [MPIRUN, "-q", "--oversubscribe", "--bind-to", "none"] + (["--allow-run-as-root"] if os.geteuid() == 0 else [])
 ENV = dict(os.environ, OMP_NUM_THREADS="1", OMPI_MCA_mpi_yield_when_idle="1")
 ROOT = tempfile.mkdtemp(prefix="zt_sample_eval_")
@@ -153,6 +156,40 @@ def main():
     check("tokenizer_text_out", out.startswith("the quick") and len(out) > len("the quick\n"),
           "stdout %r: the prompt then decoded text" % out)
     check("tokenizer_prompt_tokens", "prompt tokens" in err and "sample: " in err, "stderr %s" % err)
+
+    # A Llama with a SentencePiece-style tokenizer (Llama-2's layout: <s> = 1, </s> = 2, <0xNN> byte
+    # tokens): --sample-every starts from <s>; a prompt gets <s> first and spells characters outside
+    # the vocabulary in bytes, as tokenizers gives the ids; at 8 ranks the same, printed once.
+    sp = os.path.join(ROOT, "llama2_legacy.json")
+    sp_expected = json.load(open(os.path.join(SP_FIXTURES, "expected.json"), encoding="utf-8"))
+    legacy = next(v for v in sp_expected["variants"] if v["name"] == "llama2_legacy")
+    sp_tokenizer = json.load(open(os.path.join(SP_FIXTURES, "tokenizer.json"), encoding="utf-8"))
+    for key in ("normalizer", "pre_tokenizer", "decoder", "post_processor", "added_tokens"):
+        sp_tokenizer[key] = legacy[key]
+    json.dump(sp_tokenizer, open(sp, "w", encoding="utf-8"))
+    ckpt_sp = os.path.join(ROOT, "ckpt_sp")
+    out, _ = run(MPI + ["-np", "2", ZT, "--config", config(3)] + LLAMA[:2] +
+                 ["--vocab", "1024", "--seq-len", "32", "--data", data, "--steps", "3", "--eval-every", "0",
+                  "--eval-batches", "1", "--sample-every", "3", "--sample-tokens", "6", "--tokenizer", sp, "--save", ckpt_sp,
+                  "--threads", "1"], name="train_sp")
+    samples = [l for l in out.splitlines() if l.startswith("sample (step")]
+    check("sp_sample_every", len(samples) == 1 and samples[0].startswith("sample (step 3, from token 1)"),
+          "want one sample line from <s> (id 1):\n%s" % out)
+    at = sp_expected["texts"].index("emoji \U0001F600\U0001F680 and \U0001F44D\U0001F3FD skin tone")
+    want_ids = legacy["ids_with_special_tokens"][at]
+    greedy_ids = ["sample", "--checkpoint", ckpt_sp, "--tokenizer", sp, "--prompt", sp_expected["texts"][at],
+                  "--tokens", "3", "--temperature", "0", "--print-ids"]
+    out1, _ = run([ZT] + greedy_ids, name="sp_prompt_ids")
+    got_ids = [int(x) for x in out1.split()]
+    check("sp_prompt_ids", got_ids[:len(want_ids)] == want_ids and len(got_ids) == len(want_ids) + 3,
+          "prompt ids %s, tokenizers' %s (then 3 new)" % (got_ids, want_ids))
+    out8, err8 = run(MPI + ["-np", "8", ZT] + greedy_ids, name="sp_prompt_ids_np8")
+    check("sp_prompt_ids_np8", out8 == out1 and err8.count("sample: ") == 2,
+          "at 8 ranks %r (want %r once) and stderr:\n%s" % (out8, out1, err8))
+    text_out, _ = run([ZT, "sample", "--checkpoint", ckpt_sp, "--tokenizer", sp, "--prompt", "caf\u00e9 na\u00efve",
+                       "--tokens", "3", "--seed", "1"], name="sp_prompt_text")
+    check("sp_prompt_text", text_out.startswith("<s> caf\u00e9 na\u00efve"),
+          "stdout %r: <s> then the prompt as tokenizers decodes it" % text_out)
 
     # Bad input: exit 2, the file or flag named, nothing on stdout.
     bad_tok = os.path.join(ROOT, "tokenizer.json")
