@@ -895,6 +895,19 @@ SplitStep read_digits(const json& step, const Origin& origin, const std::string&
   return split;
 }
 
+// A part of the file (normalizer, pre_tokenizer, decoder, post_processor) is one step or a Sequence
+// of them under list_key: read_step(step, where its keys are, whether it is the last) for each.
+void for_each_step(const json& part, const std::string& name, const char* list_key, const Origin& origin,
+                   const std::function<void(const json&, const std::string&, bool)>& read_step) {
+  if (string_member(part, "type", origin, name + ".") != "Sequence") return read_step(part, name + ".", true);
+  const json* list = member(part, list_key);
+  const std::string where = name + "." + list_key;
+  if (!list || !list->is_array())
+    origin.fail(where, list ? value_text(*list) : "", "a Sequence needs a list of steps", "fix the file");
+  for (size_t i = 0; i < list->size(); ++i)
+    read_step((*list)[i], where + "[" + std::to_string(i) + "].", i + 1 == list->size());
+}
+
 // None; ByteLevel; Metaspace; or a Sequence of Split or Digits steps, the last of which may be
 // ByteLevel or Metaspace instead.
 void read_pre_tokenizer(const json& file, BpePipeline& tokenizer, const Origin& origin) {
@@ -903,7 +916,7 @@ void read_pre_tokenizer(const json& file, BpePipeline& tokenizer, const Origin& 
       "ByteLevel or Metaspace";
   const json* pre_tokenizer = member(file, "pre_tokenizer");
   if (!pre_tokenizer) return;  // the normalized text is one word (Llama-2's legacy files)
-  const auto read_step = [&](const json& step, const std::string& where, bool last) {
+  for_each_step(*pre_tokenizer, "pre_tokenizer", "pretokenizers", origin, [&](const json& step, const std::string& where, bool last) {
     const std::string type = string_member(step, "type", origin, where);
     if (type == "Split") {
       tokenizer.splits.push_back(read_split(step, origin, where));
@@ -918,21 +931,14 @@ void read_pre_tokenizer(const json& file, BpePipeline& tokenizer, const Origin& 
     } else {
       origin.fail(where + "type", "\"" + type + "\"", "not supported: " + supported);
     }
-  };
-  const std::string type = string_member(*pre_tokenizer, "type", origin, "pre_tokenizer.");
-  if (type != "Sequence") return read_step(*pre_tokenizer, "pre_tokenizer.", true);
-  const json* steps = member(*pre_tokenizer, "pretokenizers");
-  if (!steps || !steps->is_array())
-    origin.fail("pre_tokenizer.pretokenizers", steps ? value_text(*steps) : "", "needs a list of steps: " + supported);
-  for (size_t i = 0; i < steps->size(); ++i)
-    read_step((*steps)[i], "pre_tokenizer.pretokenizers[" + std::to_string(i) + "].", i + 1 == steps->size());
+  });
 }
 
 // None, Prepend, Replace, or a Sequence of them: what Llama-2's and Mistral's files use.
 void read_normalizer(const json& file, BpePipeline& tokenizer, const Origin& origin) {
   const json* normalizer = member(file, "normalizer");
   if (!normalizer) return;
-  const auto read_step = [&](const json& step, const std::string& where) {
+  for_each_step(*normalizer, "normalizer", "normalizers", origin, [&](const json& step, const std::string& where, bool) {
     const std::string type = string_member(step, "type", origin, where);
     NormalizerStep read;
     if (type == "Prepend") {
@@ -947,13 +953,7 @@ void read_normalizer(const json& file, BpePipeline& tokenizer, const Origin& ori
                   "Llama-2's and Mistral's files use them)");
     }
     tokenizer.normalizers.push_back(std::move(read));
-  };
-  if (string_member(*normalizer, "type", origin, "normalizer.") != "Sequence") return read_step(*normalizer, "normalizer.");
-  const json* steps = member(*normalizer, "normalizers");
-  if (!steps || !steps->is_array())
-    origin.fail("normalizer.normalizers", steps ? value_text(*steps) : "", "needs a list of normalizers", "fix the file");
-  for (size_t i = 0; i < steps->size(); ++i)
-    read_step((*steps)[i], "normalizer.normalizers[" + std::to_string(i) + "].");
+  });
 }
 
 // ByteLevel, Replace, ByteFallback, Fuse, Strip, Metaspace, or a Sequence of them; none: tokens
@@ -962,7 +962,7 @@ void read_decoder(const json& file, BpePipeline& tokenizer, const Origin& origin
   const json* decoder = member(file, "decoder");
   if (!decoder) return;
   std::vector<DecoderStep>& steps = tokenizer.decoders.emplace();
-  const auto read_step = [&](const json& step, const std::string& where) {
+  for_each_step(*decoder, "decoder", "decoders", origin, [&](const json& step, const std::string& where, bool) {
     const std::string type = string_member(step, "type", origin, where);
     DecoderStep read;
     if (type == "ByteLevel") {
@@ -990,12 +990,7 @@ void read_decoder(const json& file, BpePipeline& tokenizer, const Origin& origin
                   "alone or in a Sequence");
     }
     steps.push_back(std::move(read));
-  };
-  if (string_member(*decoder, "type", origin, "decoder.") != "Sequence") return read_step(*decoder, "decoder.");
-  const json* list = member(*decoder, "decoders");
-  if (!list || !list->is_array())
-    origin.fail("decoder.decoders", list ? value_text(*list) : "", "needs a list of decoders", "fix the file");
-  for (size_t i = 0; i < list->size(); ++i) read_step((*list)[i], "decoder.decoders[" + std::to_string(i) + "].");
+  });
 }
 
 // The special tokens the post-processor adds to one text: TemplateProcessing's "single" (alone or in
@@ -1038,13 +1033,8 @@ void read_post_processor(const json& file, BpePipeline& tokenizer, const Origin&
       tokenizer.single_template.push_back(std::move(part));
     }
   };
-  if (string_member(*processor, "type", origin, "post_processor.") != "Sequence")
-    return read_step(*processor, "post_processor.");
-  const json* list = member(*processor, "processors");
-  if (!list || !list->is_array())
-    origin.fail("post_processor.processors", list ? value_text(*list) : "", "needs a list of processors", "fix the file");
-  for (size_t i = 0; i < list->size(); ++i)
-    read_step((*list)[i], "post_processor.processors[" + std::to_string(i) + "].");
+  for_each_step(*processor, "post_processor", "processors", origin,
+                [&](const json& step, const std::string& where, bool) { read_step(step, where); });
 }
 
 void read_bpe_model(const json& model, BpePipeline& tokenizer, const Origin& origin) {
