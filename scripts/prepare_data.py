@@ -117,40 +117,65 @@ def decode(path, offset, raw):
                         "convert the file to UTF-8 (e.g. iconv -t UTF-8)")
 
 
-def piece_cut(data):
-    """Where a piece of data may end so that the pieces encode as the whole file does: after a line
-    end that follows a character other than whitespace and comes before a printable ASCII character
-    other than a space ("word\nWord"). No pre-tokenizer in use joins a token across that point (GPT-2's
-    pattern keeps a run of whitespace at the end of a text as one token, so "\n\n" and "\r\n" are
-    not cut); the next piece is encoded after a newline whose ids are then taken off, so
-    that a mark a tokenizer puts at the start of a text is not put there. 0 where there is no such point."""
+def is_space_or_cut(char_bytes):
+    """True unless char_bytes is one whole UTF-8 character that is not whitespace."""
+    try:
+        char = char_bytes.decode("utf-8")
+    except UnicodeDecodeError:
+        return True
+    return len(char) != 1 or char.isspace()
+
+
+def piece_cut(data, start, glued):
+    """Where a piece of data may end, at or after start, so that the pieces encode as the whole file
+    does: after a line end between two characters that are not whitespace (Unicode's, "word\\nWord").
+    A run of whitespace at the end of a text is one token under GPT-2's pattern where the whole file
+    splits it ("\\n\\n", "\\r\\n", "\\n  "), so no run is cut; nor is a line that starts with an added
+    token that takes the whitespace before it (lstrip) or ends with one that takes the whitespace
+    after it (rstrip): glued = (those contents, these contents), as bytes. The next piece is encoded
+    after a newline whose ids are then taken off, so that a mark a tokenizer puts at the start of a
+    text (Llama-2's "\u2581") is not put there. 0 where data has no such point."""
+    lstrip, rstrip = glued
     end = len(data) - 1
     while True:
-        at = data.rfind(b"\n", 1, end)
+        at = data.rfind(b"\n", max(1, start), end)
         if at < 0:
             return 0
-        if data[at - 1] not in b" \t\r\n\v\f" and 0x21 <= data[at + 1] <= 0x7E:
-            return at + 1
         end = at
+        before, after = at - 1, at + 2  # data[before:at] and data[at + 1:after]: whole characters
+        while before > 0 and 0x80 <= data[before] < 0xC0 and at - before < 4:
+            before -= 1
+        while after < len(data) and 0x80 <= data[after] < 0xC0 and after - at <= 4:
+            after += 1
+        if is_space_or_cut(data[before:at]) or is_space_or_cut(data[at + 1:after]):
+            continue
+        if any(t.startswith(data[at + 1:at + 1 + len(t)]) for t in lstrip) or any(data.endswith(t, 0, at) for t in rstrip):
+            continue  # (a token cut short by the end of data may be one)
+        return at + 1
 
 
-def text_pieces(path, until_val):
-    """(text, starts_document, bytes consumed) for one text file, in pieces cut at line starts (see
-    piece_cut); a piece ends near the validation boundary (until_val(): the input bytes still to go
-    before it)."""
+def text_pieces(path, until_val, glued):
+    """(text, starts_document, bytes consumed) for one text file, in pieces cut where piece_cut
+    allows, or after any line end once LONGEST_PIECE bytes have no such point. The validation
+    boundary (until_val(): the input bytes still to go before it) ends a piece at the first line end
+    from it, allowed or not: the two splits are separate token streams."""
     with open(path, "rb") as f:
         offset, rest, first = 0, b"", True
         while True:
-            left = until_val()
-            block = f.read(PIECE_BYTES if left <= 0 else max(1, min(PIECE_BYTES, int(left) - len(rest))))
+            to_val = int(until_val())
+            want = to_val - len(rest)
+            block = f.read(min(PIECE_BYTES, want) if want > 0 else PIECE_BYTES)
             data = rest + block
             if not block:
                 if data or first:
                     yield decode(path, offset, data), first, len(data)
                 return
-            cut = piece_cut(data)
-            if cut == 0 and len(data) > LONGEST_PIECE:  # e.g. CRLF line ends: cut after one, as any tool
-                cut = data.rfind(b"\n") + 1             # that encodes a corpus in parts does
+            if 0 < to_val < len(data):  # data reaches past the validation boundary
+                cut = data.find(b"\n", to_val - 1) + 1
+            else:
+                cut = piece_cut(data, len(rest) - 8, glued)  # rest had none, save near its end
+                if cut == 0 and len(data) > LONGEST_PIECE:  # e.g. CRLF line ends: cut after one, as
+                    cut = data.rfind(b"\n") + 1             # any tool that encodes a corpus in parts
             if cut == 0:  # one long line, or no line start to cut at yet: read on
                 rest = data
                 continue
@@ -262,6 +287,8 @@ def main(argv=None):
     # newline's own ids are taken off, so that a tokenizer that marks the start of a text (Llama-2's
     # Prepend("▁") normalizer, Metaspace's prefix) marks the document's start only.
     newline_ids = tok.encode("\n", add_special_tokens=False).ids
+    added = tok.get_added_tokens_decoder().values()
+    glued = (tuple(t.content.encode() for t in added if t.lstrip), tuple(t.content.encode() for t in added if t.rstrip))
 
     def encode(batch):
         texts = [t if starts else "\n" + t for t, starts, _ in batch]
@@ -276,8 +303,8 @@ def main(argv=None):
             if not starts:
                 if ids[:len(newline_ids)] == newline_ids:
                     ids = ids[len(newline_ids):]
-                else:  # a merge across the line end: the piece alone
-                    ids = tok.encode(text, add_special_tokens=False).ids
+                else:  # a vocabulary where "\n" merges with what follows: the piece alone (this cut's
+                    ids = tok.encode(text, add_special_tokens=False).ids  # tokens may differ from the whole file's)
             if starts:
                 ids = [doc_id] + ids
                 counts["documents"] += 1
@@ -289,7 +316,7 @@ def main(argv=None):
 
     for path in files:
         pieces = (jsonl_pieces(path, a.text_field) if path.endswith(".jsonl")
-                  else text_pieces(path, lambda: val_bytes - consumed))
+                  else text_pieces(path, lambda: val_bytes - consumed, glued))
         for text, starts, n in pieces:
             split = "val" if consumed < val_bytes else "train"
             consumed += n

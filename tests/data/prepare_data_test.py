@@ -2,7 +2,8 @@
 """scripts/prepare_data.py end to end on tokenizers trained here with the tokenizers trainer (nothing
 is fetched): a text file, a folder of text files and a JSONL file become llm.c shards whose headers,
 sizes and manifest agree, whose tokens decode back to every input document in order, and whose
-documents each start with the end-of-text token; a vocabulary above 65,536 gives uint32 shards
+documents each start with the end-of-text token; a file many pieces long gives the tokens of one
+whole-file encoding, for a byte-level and a Llama-2 style tokenizer; a vocabulary above 65,536 gives uint32 shards
 (magic 20240801 version 7); a tokenizer that does not parse and a missing input are one error line
 naming the file, exit 2.
 
@@ -16,9 +17,10 @@ import sys
 import tempfile
 
 import numpy as np
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, trainers
 
 SCRIPT = sys.argv[1]
+SP_FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "model", "data", "sentencepiece_bpe")
 failures = []
 
 
@@ -157,6 +159,38 @@ with tempfile.TemporaryDirectory() as work:
         eot = tok.token_to_id("<|endoftext|>")
         check(t.tolist() == [eot] + tok.encode(docs[0], add_special_tokens=False).ids,
               "vocab.json + merges.txt tokens differ from tokenizer.json's")
+
+    # A file many pieces long encodes as one whole-file encoding does, whatever its lines start and
+    # end with: indents, runs of blank lines, CRLF, non-ASCII, an added token that takes the
+    # whitespace before (lstrip) or after (rstrip) it; for the byte-level tokenizer and a Llama-2
+    # style one (the SentencePiece-style fixture: its U+2581 start mark only at the document's start).
+    lines = words_text(rng, 60000).split("\n")
+    heads, tails = ["", "", "", "  ", "\t", "\u65e5\u672c ", "\u00a0", "<mask>", "\u2014"], ["", "", "", " ", "<mask>", "\r", "\u3002"]
+    mixed = "\n".join(rng.choice(heads) + l + rng.choice(tails) for l in lines)
+    open(os.path.join(work, "mixed.txt"), "w", encoding="utf-8", newline="").write(mixed)
+    tok.add_special_tokens([AddedToken("<mask>", lstrip=True, rstrip=True)])
+    tok.save(os.path.join(work, "masked.json"))
+    legacy = json.load(open(os.path.join(SP_FIXTURES, "expected.json"), encoding="utf-8"))["variants"]
+    legacy = next(v for v in legacy if v["name"] == "llama2_legacy")
+    sp = json.load(open(os.path.join(SP_FIXTURES, "tokenizer.json"), encoding="utf-8"))
+    for key in ("normalizer", "pre_tokenizer", "decoder", "post_processor", "added_tokens"):
+        sp[key] = legacy[key]
+    sp["added_tokens"].append({"id": sp["model"]["vocab"]["<0xFF>"] + 1000, "content": "<mask>", "single_word": False,
+                               "lstrip": True, "rstrip": True, "normalized": False, "special": True})
+    json.dump(sp, open(os.path.join(work, "llama2.json"), "w", encoding="utf-8"))
+    check(len(mixed.encode()) > 5 * 65536, f"the mixed text is {len(mixed.encode())} bytes: too few pieces")
+    for name, doc_token in (("masked.json", "<|endoftext|>"), ("llama2.json", "<s>")):
+        whole = Tokenizer.from_file(os.path.join(work, name))
+        out4 = os.path.join(work, "out_" + name)
+        r = run(["--tokenizer", os.path.join(work, name), "--text", os.path.join(work, "mixed.txt"), "--out", out4,
+                 "--val-fraction", "0", "--shard-tokens", str(10**8)])
+        check(r.returncode == 0, f"{name}: {r.stderr}")
+        if r.returncode == 0:
+            _, t = read_shard(os.path.join(out4, "data_train_000000.bin"))
+            want = [whole.token_to_id(doc_token)] + whole.encode(mixed, add_special_tokens=False).ids
+            first = next((i for i, (a, b) in enumerate(zip(t.tolist(), want)) if a != b), min(len(t), len(want)))
+            check(t.tolist() == want, f"{name}: the pieces' {len(t)} tokens differ from the whole file's {len(want)} "
+                                      f"from token {first}: {t[first:first + 4].tolist()} against {want[first:first + 4]}")
 
     # Above 65,536 entries: uint32 shards, ids above 65,535 kept.
     wide = train_tokenizer(os.path.join(work, "wide.json"), corpus, 600, extra_tokens=66000)
