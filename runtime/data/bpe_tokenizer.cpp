@@ -46,8 +46,9 @@ constexpr const char* kSupportedFix =
 
 // What a decoder gives back for a list of tokens: tokenizers joins the tokens with a space when the
 // file has no decoder. decode_continuation puts this token first and takes its bytes off again, so
-// that rules for the start of a text (Strip, Metaspace's first token) do not apply; no decoder step
-// of a tokenizer.json changes it.
+// that rules for the start of a text (Strip, Metaspace's first token) do not apply. The supported
+// decoders leave it as it is unless a Replace or Strip step names \x01 itself; then the ids are
+// decoded as the start of a text.
 constexpr char kContinuationMark[] = "\x01";
 
 // ---- GPT-2's byte alphabet ----

@@ -43,7 +43,8 @@ class BpeTokenizer {
 
   // The text of ids as tokenizers' decode(ids, skip_special_tokens=False) gives it, as the exact
   // bytes: where a byte-level token or a run of <0xNN> tokens holds part of a UTF-8 character, the
-  // bytes are returned as they are (tokenizers puts U+FFFD in their place). Throws std::out_of_range
+  // bytes are returned as they are (tokenizers puts U+FFFD in their place, for every byte of a run
+  // of <0xNN> tokens that is not valid UTF-8). Throws std::out_of_range
   // naming an id that is not in the vocabulary.
   std::string decode(const std::vector<int32_t>& ids) const;
 
