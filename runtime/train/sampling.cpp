@@ -22,9 +22,10 @@ std::string TextCodec::decode_prompt(const std::vector<int32_t>& ids) const {
 }
 
 std::string TextCodec::decode(int32_t id) const {
-  if (ids_out) return " " + std::to_string(id);
+  // Appended, not " " + std::to_string(id): GCC 12 warns (-Wrestrict) falsely on that form.
+  if (ids_out) return std::string(" ").append(std::to_string(id));
   if (tokenizer) return tokenizer->decode_continuation({id});
-  return id < 256 ? std::string(1, char(id)) : "[" + std::to_string(id) + "]";
+  return id < 256 ? std::string(1, char(id)) : std::string("[").append(std::to_string(id)).append("]");
 }
 
 std::optional<int32_t> TextCodec::start_of_text() const {
