@@ -53,7 +53,7 @@ int main(int argc, char** argv) {
       write_file(argv[4], text.data(), text.size());
     }
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    std::printf("%s: %zu ids in %.3f s\n", argv[1], count, seconds);
+    std::printf("%s: %zu ids in %.6f s\n", argv[1], count, seconds);
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "tokenize_text: %s\n", e.what());
