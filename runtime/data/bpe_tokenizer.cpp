@@ -265,6 +265,13 @@ struct TokenizerFiles {
 constexpr const char* kWhereFix =
     "give the path of a tokenizer.json, of GPT-2's vocab.json (merges.txt beside it), or of a folder holding either";
 
+// A SentencePiece model file (Llama-2's tokenizer.model, a protobuf) is not read: its
+// tokenizer.json, which transformers writes from it, is.
+constexpr const char* kSentencePieceModel =
+    "a SentencePiece tokenizer.model is not read (only its tokenizer.json form, which holds the same tokenizer)";
+constexpr const char* kSentencePieceFix =
+    "write the tokenizer.json beside it with transformers: AutoTokenizer.from_pretrained(FOLDER).save_pretrained(FOLDER)";
+
 TokenizerFiles locate_files(const std::string& path) {
   std::error_code error;
   const fs::file_status status = fs::status(path, error);
@@ -282,8 +289,10 @@ TokenizerFiles locate_files(const std::string& path) {
     if (fs::is_regular_file(given / "tokenizer.json")) return {(given / "tokenizer.json").string(), "", ""};
     if (fs::exists(given / "vocab.json") || fs::exists(given / "merges.txt"))
       return pair_of(given / "vocab.json", given / "merges.txt");
+    if (fs::exists(given / "tokenizer.model")) throw UserError((given / "tokenizer.model").string(), "", kSentencePieceModel, kSentencePieceFix);
     throw UserError(path, "", "the folder holds neither tokenizer.json nor vocab.json + merges.txt", kWhereFix);
   }
+  if (given.extension() == ".model") throw UserError(path, "", kSentencePieceModel, kSentencePieceFix);
   const std::string file_name = given.filename().string();
   const std::string vocab_suffix = "vocab.json", merges_suffix = "merges.txt";
   const auto ends_with = [&](const std::string& suffix) {

@@ -309,6 +309,10 @@ TEST(BpeTokenizer, BadFilesAreOneErrorNamingTheFile) {
   expect_error((dir.path / "missing.json").string(), {"missing.json", "no such file"});
   fs::create_directories(dir.path / "empty");
   expect_error((dir.path / "empty").string(), {"empty", "neither tokenizer.json nor vocab.json"});
+  fs::create_directories(dir.path / "llama2");  // a folder with Llama-2's SentencePiece model only
+  dir.write("llama2/tokenizer.model", "\x0a\x05<unk>");
+  expect_error((dir.path / "llama2").string(), {"llama2/tokenizer.model", "SentencePiece", "save_pretrained"});
+  expect_error((dir.path / "llama2" / "tokenizer.model").string(), {"llama2/tokenizer.model", "only its tokenizer.json"});
   fs::create_directories(dir.path / "half");
   fs::copy_file(kFixtures + "/vocab.json", dir.path / "half" / "vocab.json");
   expect_error((dir.path / "half" / "vocab.json").string(), {"half/merges.txt", "go together"});
