@@ -91,8 +91,9 @@ void print_sample(Engine& engine, Backend& backend, const TextCodec& codec, cons
   request.stop = codec.end_of_text();
   std::string text;
   for (int32_t id : sample_from_weights(engine.model_config(), backend, units, request).tokens) text += codec.decode(id);
+  // Ids, and text that starts with its own space (GPT-2's " the", Llama-2's "▁the"), take no second one.
   const std::string line = "sample (step " + std::to_string(step) + ", from token " + std::to_string(request.prompt[0]) +
-                           "):" + (codec.ids_out ? "" : " ") + text + "\n";
+                           "):" + (codec.ids_out || text.starts_with(' ') ? "" : " ") + text + "\n";
   std::fwrite(line.data(), 1, line.size(), say);  // the decoded bytes as they are (a NUL included)
 }
 
