@@ -21,9 +21,11 @@ import time
 import numpy as np
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "data"))
+import sentencepiece_variant  # noqa: E402 (found through the path above)
+
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 CACHE = os.environ.get("ZT_REAL_MODELS", os.path.join(os.path.expanduser("~"), ".cache", "zerotrain"))
-SP = os.path.join(ROOT, "tests", "model", "data", "sentencepiece_bpe")
 
 
 def reference(path):
@@ -36,13 +38,9 @@ def reference(path):
 
 
 def llama2_style(work):
-    variant = next(v for v in json.load(open(os.path.join(SP, "expected.json"), encoding="utf-8"))["variants"]
-                   if v["name"] == "llama2_legacy")
-    tokenizer = json.load(open(os.path.join(SP, "tokenizer.json"), encoding="utf-8"))
-    for key in ("normalizer", "pre_tokenizer", "decoder", "post_processor", "added_tokens"):
-        tokenizer[key] = variant[key]
     path = os.path.join(work, "llama2_legacy.json")
-    json.dump(tokenizer, open(path, "w", encoding="utf-8"))
+    json.dump(sentencepiece_variant.variant_tokenizer(sentencepiece_variant.variant_named("llama2_legacy")),
+              open(path, "w", encoding="utf-8"))
     return path
 
 

@@ -14,7 +14,7 @@ decoder, from its checkpoint at 1 and 8 ranks (printed once) and from its Huggin
 A Llama with a SentencePiece-style tokenizer (tests/model/data/sentencepiece_bpe, Llama-2's layout)
 samples from <s>, and its prompt's ids are tokenizers' (<s> first, bytes for characters outside the
 vocabulary), at 1 and 8 ranks.
-Usage: sample_eval_test.py ZEROTRAIN MPIRUN TOKENIZER_JSON SENTENCEPIECE_FIXTURE_DIR"""
+Usage: sample_eval_test.py ZEROTRAIN MPIRUN TOKENIZER_JSON"""
 import json
 import os
 import shutil
@@ -24,8 +24,10 @@ import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
 import zt_metrics  # noqa: E402 (found through the path above)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data"))
+import sentencepiece_variant  # noqa: E402 (found through the path above)
 
-ZT, MPIRUN, TOKENIZER, SP_FIXTURES = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+ZT, MPIRUN, TOKENIZER = sys.argv[1], sys.argv[2], sys.argv[3]
 MPI = [MPIRUN, "-q", "--oversubscribe", "--bind-to", "none"] + (["--allow-run-as-root"] if os.geteuid() == 0 else [])
 ENV = dict(os.environ, OMP_NUM_THREADS="1", OMPI_MCA_mpi_yield_when_idle="1")
 ROOT = tempfile.mkdtemp(prefix="zt_sample_eval_")
@@ -161,12 +163,9 @@ def main():
     # tokens): --sample-every starts from <s>; a prompt gets <s> first and spells characters outside
     # the vocabulary in bytes, as tokenizers gives the ids; at 8 ranks the same, printed once.
     sp = os.path.join(ROOT, "llama2_legacy.json")
-    sp_expected = json.load(open(os.path.join(SP_FIXTURES, "expected.json"), encoding="utf-8"))
-    legacy = next(v for v in sp_expected["variants"] if v["name"] == "llama2_legacy")
-    sp_tokenizer = json.load(open(os.path.join(SP_FIXTURES, "tokenizer.json"), encoding="utf-8"))
-    for key in ("normalizer", "pre_tokenizer", "decoder", "post_processor", "added_tokens"):
-        sp_tokenizer[key] = legacy[key]
-    json.dump(sp_tokenizer, open(sp, "w", encoding="utf-8"))
+    sp_expected = sentencepiece_variant.expected()
+    legacy = sentencepiece_variant.variant_named("llama2_legacy", sp_expected)
+    json.dump(sentencepiece_variant.variant_tokenizer(legacy), open(sp, "w", encoding="utf-8"))
     ckpt_sp = os.path.join(ROOT, "ckpt_sp")
     out, _ = run(MPI + ["-np", "2", ZT, "--config", config(3)] + LLAMA[:2] +
                  ["--vocab", "1024", "--seq-len", "32", "--data", data, "--steps", "3", "--eval-every", "0",

@@ -20,7 +20,8 @@ import numpy as np
 from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, trainers
 
 SCRIPT = sys.argv[1]
-SP_FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "model", "data", "sentencepiece_bpe")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import sentencepiece_variant  # noqa: E402 (beside this file)
 failures = []
 
 
@@ -170,11 +171,7 @@ with tempfile.TemporaryDirectory() as work:
     open(os.path.join(work, "mixed.txt"), "w", encoding="utf-8", newline="").write(mixed)
     tok.add_special_tokens([AddedToken("<mask>", lstrip=True, rstrip=True)])
     tok.save(os.path.join(work, "masked.json"))
-    legacy = json.load(open(os.path.join(SP_FIXTURES, "expected.json"), encoding="utf-8"))["variants"]
-    legacy = next(v for v in legacy if v["name"] == "llama2_legacy")
-    sp = json.load(open(os.path.join(SP_FIXTURES, "tokenizer.json"), encoding="utf-8"))
-    for key in ("normalizer", "pre_tokenizer", "decoder", "post_processor", "added_tokens"):
-        sp[key] = legacy[key]
+    sp = sentencepiece_variant.variant_tokenizer(sentencepiece_variant.variant_named("llama2_legacy"))
     sp["added_tokens"].append({"id": sp["model"]["vocab"]["<0xFF>"] + 1000, "content": "<mask>", "single_word": False,
                                "lstrip": True, "rstrip": True, "normalized": False, "special": True})
     json.dump(sp, open(os.path.join(work, "llama2.json"), "w", encoding="utf-8"))

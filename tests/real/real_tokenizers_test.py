@@ -22,7 +22,10 @@ import sys
 import tempfile
 
 import numpy as np
-from tokenizers import Tokenizer, models, pre_tokenizers
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data"))
+import sentencepiece_variant  # noqa: E402 (found through the path above)
 
 TOOL = sys.argv[1]
 ROOT_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
@@ -30,7 +33,6 @@ CACHE = os.environ.get("ZT_REAL_MODELS", os.path.join(os.path.expanduser("~"), "
 GPT2 = os.path.join(CACHE, "gpt2-tokenizer")
 SMOLLM2 = os.path.join(CACHE, "smollm2-135m")
 TEXT = os.path.join(CACHE, "text")
-SP_FIXTURES = os.path.join(ROOT_DIR, "tests", "model", "data", "sentencepiece_bpe")
 SKIP = 77
 WORK = tempfile.mkdtemp(prefix="zt_real_tokenizers_")
 FAILURES = []
@@ -69,7 +71,6 @@ def reference(tokenizer):
     if os.path.isdir(tokenizer):
         tok = Tokenizer(models.BPE.from_file(os.path.join(tokenizer, "vocab.json"), os.path.join(tokenizer, "merges.txt")))
         tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-        from tokenizers import decoders
         tok.decoder = decoders.ByteLevel()
         return tok
     return Tokenizer.from_file(tokenizer)
@@ -78,15 +79,10 @@ def reference(tokenizer):
 def sentencepiece_variants():
     """Each variant of the SentencePiece-style fixture as a tokenizer.json of its own (as
     tests/model/test_bpe_tokenizer.cpp builds them)."""
-    expected = json.load(open(os.path.join(SP_FIXTURES, "expected.json"), encoding="utf-8"))
     files = {}
-    for v in expected["variants"]:
-        tokenizer = json.load(open(os.path.join(SP_FIXTURES, "tokenizer.json"), encoding="utf-8"))
-        for key in ("normalizer", "pre_tokenizer", "decoder", "post_processor", "added_tokens"):
-            tokenizer[key] = v[key]
-        tokenizer["model"].update(v["model_changes"])
+    for v in sentencepiece_variant.expected()["variants"]:
         files[v["name"]] = os.path.join(WORK, v["name"] + ".json")
-        json.dump(tokenizer, open(files[v["name"]], "w", encoding="utf-8"))
+        json.dump(sentencepiece_variant.variant_tokenizer(v), open(files[v["name"]], "w", encoding="utf-8"))
     return files
 
 
