@@ -20,6 +20,7 @@ void check_failed(const CheckFailure& f) {
   const std::string msg = format_check_failure(f);
   std::fputs(msg.c_str(), stderr);
   std::fflush(stderr);
+  if (f.out_of_memory) std::_Exit(kOutOfMemoryExit);
   std::abort();
 }
 

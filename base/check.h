@@ -15,6 +15,10 @@
 
 namespace zt {
 
+// The exit code of a process that ran out of memory (an allocation failed on the device or the
+// host), so that a launcher (`zerotrain tune`) tells it from other failures by the code alone.
+inline constexpr int kOutOfMemoryExit = 4;
+
 struct CheckFailure {
   const char* library = "";  // "CUDA", "cuBLAS", "NCCL", "MPI", "io_uring"
   const char* file = "";
@@ -24,10 +28,12 @@ struct CheckFailure {
   std::string context;  // optional: the operation in progress
   std::string hint;
   int rank = -1;        // -1: unknown
+  bool out_of_memory = false;  // the library could not allocate: exit kOutOfMemoryExit, not abort
 };
 
 std::string format_check_failure(const CheckFailure& f);
-// Prints format_check_failure(f) to stderr and aborts the process.
+// Prints format_check_failure(f) to stderr and aborts the process (exits with kOutOfMemoryExit
+// when f.out_of_memory: the launcher then ends the job as for any failed rank).
 [[noreturn]] void check_failed(const CheckFailure& f);
 
 }  // namespace zt

@@ -63,6 +63,7 @@ void cuda_check_failed(cudaError_t e, const char* call, const char* file, int li
   f.call = call;
   f.error = std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e);
   f.hint = hint ? hint : cuda_hint(e);
+  f.out_of_memory = e == cudaErrorMemoryAllocation;
   check_failed(f);
 }
 
@@ -74,6 +75,7 @@ void cublas_check_failed(cublasStatus_t s, const char* call, const char* file, i
   f.call = call;
   f.error = std::string(cublas_name(s)) + " (" + std::to_string(int(s)) + ")";
   f.hint = hint ? hint : cublas_hint(s);
+  f.out_of_memory = s == CUBLAS_STATUS_ALLOC_FAILED;
   check_failed(f);
 }
 

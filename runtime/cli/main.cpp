@@ -6,8 +6,10 @@
 #include <cstdlib>
 #include <string>
 #include <exception>
+#include <new>
 #include <stdexcept>
 
+#include "base/check.h"
 #include "base/simd.h"
 #include "build_info.h"
 #include "collectives/bootstrap.h"
@@ -38,6 +40,7 @@ int main(int argc, char** argv) {
   zt::register_checkpoint_command(app, exit_code);
   zt::register_sample_command(app, exit_code);
   zt::register_eval_command(app, exit_code);
+  zt::register_tune_command(app, exit_code);
   // ZT_SIMD is read by every command that computes or checksums (base/simd.h), first inside the
   // kernels' parallel loops, where a refusal could not be reported: a value this CPU cannot honour
   // is refused here, once for the job, before anything runs.
@@ -74,6 +77,10 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s%s: %zu error(s); stopped before %s.\n", who.c_str(), what.c_str(),
                  e.diagnostics().error_count(), subcommands.empty() ? "training" : "doing anything");
     return zt::kUserErrorExit;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "%szerotrain: out of memory: an allocation failed; lower the micro batch, use a higher ZeRO stage "
+                 "or offload\n", rank_prefix().c_str());
+    return zt::kOutOfMemoryExit;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%szerotrain: fatal: %s\n", rank_prefix().c_str(), e.what());
     return 1;

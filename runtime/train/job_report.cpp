@@ -2,9 +2,11 @@
 #include "runtime/train/job_report.h"
 
 #include <map>
+#include <new>
 #include <sstream>
 #include <utility>
 
+#include "base/check.h"
 #include "collectives/rank_list.h"
 #include "runtime/common/diagnostics.h"
 #include "runtime/config/report.h"
@@ -62,6 +64,10 @@ FailureText describe_failure(const std::exception_ptr& failure, const std::strin
     return {format_report(e.diagnostics()) + "zerotrain: " + std::to_string(e.diagnostics().error_count()) +
                 " error(s); " + stopped + ".\n",
             kUserErrorExit};
+  } catch (const std::bad_alloc&) {
+    return {"zerotrain: out of memory: an allocation failed; lower train_micro_batch_size_per_gpu, use a higher ZeRO "
+            "stage or offload (`zerotrain check` plans the memory; `zerotrain tune` finds what fits)\n",
+            kOutOfMemoryExit};
   } catch (const std::exception& e) {
     return {std::string("zerotrain: fatal: ") + e.what() + "\n", 1};
   } catch (...) {
