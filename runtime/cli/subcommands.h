@@ -24,5 +24,6 @@ void register_prepare_command(CLI::App& app, int& exit_code);     // prepare_com
 void register_sample_command(CLI::App& app, int& exit_code);      // sample_command.cpp: generate from weights
 void register_export_command(CLI::App& app, int& exit_code);      // checkpoint_commands.cpp: whole weights
 void register_checkpoint_command(CLI::App& app, int& exit_code);  // checkpoint_commands.cpp: checkpoint info
+void register_tune_command(CLI::App& app, int& exit_code);        // tune_command.cpp: the autotuner
 
 }  // namespace zt

@@ -43,8 +43,9 @@ const std::vector<DsKey> kTable = {
     // Top level: features that leave the result alone.
     {"", "hybrid_engine", C::NotBuilt, O::EnabledFalse, V::Object,
      "the hybrid engine that switches a model between training and fast generation (RLHF)"},
-    {"", "autotuning", C::NotBuilt, O::EnabledFalse, V::Object,
-     "the autotuner that searches ZeRO stage and micro batch (it runs under `deepspeed --autotuning`)"},
+    {"", "autotuning", C::Compat, O::EnabledFalse, V::Object,
+     "the autotuner's settings, read by `zerotrain tune` (DeepSpeed's `deepspeed --autotuning`); a training run "
+     "does not tune, and does not stop at end_profile_step as DeepSpeed's engine does under the tuner"},
     {"", "nebula", C::NotBuilt, O::EnabledFalse, V::Object, "the Nebula asynchronous checkpoint engine"},
     {"", "datastates", C::NotBuilt, O::EnabledFalse, V::Object, "the DataStates asynchronous checkpoint engine"},
     {"", "compile", C::NotBuilt, O::Custom, V::Object, "DeepCompile: compiler passes over the training graph"},
