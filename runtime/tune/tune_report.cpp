@@ -24,6 +24,11 @@ std::string fixed(double v, int digits) {
 
 std::string mib(double bytes) { return fixed(bytes / (1024.0 * 1024.0), 1); }
 
+std::string percent(double share) {
+  const double v = std::round(1000.0 * share) / 10.0;
+  return fixed(v == 0 ? 0.0 : v, 1);  // no "-0.0"
+}
+
 struct Row {
   std::vector<std::string> cells;
 };
@@ -49,7 +54,7 @@ std::vector<Row> rows_of(const TuneReportInput& in) {
     out.push_back({{r.spec.name(), r.spec.cell.name(), std::to_string(r.spec.cell.stage), offload_name(r.spec.cell.offload),
                     std::to_string(r.spec.micro_batch), std::to_string(r.spec.gas),
                     std::to_string(r.spec.micro_batch * r.spec.gas * in.world_size), r.spec.knobs.text(),
-                    mib(r.plan.peak_bytes), ok ? mib(measured) : "-", ok ? fixed(100 * err, 1) : "-",
+                    mib(r.plan.peak_bytes), ok ? mib(measured) : "-", ok ? percent(err) : "-",
                     ok && std::fabs(err) > kPlanErrorFlag ? "outside 10%" : "",
                     ok ? fixed(r.median_tokens_per_s(), 1) : "-", ok ? fixed(r.median_step_ms(), 1) : "-",
                     std::to_string(r.runs.size()), trial_status_name(status), std::to_string(code), fixed(wall, 1),
@@ -107,16 +112,18 @@ std::vector<std::string> write_tune_report(const std::string& dir, const TuneRep
 
   std::string csv;
   const auto h = header();
-  for (size_t i = 0; i < h.size(); ++i) csv += (i ? "," : "") + h[i];
+  for (size_t i = 0; i < h.size(); ++i) csv.append(i ? "," : "").append(h[i]);
   csv += "\n";
   for (const Row& row : rows_of(in)) {
-    for (size_t i = 0; i < row.cells.size(); ++i) csv += (i ? "," : "") + csv_field(row.cells[i]);
+    for (size_t i = 0; i < row.cells.size(); ++i) csv.append(i ? "," : "").append(csv_field(row.cells[i]));
     csv += "\n";
   }
   write_file(dir + "/tune.csv", csv, written);
 
-  std::string md = "# zerotrain tune: " + std::to_string(r.rows.size()) + " trials, " + std::to_string(r.trials) +
-                   " runs counted against tuner_num_trials, metric " + tune_metric_name(in.metric) + "\n\n" + tune_table(in);
+  size_t runs = 0;
+  for (const TrialRow& row : r.rows) runs += row.runs.size();
+  std::string md = "# zerotrain tune: " + std::to_string(r.rows.size()) + " trials (" + std::to_string(runs) +
+                   " runs with the repeats of the best), metric " + tune_metric_name(in.metric) + "\n\n" + tune_table(in);
   md += "\nPlanned peak: the memory plan per rank at 100% (trials were admitted at 90% of the memory); measured: "
         "the run's ledger peak on rank 0. Rows whose plan is more than 10% off are flagged.\n";
   write_file(dir + "/tune.md", md, written);
@@ -141,6 +148,21 @@ std::vector<std::string> write_tune_report(const std::string& dir, const TuneRep
   if (r.best)
     sum << "| global | " << r.rows.size() << " | " << fixed(r.rows[*r.best].metric(in.metric), 1) << " | "
         << r.rows[*r.best].spec.name() << " |\n";
+  if (r.best) {  // why this one: the best median, or within 5% of it and simpler
+    std::optional<size_t> top;
+    for (size_t i = 0; i < r.rows.size(); ++i)
+      if (r.rows[i].ok() && r.rows[i].runs.size() == r.rows[*r.best].runs.size() &&
+          (!top || (in.metric == TuneMetric::Latency ? r.rows[i].metric(in.metric) < r.rows[*top].metric(in.metric)
+                                                     : r.rows[i].metric(in.metric) > r.rows[*top].metric(in.metric))))
+        top = i;
+    sum << "\npicked " << r.rows[*r.best].spec.name() << " (median of " << r.rows[*r.best].runs.size() << " runs: "
+        << fixed(r.rows[*r.best].metric(in.metric), 1) << ")";
+    if (top && *top != *r.best)
+      sum << "; the best median was " << r.rows[*top].spec.name() << " (" << fixed(r.rows[*top].metric(in.metric), 1)
+          << "): within 5% (DeepSpeed's METRIC_PERCENT_DIFF_CONST) the lower stage, the smaller offload and the smaller "
+             "planned peak win";
+    sum << "\n";
+  }
   sum << "\nmetric: " << tune_metric_name(in.metric)
       << (in.metric == TuneMetric::Latency ? " (ms per step, minimised)"
           : in.metric == TuneMetric::Flops ? " (training FLOPs per second per rank)"
