@@ -90,7 +90,6 @@ MemoryPlan make_memory_plan(const PlanInput& in) {
     const double r = std::clamp(in.offload_optimizer_ratio, 0.0, 1.0);
     const double shard = psi / opt_div;
     p.device_optimizer = (1 - r) * p.optimizer_k * shard;
-    if (traits.shards_grads) p.device_grads = (1 - r) * w * psi / grad_div;
     const double grads_fp32 = r * 4 * shard;
     const double master_and_state = r * (4 + p.state_k) * shard;
     if (in.offload_optimizer == OffloadDevice::CPU) {

@@ -22,8 +22,10 @@
 //   offload_optimizer = cpu : host per rank  = r·(4 + state_k + 4)·Ψ/D  (fp32 master, moments and
 //                             the fp32 gradient partition the CPU optimizer reads, as DeepSpeed's
 //                             ZeRO-Offload keeps them); device optimizer = (1-r)·KΨ/D; device
-//                             grads for stage >= 2 shrink to (1-r)·wΨ/N (the rest streams to host
-//                             through the reduce bucket); stage 1 keeps full device grads.
+//                             grads stay as without offload (wΨ/N from stage 2, wΨ at stage 1):
+//                             the engine reduces into its gradient shard on the device and copies
+//                             it out from there (DeepSpeed streams the reduced partitions to the
+//                             host instead, and keeps no device shard at stage 2).
 //   offload_optimizer = nvme: nvme per rank  = r·(4 + state_k)·Ψ/D; host per rank = r·4Ψ/D (fp32
 //                             grads) + optimizer_buffer_count·min(sub_group_size, Ψ/D)·4 (pinned
 //                             swap buffers); device as for cpu.

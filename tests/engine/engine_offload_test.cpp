@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <string>
 
+#include "runtime/plan/memory_plan.h"
 #include "tests/engine/engine_test_util.h"
 
 namespace zt::test {
@@ -47,6 +48,18 @@ TEST(EngineOffload, CpuOffloadGivesTheSameTrainingAsNone) {
           EXPECT_EQ(cpu.host[MemCategory::Optimizer], none.resident[MemCategory::Optimizer]);
           EXPECT_EQ(cpu.host[MemCategory::Master] * 2, cpu.host[MemCategory::Optimizer]);
           EXPECT_GT(cpu.host[MemCategory::CommBuffers], 0u) << "gradient copies and the ring";
+          // The reduced gradient shard stays on the backend (it is copied out from there): the
+          // plan counts it as without offload.
+          EXPECT_EQ(cpu.resident[MemCategory::Grads], none.resident[MemCategory::Grads]);
+          PlanInput in;
+          in.params = tiny_model().total_params();
+          in.world_size = world().comm->world_size();
+          in.stage = stage;
+          in.emulates_16bit_in_fp32 = true;
+          in.precision = prec;
+          in.offload_optimizer = OffloadDevice::CPU;
+          const MemoryPlan plan = make_memory_plan(in);
+          EXPECT_NEAR(double(cpu.resident[MemCategory::Grads]), plan.device_grads, 4.0 * 64 * in.world_size + 1);
         }
       }
     }
