@@ -4,7 +4,14 @@
 // (runtime/tune/trial_process.h) in the Tuner's order (runtime/tune/tuner.h), and writes the results
 // (runtime/tune/tune_report.h). With --params, or --plan-only, it plans and lists the trials only.
 #include <CLI/CLI.hpp>
+#include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <csignal>
+#include <cstdlib>
 
 #include <cstdio>
 #include <fstream>
@@ -14,6 +21,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "build_info.h"
 #include "runtime/cli/fit_check.h"
 #include "runtime/cli/subcommands.h"
 #include "runtime/config/auto_flags.h"
@@ -89,6 +97,71 @@ class ConfigPlanner : public TunePlanner {
   std::map<std::string, PlanVerdict> memo_;
 };
 
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char c : s + sep) {
+    if (c == sep) {
+      if (!cur.empty()) out.push_back(cur);
+      cur.clear();
+    } else if (c != ' ' || sep != ' ') {
+      cur += c;
+    }
+  }
+  return out;
+}
+
+// The exit code when no cell fits (as `check` exits 3 for a plan that does not fit).
+constexpr int kNothingFitsExit = 3;
+
+// The CLI's one piece of global state: the signal that asked the tune to stop (0: none).
+volatile std::sig_atomic_t g_stop_signal = 0;
+
+// SIGINT and SIGTERM set g_stop_signal while a tune runs trials; the previous handlers come back after.
+class StopSignals {
+ public:
+  StopSignals() {
+    struct sigaction sa {};
+    sa.sa_handler = [](int s) { g_stop_signal = s; };
+    sigemptyset(&sa.sa_mask);
+    ::sigaction(SIGINT, &sa, &old_int_);
+    ::sigaction(SIGTERM, &sa, &old_term_);
+  }
+  ~StopSignals() {
+    ::sigaction(SIGINT, &old_int_, nullptr);
+    ::sigaction(SIGTERM, &old_term_, nullptr);
+  }
+  StopSignals(const StopSignals&) = delete;
+  StopSignals& operator=(const StopSignals&) = delete;
+
+ private:
+  struct sigaction old_int_ {}, old_term_ {};
+};
+
+bool on_path(const std::string& name) {
+  if (name.find('/') != std::string::npos) return ::access(name.c_str(), X_OK) == 0;
+  const char* path = std::getenv("PATH");
+  for (const auto& dir : split(path ? path : "", ':'))
+    if (::access((dir + "/" + name).c_str(), X_OK) == 0) return true;
+  return false;
+}
+
+// Creates the folder (and its parents) if needed and checks that a file can be written in it.
+bool writable_dir(const std::string& dir) {
+  std::string cur;
+  for (size_t i = 0; i <= dir.size(); ++i) {
+    if ((i == dir.size() || dir[i] == '/') && !cur.empty()) ::mkdir(cur.c_str(), 0755);
+    if (i < dir.size()) cur += dir[i];
+  }
+  const std::string probe = dir + "/.zt_tune_write_probe";
+  std::FILE* f = std::fopen(probe.c_str(), "w");
+  if (!f) return false;
+  const bool wrote = std::fputs("ok\n", f) >= 0;
+  const bool ok = std::fclose(f) == 0 && wrote;
+  std::remove(probe.c_str());
+  return ok;
+}
+
 // --plan-only runs nothing.
 class NullRunner : public TrialRunner {
  public:
@@ -121,19 +194,6 @@ nlohmann::json read_base(const std::string& path, Diagnostics& d) {
   return doc;
 }
 
-std::vector<std::string> split(const std::string& s, char sep) {
-  std::vector<std::string> out;
-  std::string cur;
-  for (char c : s + sep) {
-    if (c == sep) {
-      if (!cur.empty()) out.push_back(cur);
-      cur.clear();
-    } else if (c != ' ' || sep != ' ') {
-      cur += c;
-    }
-  }
-  return out;
-}
 
 // The stages to tune: --stages, else DeepSpeed's reading of zero_optimization.stage (a number, a
 // list, or "all"; absent: stage 0 alone, as DeepSpeed's tuner).
@@ -214,10 +274,23 @@ void read_auto_flags(TuneArgs& a, Diagnostics& d) {
   } catch (const CLI::ParseError& e) {
     d.error("-- (trial flags)", shell_join(a.extra), e.what(), "pass flags zerotrain's training command takes");
   }
-  for (const char* own : {"--micro-batch", "--grad-accum", "--steps", "--config", "--metrics", "--eval-every"})
+  auto given = [&](const std::string& flag) {
     for (const auto& w : a.extra)
-      if (w == own || w.rfind(std::string(own) + "=", 0) == 0)
-        d.error("-- (trial flags)", w, "the tuner sets this for every trial", "drop it (use --steps before -- for trial length)");
+      if (w == flag || w.rfind(flag + "=", 0) == 0) return true;
+    return false;
+  };
+  for (const char* own : {"--micro-batch", "--grad-accum", "--steps", "--config", "--metrics", "--eval-every"})
+    if (given(own))
+      d.error("-- (trial flags)", own, "the tuner sets this for every trial", "drop it (--steps before -- sets the trial length)");
+  for (const char* own : {"--model", "--backend", "--ranks-per-node"})
+    if (given(own))
+      d.error("-- (trial flags)", own, "the plan must know it: it is a flag of tune itself", std::string("pass ") + own + " before --");
+  // Flags that change the model or the memory a trial holds, which the plan could not see.
+  for (const char* shape : {"--layers", "--heads", "--dim", "--vocab", "--seq-len", "--untied-embeddings", "--recompute",
+                            "--init-from", "--load", "--save", "--data", "--data-train", "--data-val"})
+    if (given(shape))
+      d.error("-- (trial flags)", shape, "changes the model, its data or the memory a trial holds, which the plan would not see",
+              "tune a --model preset as it is (activation checkpointing: the config's activation_checkpointing block)");
   a.flags.steps = a.steps;
 }
 
@@ -252,9 +325,22 @@ int run_tune(TuneArgs& a) {
     d.error("--steps", std::to_string(a.steps), "ends before autotuning.start_profile_step " + std::to_string(o.start_profile_step),
             "pass --steps " + std::to_string(std::max(12, o.end_profile_step)) + " or lower start_profile_step");
   if (a.repeats < 1) d.error("--repeats", std::to_string(a.repeats), "must be at least 1", "pass --repeats 2");
+  if (!(a.trial_timeout > 0) || !std::isfinite(a.trial_timeout))
+    d.error("--trial-timeout", std::to_string(a.trial_timeout), "must be a positive number of seconds", "pass --trial-timeout 300");
+  if (a.ranks_per_node < 0)
+    d.error("--ranks-per-node", std::to_string(a.ranks_per_node), "must be at least 1", "pass the ranks that share a node");
+  for (const auto& [flag, value] : {std::pair<const char*, std::string>{"--gpu-memory", a.gpu_memory}, {"--host-ram", a.host_ram}}) {
+    uint64_t bytes = 0;
+    if (!value.empty() && !parse_bytes(value, bytes))
+      d.error(flag, value, "not a size", "write it like 80G, 512G or 24GiB");
+  }
   std::string stage_why;
-  const std::vector<int> stages = stages_of(a, base, d, stage_why);
-  const std::vector<OffloadDevice> offloads = offloads_of(a, base, d);
+  std::vector<int> stages = stages_of(a, base, d, stage_why);
+  std::vector<OffloadDevice> offloads = offloads_of(a, base, d);
+  std::sort(stages.begin(), stages.end());
+  stages.erase(std::unique(stages.begin(), stages.end()), stages.end());
+  std::sort(offloads.begin(), offloads.end());
+  offloads.erase(std::unique(offloads.begin(), offloads.end()), offloads.end());
 
   BatchPolicy batch;
   batch.world_size = a.world_size;
@@ -349,8 +435,22 @@ int run_tune(TuneArgs& a) {
     return 0;
   }
 
+  // Before any trial: the launcher runs and the result folders can be written.
+  Diagnostics pre;
+  const std::vector<std::string> launcher = split(a.launcher, ' ');
+  if (launcher.empty() && a.world_size > 1)
+    pre.error("--launcher", a.launcher, "no launcher for a world of " + std::to_string(a.world_size) + " ranks",
+              "pass --launcher mpirun (or the launcher your cluster uses)");
+  else if (!launcher.empty() && !on_path(launcher[0]))
+    pre.error("--launcher", launcher[0], "not found on PATH or not executable", "install it, or pass the launcher's full path");
+  for (const std::string& dir : {o.results_dir, o.exps_dir})
+    if (!writable_dir(dir))
+      pre.error(dir == o.results_dir ? "results_dir" : "exps_dir", dir, "cannot be created or written",
+                "pass --out with a writable folder");
+  if (pre.has_errors()) throw UserError(pre);
+
   TrialLaunch launch;
-  launch.launcher = split(a.launcher, ' ');
+  launch.launcher = launcher;
   launch.zerotrain = self_path();
   launch.train_flags = {"--model", a.model};
   if (a.backend != "auto") launch.train_flags.insert(launch.train_flags.end(), {"--backend", a.backend});
@@ -364,18 +464,33 @@ int run_tune(TuneArgs& a) {
   launch.exps_dir = o.exps_dir;
   launch.overwrite = o.overwrite;
   launch.base_config = base;
+  launch.version = std::string(ZT_VERSION) + " " + ZT_GIT_COMMIT;
+  launch.stop = &g_stop_signal;
+  const StopSignals signals;  // SIGINT/SIGTERM end the running trial, then the tune
   ProcessTrialRunner runner(launch);
   Tuner tuner(setup, planner, runner, [](const std::string& line) {
     std::printf("%s\n", line.c_str());
     std::fflush(stdout);
   });
-  TuneResult result = tuner.run();
+  TuneResult result;
+  try {
+    result = tuner.run();
+  } catch (const TuneInterrupted& e) {
+    std::fprintf(stderr, "zerotrain tune: stopped by signal %d; the running trial was ended. The finished trials' results "
+                         "are under %s: run again with \"overwrite\": false to reuse them\n", e.signal, o.exps_dir.c_str());
+    return 128 + e.signal;
+  }
   result.dropped.insert(result.dropped.begin(), invalid.begin(), invalid.end());
   for (const DroppedCell& c : result.dropped) std::printf("tune: %s dropped before any trial: %s\n", c.cell.name().c_str(), c.reason.c_str());
   const std::string optimal = o.results_dir + "/ds_config_optimal.json";
   TuneReportInput in{result, o.metric, a.world_size, base, shell_join(trial_command(launch, optimal))};
   const auto written = write_tune_report(o.results_dir, in);
   std::printf("\n%s\nstopped: %s\n", tune_table(in).c_str(), result.stopped_because.c_str());
+  if (result.rows.empty()) {
+    std::fprintf(stderr, "zerotrain tune: every cell was dropped by the memory plan (reasons above): nothing fits the "
+                         "target; try a higher stage, offload, or a smaller micro batch range\n");
+    return kNothingFitsExit;
+  }
   if (!result.best) {
     std::fprintf(stderr, "zerotrain tune: no trial finished ok, so there is no optimal configuration; the trials' "
                          "logs are under %s\n", o.exps_dir.c_str());

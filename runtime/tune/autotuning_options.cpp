@@ -2,6 +2,7 @@
 // (deepspeed/autotuning/constants.py), each wrong type or value one error naming the key.
 #include "runtime/tune/autotuning_options.h"
 
+#include <limits>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -57,6 +58,13 @@ struct BlockReader {
     const bool whole = v->is_number_integer() || (v->is_number_float() && v->get<double>() == double(int64_t(v->get<double>())));
     if (!whole || v->is_boolean()) {
       d.error(path(key), v->dump(), "must be a whole number", "write a number like 8 in " + file);
+      return false;
+    }
+    const bool in_range = v->is_number_unsigned() ? v->get<uint64_t>() <= uint64_t(std::numeric_limits<T>::max())
+                          : v->is_number_integer() ? v->get<int64_t>() <= int64_t(std::numeric_limits<T>::max())
+                                                   : v->get<double>() <= double(std::numeric_limits<T>::max());
+    if (!in_range) {
+      d.error(path(key), v->dump(), "is too large", "write a number up to " + std::to_string(std::numeric_limits<T>::max()));
       return false;
     }
     const int64_t x = v->is_number_integer() ? v->get<int64_t>() : int64_t(v->get<double>());
@@ -121,6 +129,10 @@ AutotuningOptions read_autotuning_options(const nlohmann::json& block, const std
   r.integer("min_train_batch_size", o.min_train_batch_size, 1);
   r.integer("min_train_micro_batch_size_per_gpu", o.min_train_micro_batch_size_per_gpu, 1);
   r.integer("max_train_micro_batch_size_per_gpu", o.max_train_micro_batch_size_per_gpu, 1);
+  if (o.max_train_micro_batch_size_per_gpu > kMaxTunedMicroBatch)
+    d.error("autotuning.max_train_micro_batch_size_per_gpu", std::to_string(o.max_train_micro_batch_size_per_gpu),
+            "is above the largest micro batch the tuner searches (" + std::to_string(kMaxTunedMicroBatch) + ")",
+            "write at most " + std::to_string(kMaxTunedMicroBatch) + " (DeepSpeed's default is 1024)");
   if (o.max_train_micro_batch_size_per_gpu < o.min_train_micro_batch_size_per_gpu)
     d.error("autotuning.max_train_micro_batch_size_per_gpu", std::to_string(o.max_train_micro_batch_size_per_gpu),
             "is below min_train_micro_batch_size_per_gpu " + std::to_string(o.min_train_micro_batch_size_per_gpu),

@@ -16,6 +16,9 @@
 
 namespace zt {
 
+// The largest micro batch per rank the tuner will search (a larger bound is refused).
+inline constexpr int64_t kMaxTunedMicroBatch = int64_t(1) << 20;
+
 enum class TuneMetric { Throughput, Latency, Flops };
 const char* tune_metric_name(TuneMetric m);
 

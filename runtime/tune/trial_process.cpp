@@ -8,7 +8,9 @@
 #include <unistd.h>
 
 #include <cctype>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <cstdio>
 #include <fstream>
 #include <thread>
@@ -21,7 +23,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-void make_dirs(const std::string& path) {
+bool make_dirs(const std::string& path) {
   std::string cur;
   for (size_t i = 0; i <= path.size(); ++i) {
     if (i == path.size() || path[i] == '/') {
@@ -29,6 +31,8 @@ void make_dirs(const std::string& path) {
     }
     if (i < path.size()) cur += path[i];
   }
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && ::access(path.c_str(), W_OK) == 0;
 }
 
 bool write_text(const std::string& path, const std::string& text) {
@@ -66,23 +70,27 @@ bool outcome_from_json(const nlohmann::json& j, TrialOutcome& o) {
 
 // Runs argv with stdout and stderr into `log`, in its own process group; kills the group after
 // timeout_s. Returns the exit code (128 + signal when killed) and whether it timed out.
-int spawn_and_wait(const std::vector<std::string>& argv, const std::string& log, double timeout_s, bool& timed_out) {
+int spawn_and_wait(const std::vector<std::string>& argv, const std::string& log, double timeout_s, bool& timed_out,
+                   const volatile std::sig_atomic_t* stop, int& stopped_by) {
   timed_out = false;
+  stopped_by = 0;
   const pid_t pid = ::fork();
   if (pid < 0) return 127;
   if (pid == 0) {
     ::setpgid(0, 0);
     const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd >= 0) {
-      ::dup2(fd, 1);
-      ::dup2(fd, 2);
-      ::close(fd);
+    if (fd < 0) {
+      std::fprintf(stderr, "zerotrain tune: cannot write the trial log %s: %s\n", log.c_str(), std::strerror(errno));
+      ::_exit(126);
     }
+    ::dup2(fd, 1);
+    ::dup2(fd, 2);
+    ::close(fd);
     std::vector<char*> args;
     for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
     ::execvp(args[0], args.data());
-    std::fprintf(stderr, "zerotrain tune: cannot run %s\n", argv[0].c_str());
+    std::fprintf(stderr, "zerotrain tune: cannot run %s: %s\n", argv[0].c_str(), std::strerror(errno));
     ::_exit(127);
   }
   ::setpgid(pid, pid);  // either side may win the race; both set the same group
@@ -94,7 +102,12 @@ int spawn_and_wait(const std::vector<std::string>& argv, const std::string& log,
     const pid_t done = ::waitpid(pid, &status, WNOHANG);
     if (done == pid) break;
     if (done < 0) return 127;
-    if (!term_sent && since() > timeout_s) {
+    if (!term_sent && stop && *stop) {
+      stopped_by = int(*stop);
+      term_sent = true;
+      timeout_s = since();  // KILL 10 s from now if TERM is not enough
+      ::kill(-pid, SIGTERM);
+    } else if (!term_sent && since() > timeout_s) {
       timed_out = true;
       term_sent = true;
       ::kill(-pid, SIGTERM);  // the launcher passes it on to the ranks
@@ -140,7 +153,9 @@ std::vector<std::string> trial_command(const TrialLaunch& l, const std::string& 
     }
   }
   const std::string first = l.launcher.empty() ? "" : l.launcher[0].substr(l.launcher[0].rfind('/') + 1);
-  if (!placed && (first == "mpirun" || first == "mpiexec" || first == "orterun")) {
+  bool has_np = false;
+  for (const auto& w : l.launcher) has_np = has_np || w == "-np" || w == "-n" || w == "--np" || w == "-c";
+  if (!placed && !has_np && (first == "mpirun" || first == "mpiexec" || first == "orterun")) {
     cmd.push_back("-np");
     cmd.push_back(std::to_string(l.world_size));
   }
@@ -186,33 +201,56 @@ bool read_trial_metrics(const std::string& path, int start_profile_step, TrialOu
   return true;
 }
 
+std::string first_error_line(const std::string& log) {
+  std::ifstream f(log);
+  std::string line;
+  while (std::getline(f, line))
+    if (line.find("error") != std::string::npos || line.find("cannot run") != std::string::npos)
+      return line.size() > 300 ? line.substr(0, 300) + "..." : line;
+  return "";
+}
+
 TrialOutcome ProcessTrialRunner::run(const TrialSpec& t, int repeat) {
   const std::string dir = l_.exps_dir + "/" + t.name();
   const std::string k = std::to_string(repeat);
   const std::string result = dir + "/result_" + k + ".json";
+  const std::string config = dir + "/ds_config.json";
+  const nlohmann::json trial = trial_config(l_.base_config, t, l_.world_size);
+  std::vector<std::string> cmd = trial_command(l_, config);
+  cmd.insert(cmd.end(), {"--steps", std::to_string(l_.steps), "--eval-every", "0", "--metrics"});
+  // What makes a kept result this trial's: the job as it would run now.
+  const nlohmann::json fingerprint = {{"config", trial}, {"command", cmd}, {"steps", l_.steps},
+                                      {"start_profile_step", l_.start_profile_step}, {"version", l_.version}};
   TrialOutcome o;
   if (!l_.overwrite) {
     std::ifstream f(result);
     if (f) {
       const nlohmann::json j = nlohmann::json::parse(f, nullptr, false);
-      if (outcome_from_json(j, o)) {
+      if (j.is_object() && j.value("fingerprint", nlohmann::json()) == fingerprint && outcome_from_json(j, o) &&
+          (o.status == TrialStatus::Ok || o.status == TrialStatus::Oom)) {
         o.reused = true;
         return o;
       }
+      o = TrialOutcome{};
     }
   }
-  make_dirs(dir);
-  const std::string config = dir + "/ds_config.json";
-  write_text(config, trial_config(l_.base_config, t, l_.world_size).dump(2) + "\n");
+  if (!make_dirs(dir) || !write_text(config, trial.dump(2) + "\n")) {
+    o.status = TrialStatus::Error;
+    o.exit_code = 126;
+    o.stops_search = true;
+    o.detail = "cannot write the trial's folder " + dir;
+    return o;
+  }
   const std::string metrics = dir + "/metrics_" + k + ".jsonl", log = dir + "/run_" + k + ".log";
   std::remove(metrics.c_str());
-  std::vector<std::string> cmd = trial_command(l_, config);
-  cmd.insert(cmd.end(), {"--steps", std::to_string(l_.steps), "--eval-every", "0", "--metrics", metrics});
+  cmd.push_back(metrics);
   write_text(dir + "/cmd_" + k + ".txt", shell_join(cmd) + "\n");
   const auto start = Clock::now();
   bool timed_out = false;
-  o.exit_code = spawn_and_wait(cmd, log, l_.timeout_s, timed_out);
+  int stopped_by = 0;
+  o.exit_code = spawn_and_wait(cmd, log, l_.timeout_s, timed_out, l_.stop, stopped_by);
   o.wall_s = std::chrono::duration<double>(Clock::now() - start).count();
+  if (stopped_by) throw TuneInterrupted(stopped_by);
   if (timed_out) {
     o.status = TrialStatus::Timeout;
     o.detail = "stopped at the trial timeout (" + std::to_string(int(l_.timeout_s)) + " s); log: " + log;
@@ -228,9 +266,15 @@ TrialOutcome ProcessTrialRunner::run(const TrialSpec& t, int repeat) {
                std::string("; log: ") + log;
   } else {
     o.status = TrialStatus::Error;
-    o.detail = "log: " + log;
+    // 2: the job refused its input; 126/127: the launcher or the log could not be used. Every
+    // later trial would fail the same way.
+    o.stops_search = o.exit_code == 2 || o.exit_code == 126 || o.exit_code == 127;
+    const std::string why = first_error_line(log);  // shown, never used to decide the status
+    o.detail = (why.empty() ? std::string() : why + "; ") + "log: " + log;
   }
-  write_text(result, outcome_json(o).dump(2) + "\n");
+  nlohmann::json j = outcome_json(o);
+  j["fingerprint"] = fingerprint;
+  write_text(result, j.dump(2) + "\n");
   return o;
 }
 

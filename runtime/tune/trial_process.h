@@ -4,10 +4,16 @@
 // timeout, and reads the metrics file: tokens/s over the steps from start_profile_step on, the
 // ledger's peak. The status comes from the exit code alone (never from the log's text): 0 ok,
 // 4 (kOutOfMemoryExit: an allocation failed) or 128 + SIGKILL (the kernel's OOM killer) oom, our
-// timeout timeout, anything else error. Each run's outcome is kept as result_<k>.json; with
-// overwrite false a later tune reads it instead of running again.
+// timeout timeout, anything else error (2, the job refused its input, and 127, the launcher could
+// not run, stop the search: every later trial would fail the same way). Each run's outcome is kept
+// as result_<k>.json with a fingerprint of the job (its ds_config, command line, steps, profile step
+// and zerotrain's version); with overwrite false a later tune reads an ok or oom result whose
+// fingerprint matches instead of running the trial again. A stop request (the tune command's
+// SIGINT/SIGTERM flag) ends the running trial's process group and throws TuneInterrupted.
 #pragma once
 
+#include <csignal>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -30,6 +36,15 @@ struct TrialLaunch {
   std::string exps_dir;
   bool overwrite = true;
   nlohmann::json base_config;
+  std::string version;                   // zerotrain's version and commit, part of the fingerprint
+  // Set (to the signal number) by the command's SIGINT/SIGTERM handler: the trial is stopped.
+  const volatile std::sig_atomic_t* stop = nullptr;
+};
+
+// A stop request arrived during a trial: its processes were ended; the tune stops.
+struct TuneInterrupted : std::runtime_error {
+  int signal;
+  explicit TuneInterrupted(int s) : std::runtime_error("interrupted"), signal(s) {}
 };
 
 // The job's command line for a config file (no --steps/--metrics): cmd_optimal.txt and each trial's.

@@ -165,7 +165,7 @@ std::vector<std::string> write_tune_report(const std::string& dir, const TuneRep
   }
   sum << "\nmetric: " << tune_metric_name(in.metric)
       << (in.metric == TuneMetric::Latency ? " (ms per step, minimised)"
-          : in.metric == TuneMetric::Flops ? " (training FLOPs per second per rank)"
+          : in.metric == TuneMetric::Flops ? " (training FLOPs per second, the whole job: tokens/s × FLOPs per token)"
                                            : " (tokens per second, the whole job)")
       << "\nstopped: " << r.stopped_because << "\n";
   if (!r.max_micro.empty()) {

@@ -56,7 +56,9 @@ std::optional<int64_t> BatchPolicy::gas_for(int64_t micro) const {
     if (micro > per_rank) return std::nullopt;
     g = std::max<int64_t>(1, per_rank / micro);
   }
-  if (micro * g * w < min_global) return std::nullopt;
+  int64_t global = 0;
+  if (__builtin_mul_overflow(micro, g, &global) || __builtin_mul_overflow(global, w, &global)) return std::nullopt;
+  if (global < min_global) return std::nullopt;
   return g;
 }
 

@@ -211,6 +211,12 @@ bool Tuner::search(std::vector<Candidate> pending, TuneResult& r, const std::str
     pending.erase(pending.begin() + long(pick));
     run_one(c, r);
     const TrialRow& row = r.rows.back();
+    if (row.runs.back().stops_search) {
+      note_stop(r, "trial " + row.spec.name() + " failed with exit " + std::to_string(row.runs.back().exit_code) +
+                       ", which every later trial would repeat: " + row.runs.back().detail);
+      r.aborted = true;
+      return false;
+    }
     if (row.ok() && (!best || gain(m, row.metric(m), *best) >= 1 + kNoiseShare)) {
       best = row.metric(m);
       since = 0;
@@ -287,6 +293,7 @@ TuneResult Tuner::run() {
   const int knob_trials = s_.options.fast ? 0 : int(knob_space(3, s_.params).size());
   planned_runs_ = std::min<int>(s_.options.tuner_num_trials, int(fast.size()) + knob_trials);
   const bool room = search(fast, r, "micro-batch search");
+  if (r.aborted) return r;
   if (room && !s_.options.fast && !r.rows.empty()) {
     // The best trial's stage knobs, at its cell and micro batch (DeepSpeed tunes them after the micro batch).
     std::optional<size_t> best;

@@ -54,6 +54,7 @@ struct TrialOutcome {
   double wall_s = 0;
   bool reused = false;               // read from an earlier tune's experiment folder
   std::string detail;                // what went wrong, for the table
+  bool stops_search = false;         // a failure every later trial would repeat (bad input, no launcher)
 };
 
 class TrialRunner {
@@ -85,6 +86,7 @@ struct TuneResult {
   std::optional<size_t> best;        // index into rows
   int trials = 0;                    // runs, repeats included
   std::string stopped_because;       // "search space exhausted", "early stopping after ...", "tuner_num_trials ..."
+  bool aborted = false;              // a trial failed in a way every trial would: no pick is made
 };
 
 struct TuneSetup {

@@ -4,16 +4,20 @@ optimizer offload none/cpu with real trials; the pick's ds_config passes `check`
 cell the plan drops; every ok trial's planned peak within 10% of the measured one; --keep-global-batch
 keeps train_batch_size in every trial; a second tune with overwrite false reuses every trial;
 8 ranks; --params plans only; bad input (mp_size, --steps before the profile window, an unknown
-stage) exits 2 naming the key, leaving no results folder.
+stage) exits 2 naming the key, leaving no results folder; a missing launcher, an unwritable results
+folder and trial flags that change the model are refused before any trial; SIGINT ends the running
+trial's job and the tune (exit 130) with nothing left running.
 Usage: tune_test.py ZEROTRAIN MPIRUN"""
 import csv
 import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 
 ZT, MPIRUN = sys.argv[1], sys.argv[2]
 LAUNCHER = " ".join([MPIRUN, "-q", "--oversubscribe", "--bind-to", "none"] +
@@ -130,6 +134,56 @@ for name, args, pattern in [
     text = tune("bad " + name, args + ["--out", out_bad], expect_rc=2)
     check("bad %s: names the key" % name, re.search(pattern, text), text)
     check("bad %s: nothing written" % name, not os.path.exists(out_bad), out_bad)
+
+# 7. Refused before any trial: a launcher that is not there, a results folder under a file, a trial
+#    flag that changes the model behind the plan's back.
+afile = os.path.join(ROOT, "afile")
+open(afile, "w").write("x")
+for name, args, pattern in [
+    ("launcher", ["--launcher", "no-such-launcher"], r"--launcher = no-such-launcher: not found on PATH"),
+    ("out", ["--out", os.path.join(afile, "out")], r"results_dir = .*afile/out: cannot be created or written"),
+    ("shape flag", ["--", "--seq-len", "512"], r"-- \(trial flags\) = --seq-len: changes the model"),
+    ("model flag", ["--", "--model", "small"], r"-- \(trial flags\) = --model: the plan must know it"),
+]:
+    cmd = [ZT, "tune", "--steps", "5", "--config", base("refused.json", stage=2), "--model", "tiny", "--world-size", "2"]
+    if "--launcher" not in args:
+        cmd += ["--launcher", LAUNCHER]
+    if "--out" not in args:
+        cmd += ["--out", os.path.join(ROOT, "refused")]
+    p = subprocess.run(cmd + args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=ENV, timeout=120)
+    text = p.stdout.decode(errors="replace")
+    check("refused %s: exit 2" % name, p.returncode == 2, "exit %d:\n%s" % (p.returncode, text[-2000:]))
+    check("refused %s: says why" % name, re.search(pattern, text), text)
+    check("refused %s: no trial ran" % name, "tune: trial" not in text, text)
+
+# 8. SIGINT during a trial: the trial's job is ended, the tune exits 130, no rank is left running.
+out8 = os.path.join(ROOT, "sigint")
+proc = subprocess.Popen([ZT, "tune", "--launcher", LAUNCHER, "--steps", "100000", "--trial-timeout", "300",
+                         "--config", base("sigint.json", stage=2), "--model", "small", "--world-size", "2", "--out", out8],
+                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=ENV)
+deadline = time.time() + 60
+log = None
+while time.time() < deadline and log is None:  # wait until the first trial's job is training
+    for dirpath, _, files in os.walk(os.path.join(out8, "exps")):
+        for f in files:
+            if f.startswith("metrics_") and os.path.getsize(os.path.join(dirpath, f)) > 0:
+                log = os.path.join(dirpath, f)
+    time.sleep(0.2)
+check("sigint: a trial started", log is not None, "no metrics file under %s" % out8)
+proc.send_signal(signal.SIGINT)
+try:
+    out, _ = proc.communicate(timeout=60)
+except subprocess.TimeoutExpired:
+    proc.kill()
+    out, _ = proc.communicate()
+text = out.decode(errors="replace")
+check("sigint: exit 130", proc.returncode == 130, "exit %s:\n%s" % (proc.returncode, text[-2000:]))
+check("sigint: says what happened", "stopped by signal 2" in text, text[-2000:])
+time.sleep(1)
+left = subprocess.run(["pgrep", "-f", out8], stdout=subprocess.PIPE).stdout.decode().split()
+check("sigint: no process left", not left, left)
+for pid in left:
+    os.kill(int(pid), signal.SIGKILL)
 
 shutil.rmtree(ROOT, ignore_errors=True)
 if FAILURES:

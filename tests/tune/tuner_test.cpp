@@ -8,7 +8,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cmath>
+#include <csignal>
 #include <fstream>
 #include <map>
 #include <set>
@@ -173,6 +175,27 @@ TEST(Tuner, FailuresComeFromTheStatusAndTimeoutsAreRecorded) {
   EXPECT_NE(table.find("| oom | 4 |"), std::string::npos) << table;
 }
 
+TEST(Tuner, AFailureEveryTrialWouldRepeatStopsTheSearch) {
+  FakePlanner plan;
+  FakeRunner run;
+  run.fail = [](const TrialSpec&) {
+    TrialOutcome o;
+    o.status = TrialStatus::Error;
+    o.exit_code = 2;
+    o.stops_search = true;
+    o.detail = "error: the job refused its config";
+    return o;
+  };
+  TuneSetup s = setup_for({0, 1, 2, 3});
+  s.options.tuner_early_stopping = 100;
+  Tuner tuner(s, plan, run);
+  const TuneResult r = tuner.run();
+  EXPECT_EQ(run.ran.size(), 1u);
+  EXPECT_TRUE(r.aborted);
+  EXPECT_FALSE(r.best);
+  EXPECT_NE(r.stopped_because.find("failed with exit 2"), std::string::npos) << r.stopped_because;
+}
+
 TEST(Tuner, ThePickIsDeterministicAndPrefersTheSimplerWithinNoise) {
   FakePlanner plan;
   TuneSetup s = setup_for({0, 1, 2, 3});
@@ -258,6 +281,10 @@ TEST(BatchPolicy, CandidatesAndAccumulation) {
   EXPECT_EQ(*p.gas_for(5), 6);
   EXPECT_FALSE(p.gas_for(64));
   p.mode = BatchPolicy::Mode::FixedGas;
+  p.max_micro = int64_t(1) << 62;
+  p.gas = int64_t(1) << 40;
+  EXPECT_FALSE(p.gas_for(int64_t(1) << 30)) << "a global batch past 2^63 is not a batch";
+  p.max_micro = 1024;
   p.gas = 2;
   p.min_global = 16;
   EXPECT_FALSE(p.gas_for(2));  // 2·2·2 = 8 < 16
@@ -305,6 +332,29 @@ TEST(AutotuningOptions, DeepSpeedsKeysDefaultsAndRefusals) {
   EXPECT_EQ(seen.at("autotuning.tuner_type"), Severity::Warning);
   EXPECT_EQ(seen.at("autotuning.arg_mappings"), Severity::Warning);
   EXPECT_EQ(seen.at("autotuning.fastt"), Severity::Warning);
+  Diagnostics big;
+  read_autotuning_options({{"num_tuning_micro_batch_sizes", 4294967295ull}, {"tuner_num_trials", 4294967296ull},
+                           {"max_train_micro_batch_size_per_gpu", 9223372036854775807ll}},
+                          "c.json", big);
+  std::set<std::string> refused;
+  for (const auto& x : big.all())
+    if (x.severity == Severity::Error) refused.insert(x.path);
+  EXPECT_EQ(refused, (std::set<std::string>{"autotuning.num_tuning_micro_batch_sizes", "autotuning.tuner_num_trials",
+                                            "autotuning.max_train_micro_batch_size_per_gpu"}));
+}
+
+TEST(TrialCommand, TheWorldSizeIsPlacedOnce) {
+  TrialLaunch l;
+  l.zerotrain = "zt";
+  l.world_size = 4;
+  l.launcher = {"mpirun", "--oversubscribe"};
+  EXPECT_EQ(shell_join(trial_command(l, "c.json")), "mpirun --oversubscribe -np 4 zt --config c.json");
+  l.launcher = {"mpirun", "-np", "3"};  // the user's own count is kept
+  EXPECT_EQ(shell_join(trial_command(l, "c.json")), "mpirun -np 3 zt --config c.json");
+  l.launcher = {"srun", "-n", "{np}"};
+  EXPECT_EQ(shell_join(trial_command(l, "c.json")), "srun -n 4 zt --config c.json");
+  l.launcher = {"scripts/cluster.sh", "run", "-n", "2", "--"};  // places the ranks itself
+  EXPECT_EQ(shell_join(trial_command(l, "c.json")), "scripts/cluster.sh run -n 2 -- zt --config c.json");
 }
 
 // The process runner: the status from the exit code (never the log's words), the timeout, reuse.
@@ -404,9 +454,47 @@ TEST_F(ProcessRunner, ResultsAreReusedUnlessOverwrite) {
   const TrialOutcome o = again.run(t, 0);
   EXPECT_TRUE(o.reused);
   EXPECT_EQ(o.status, TrialStatus::Ok);
+  // Another job (here, more steps) under the same trial name is run, not read back.
+  TrialLaunch longer = broken;
+  longer.steps = l.steps + 1;
+  ProcessTrialRunner other(longer);
+  const TrialOutcome o2 = other.run(t, 0);
+  EXPECT_FALSE(o2.reused);
+  EXPECT_EQ(o2.status, TrialStatus::Error);
+  // A failure is never reused: it is run again.
+  ProcessTrialRunner retry(longer);
+  EXPECT_FALSE(retry.run(t, 0).reused);
   broken.overwrite = true;
   ProcessTrialRunner fresh(broken);
   EXPECT_EQ(fresh.run(t, 0).status, TrialStatus::Error);
+}
+
+TEST_F(ProcessRunner, BadInputAndAMissingLauncherStopTheSearch) {
+  const TrialSpec t{TuneCell{1, OffloadDevice::None}, 2, 1, {}};
+  {
+    ProcessTrialRunner r(launch("echo 'error: train_batch_size = 3: not divisible' >&2\nexit 2"));
+    const TrialOutcome o = r.run(t, 0);
+    EXPECT_TRUE(o.stops_search);
+    EXPECT_NE(o.detail.find("train_batch_size = 3"), std::string::npos) << o.detail;
+  }
+  TrialLaunch l = launch("exit 0");
+  l.launcher = {"/nonexistent/launcher"};
+  ProcessTrialRunner r(l);
+  const TrialOutcome o = r.run(t, 0);
+  EXPECT_EQ(o.exit_code, 127);
+  EXPECT_TRUE(o.stops_search);
+  EXPECT_NE(o.detail.find("cannot run /nonexistent/launcher"), std::string::npos) << o.detail;
+}
+
+TEST_F(ProcessRunner, AStopRequestEndsTheTrialAndThrows) {
+  volatile std::sig_atomic_t stop = SIGINT;
+  TrialLaunch l = launch("sleep 30");
+  l.stop = &stop;
+  l.timeout_s = 60;
+  ProcessTrialRunner r(l);
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_THROW(r.run(TrialSpec{TuneCell{0, OffloadDevice::None}, 1, 1, {}}, 0), TuneInterrupted);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 10.0);
 }
 
 }  // namespace
