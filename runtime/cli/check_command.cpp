@@ -57,22 +57,10 @@ int run_check(const CheckArgs& a) {
   std::string backend_why = "--backend " + a.backend;
   opts.backend = backend_of(a.backend, backend_why);
 
-  std::optional<ModelConfig> model;
-  int64_t params = 0;
-  if (!a.model.empty()) {
-    model = model_preset(a.model);
-    if (!model) {
-      std::string names;
-      for (const auto& n : model_preset_names()) names += (names.empty() ? "" : ", ") + n;
-      d.error("--model", a.model, "unknown model preset", "use one of: " + names);
-    } else {
-      params = model->total_params();
-      opts.model_hidden = model->dim;
-      opts.model = model;
-    }
-  } else if (!a.params.empty() && !parse_param_count(a.params, params)) {
-    d.error("--params", a.params, "not a parameter count", "write it like 7e9, 7B, 1.5B, 124M or 350K");
-  }
+  const ModelSize size = model_size_of(a.model, a.params, d);
+  const std::optional<ModelConfig>& model = size.model;
+  const int64_t params = size.params;
+  if (model) opts.model_hidden = model->dim, opts.model = model;
   if (a.hidden_size) {
     if (*a.hidden_size < 1) d.error("--hidden-size", std::to_string(*a.hidden_size), "must be at least 1", "pass the model's hidden size");
     else if (model && model->dim != *a.hidden_size)

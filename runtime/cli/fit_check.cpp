@@ -54,6 +54,23 @@ bool parse_bytes(const std::string& text, uint64_t& out) {
   return true;
 }
 
+ModelSize model_size_of(const std::string& model, const std::string& params, Diagnostics& d) {
+  ModelSize m;
+  if (!model.empty()) {
+    m.model = model_preset(model);
+    if (!m.model) {
+      std::string names;
+      for (const auto& n : model_preset_names()) names += (names.empty() ? "" : ", ") + n;
+      d.error("--model", model, "unknown model preset", "use one of: " + names);
+    } else {
+      m.params = m.model->total_params();
+    }
+  } else if (!params.empty() && !parse_param_count(params, m.params)) {
+    d.error("--params", params, "not a parameter count", "write it like 7e9, 7B, 1.5B, 124M or 350K");
+  }
+  return m;
+}
+
 ComputeBackend backend_of(const std::string& asked, std::string& why) {
   if (asked == "cuda") return ComputeBackend::Cuda;
   if (asked == "cpu") return ComputeBackend::Cpu;

@@ -42,6 +42,14 @@ struct FitReport {
 FitReport check_fit(const FitTarget& t, const Config& c, int64_t params, const ModelConfig* model, ComputeBackend backend,
                     Diagnostics& d);
 
+// --model NAME or --params N, as check and tune take them: the preset and its parameter count, or
+// the count alone (no model); a bad value is an error in d naming the flag.
+struct ModelSize {
+  std::optional<ModelConfig> model;
+  int64_t params = 0;
+};
+ModelSize model_size_of(const std::string& model, const std::string& params, Diagnostics& d);
+
 // "80GB", "80GiB", "24G", "512M", "1.5T", "1073741824" -> bytes (K/M/G/T are powers of 1024).
 bool parse_bytes(const std::string& text, uint64_t& out);
 // --backend auto|cpu|cuda as check and tune plan for it; `why` says how auto chose.

@@ -56,16 +56,7 @@ class ConfigPlanner : public TunePlanner {
     const std::string key = t.name();
     if (auto it = memo_.find(key); it != memo_.end()) return it->second;
     PlanVerdict v;
-    LoadOptions opts;
-    opts.world_size = a_.world_size;
-    opts.world_source = WorldSizeSource::Flag;
-    opts.flags = a_.flags;
-    opts.probe_paths = false;
-    opts.backend = backend_;
-    if (model_) opts.model_hidden = model_->dim, opts.model = model_;
-    else if (a_.hidden_size) opts.model_hidden = *a_.hidden_size;
-    opts.size_without_shape = !model_ && !a_.hidden_size;
-    const LoadResult r = load_config_text(trial_config(base_, t, a_.world_size).dump(), a_.config + " as trial " + key, opts);
+    const LoadResult r = load(t, a_.config + " as trial " + key);
     Diagnostics d = r.diagnostics;
     if (!d.has_errors()) {
       FitTarget target{a_.world_size, a_.ranks_per_node, a_.gpu_memory, a_.host_ram, "", 0.9};
@@ -86,6 +77,20 @@ class ConfigPlanner : public TunePlanner {
     v.flops_per_token = 6.0 * double(params_) + (model_ ? 12.0 * model_->layers * seq * model_->dim : 0.0);
     memo_[key] = v;
     return v;
+  }
+
+  // The trial's ds_config loaded as its run will load it; `name` stands for the file in messages.
+  LoadResult load(const TrialSpec& t, const std::string& name) const {
+    LoadOptions opts;
+    opts.world_size = a_.world_size;
+    opts.world_source = WorldSizeSource::Flag;
+    opts.flags = a_.flags;
+    opts.probe_paths = false;
+    opts.backend = backend_;
+    if (model_) opts.model_hidden = model_->dim, opts.model = model_;
+    else if (a_.hidden_size) opts.model_hidden = *a_.hidden_size;
+    opts.size_without_shape = !model_ && !a_.hidden_size;
+    return load_config_text(trial_config(base_, t, a_.world_size).dump(), name, opts);
   }
 
  private:
@@ -303,23 +308,11 @@ int run_tune(TuneArgs& a) {
   if (a.max_train_batch_size) o.max_train_batch_size = a.max_train_batch_size;
   if (!a.out.empty()) o.results_dir = a.out, o.exps_dir = a.out + "/exps";
 
-  std::optional<ModelConfig> model;
-  int64_t params = 0;
-  if (!a.model.empty()) {
-    model = model_preset(a.model);
-    if (!model) {
-      std::string names;
-      for (const auto& n : model_preset_names()) names += (names.empty() ? "" : ", ") + n;
-      d.error("--model", a.model, "unknown model preset", "use one of: " + names);
-    } else {
-      params = model->total_params();
-    }
-  } else if (!a.params.empty()) {
-    if (!parse_param_count(a.params, params))
-      d.error("--params", a.params, "not a parameter count", "write it like 7e9, 7B, 1.5B, 124M or 350K");
-  } else {
+  const ModelSize size = model_size_of(a.model, a.params, d);
+  const std::optional<ModelConfig>& model = size.model;
+  const int64_t params = size.params;
+  if (a.model.empty() && a.params.empty())
     d.error("--model", "", "the tuner needs the model", "pass --model NAME (trials run it), or --params N to plan only");
-  }
   if (a.world_size < 1) d.error("--world-size", std::to_string(a.world_size), "must be at least 1", "pass the ranks of the job");
   if (a.steps < o.start_profile_step)
     d.error("--steps", std::to_string(a.steps), "ends before autotuning.start_profile_step " + std::to_string(o.start_profile_step),
@@ -390,15 +383,7 @@ int run_tune(TuneArgs& a) {
     Diagnostics first;
     bool any_valid = setup.cells.empty();
     for (const TuneCell& c : setup.cells) {
-      LoadOptions lo;
-      lo.world_size = a.world_size;
-      lo.world_source = WorldSizeSource::Flag;
-      lo.flags = a.flags;
-      lo.probe_paths = false;
-      lo.backend = backend;
-      if (model) lo.model_hidden = model->dim, lo.model = model;
-      TrialSpec t{c, batch.min_micro, batch.gas_for(batch.min_micro).value_or(1), {}};
-      const LoadResult r = load_config_text(trial_config(base, t, a.world_size).dump(), a.config, lo);
+      const LoadResult r = planner.load(TrialSpec{c, batch.min_micro, batch.gas_for(batch.min_micro).value_or(1), {}}, a.config);
       if (r.valid()) any_valid = true;
       else if (first.all().empty()) first = r.diagnostics;
     }
