@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "runtime/common/diagnostics.h"
+#include "runtime/tune/tune_plots.h"
 
 namespace zt {
 
@@ -181,6 +182,10 @@ std::vector<std::string> write_tune_report(const std::string& dir, const TuneRep
   if (!r.best) sum << "\nno trial finished ok: no optimal configuration.\n";
   write_file(dir + "/summary.txt", sum.str(), written);
 
+  if (!r.rows.empty()) {
+    write_file(dir + "/tokens_per_s.svg", tokens_per_s_svg(r), written);
+    write_file(dir + "/plan_vs_measured.svg", plan_vs_measured_svg(r), written);
+  }
   if (r.best) {
     const TrialSpec& t = r.rows[*r.best].spec;
     write_file(dir + "/ds_config_optimal.json", trial_config(in.base_config, t, in.world_size).dump(2) + "\n", written);

@@ -2,7 +2,8 @@
 // accumulation, knobs, planned and measured peak, the plan's error, tokens/s, step, status, exit
 // code, wall time), summary.txt (DeepSpeed's per-space table, the dropped cells with the plan's
 // reason, the knobs not acted on, why the search stopped), ds_config_optimal.json and
-// cmd_optimal.txt (the pick, runnable as it is by zerotrain and DeepSpeed alike).
+// cmd_optimal.txt (the pick, runnable as it is by zerotrain and DeepSpeed alike), and the two plots
+// (tune_plots.h: tokens_per_s.svg, plan_vs_measured.svg).
 #pragma once
 
 #include <string>

@@ -84,6 +84,15 @@ if os.path.exists(optimal):
     p = subprocess.run([ZT, "check", "--config", optimal, "--world-size", "2", "--model", "tiny", "--backend", "cpu"],
                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     check("grid: check passes the pick", p.returncode == 0, p.stdout.decode()[-2000:])
+for svg in ("tokens_per_s.svg", "plan_vs_measured.svg"):
+    path = os.path.join(out1, svg)
+    body = open(path).read() if os.path.exists(path) else ""
+    check("grid: %s drawn" % svg, body.startswith("<svg") and body.rstrip().endswith("</svg>"), path)
+    if svg == "tokens_per_s.svg":  # one bar per ok trial, the pick outlined
+        check("grid: a bar per trial", body.count("<rect") == sum(r["status"] == "ok" for r in trials) and
+              body.count('stroke="black"') == 1, body[:500])
+    else:
+        check("grid: a point per ok trial", body.count("<circle") == sum(r["status"] == "ok" for r in trials), body[:500])
 summary = open(os.path.join(out1, "summary.txt")).read() if os.path.exists(os.path.join(out1, "summary.txt")) else ""
 check("grid: summary in DeepSpeed's columns", "| tuning_space | num_experiments | best_metric_val | best_exp_name |" in summary,
       summary)

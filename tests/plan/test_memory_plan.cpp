@@ -123,7 +123,9 @@ TEST(MemoryPlan, CpuOffloadMovesOptimizerMasterAndFp32GradsToHostPerNode) {
   in.offload_optimizer = OffloadDevice::CPU;
   const MemoryPlan off = make_memory_plan(in);
   EXPECT_DOUBLE_EQ(off.device_optimizer, 0);
-  EXPECT_DOUBLE_EQ(off.device_grads, 0);                     // stage 2: the shard streams to host
+  // Stage 2: the engine reduces into its device gradient shard and copies it out from there.
+  EXPECT_DOUBLE_EQ(off.device_grads, on_gpu.device_grads);
+  EXPECT_DOUBLE_EQ(off.device_grads, 2 * 7e9 / 8);
   EXPECT_DOUBLE_EQ(off.device_params, on_gpu.device_params);  // the bf16 working copy stays
   // Per rank: (4 master + 8 moments + 4 fp32 grads)·Ψ/N = 16·7e9/8 = 14e9; per node ×8 = 112e9.
   EXPECT_DOUBLE_EQ(off.host_bytes_per_rank, 14e9);
@@ -178,7 +180,7 @@ TEST(MemoryPlan, PartialOffloadRatioKeepsTheRestOnDevice) {
   const MemoryPlan p = make_memory_plan(in);
   const double shard = 8e6 / 4;
   EXPECT_DOUBLE_EQ(p.device_optimizer, 0.75 * 12 * shard);
-  EXPECT_DOUBLE_EQ(p.device_grads, 0.75 * 2 * shard);
+  EXPECT_DOUBLE_EQ(p.device_grads, 2 * shard);  // the gradient shard stays whole on the device
   EXPECT_DOUBLE_EQ(p.host_bytes_per_rank, 0.25 * 16 * shard);
 }
 
