@@ -105,7 +105,7 @@ def machine_name(zerotrain):
 def paper_formula(plan, psi):
     """The ZeRO paper's model-state bytes per rank (params, grads, optimizer): w bytes per parameter
     for params and grads, K for the optimizer, each divided by what the binary's plan says the stage
-    divides it by (its stage_divisors, from runtime/zero/stage_traits.h)."""
+    divides it by (its stage_divisors, from base/stage_traits.h)."""
     w, k, div = plan["working_bytes"], plan["optimizer_k"], plan["stage_divisors"]
     return w * psi / div["params"], w * psi / div["grads"], k * psi / div["optimizer"]
 

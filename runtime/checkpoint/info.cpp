@@ -6,6 +6,7 @@
 #include <ctime>
 #include <vector>
 
+#include "base/stage_traits.h"
 #include "runtime/checkpoint/checkpoint_load.h"
 #include "runtime/checkpoint/checksum.h"
 #include "runtime/checkpoint/file_io.h"
@@ -63,7 +64,7 @@ InfoReport checkpoint_info(const std::string& path, const std::string& tag, bool
   std::string mics;
   const auto& z = m.run.config.value("zero_optimization", nlohmann::json::object());
   if (const int64_t s = z.is_object() ? z.value("mics_shard_size", int64_t(-1)) : -1;
-      m.stage == 3 && s > 0 && s < m.world_size) {
+      is_zero_stage(m.stage) && stage_traits(m.stage).gathers_params() && s > 0 && s < m.world_size) {
     mics = " (MiCS: shard groups of " + std::to_string(s) + ", the first group's ranks own the state, its " +
            std::to_string(m.world_size / s - 1) + " replica group(s) nothing)";
   }

@@ -14,7 +14,7 @@
 #include "runtime/plan/gpu_memory.h"
 #include "runtime/plan/machine_probe.h"
 #include "runtime/train/engine_config.h"
-#include "runtime/zero/stage_traits.h"
+#include "base/stage_traits.h"
 
 namespace zt {
 namespace {

@@ -21,6 +21,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/stage_traits.h"
 #include "build_info.h"
 #include "runtime/cli/fit_check.h"
 #include "runtime/cli/subcommands.h"
@@ -205,7 +206,7 @@ nlohmann::json read_base(const std::string& path, Diagnostics& d) {
 std::vector<int> stages_of(const TuneArgs& a, const nlohmann::json& base, Diagnostics& d, std::string& why) {
   std::vector<int> out;
   auto add = [&](const std::string& where, const nlohmann::json& v) {
-    if (v.is_number_integer() && v.get<int64_t>() >= 0 && v.get<int64_t>() <= 3) out.push_back(v.get<int>());
+    if (v.is_number_integer() && is_zero_stage(v.get<int64_t>())) out.push_back(v.get<int>());
     else d.error(where, show_value(v), "not a ZeRO stage", "use 0, 1, 2 or 3");
   };
   if (!a.stages.empty()) {
@@ -371,7 +372,7 @@ int run_tune(TuneArgs& a) {
   std::vector<DroppedCell> invalid;
   for (int s : stages)
     for (OffloadDevice off : offloads) {
-      if (s == 0 && off != OffloadDevice::None) {
+      if (stage_traits(s).all_reduces_grads() && off != OffloadDevice::None) {
         invalid.push_back({TuneCell{s, off}, "optimizer offload needs ZeRO stage 1 or more"});
         continue;
       }

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <sstream>
 
+#include "base/stage_traits.h"
 #include "runtime/config/config_load.h"
 #include "runtime/config/config_walk.h"
 
@@ -139,7 +140,7 @@ void resolve_from_model(Field<int64_t>& f, const std::string& path, const LoadOp
 // The HF Trainer fills the prefetch and persistence "auto"s only for stage 3; otherwise DeepSpeed's
 // config model drops them and its defaults stay (they have no effect below stage 3 anyway).
 void keep_default_below_stage3(Field<int64_t>& f, int64_t stage) {
-  if (!f.is_auto || f.invalid || stage == 3) return;
+  if (!f.is_auto || f.invalid || (is_zero_stage(stage) && stage_traits(int(stage)).gathers_params())) return;
   f.is_auto = false;
   f.present = false;
   f.source = {SourceKind::Auto, "DeepSpeed's default: the HF Trainer fills it only at stage 3"};

@@ -1,8 +1,10 @@
 // Invalid combinations and out-of-range values in a loaded ds_config: each its own message with
 // the key path, the value and the fix (the table in configs/README.md lists them all).
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
+#include "base/stage_traits.h"
 #include "runtime/config/config_load.h"
 #include "runtime/config/config_walk.h"
 #include "runtime/plan/machine_probe.h"
@@ -116,7 +118,9 @@ void validate_config(Config& c, const LoadOptions& opts, Diagnostics& d) {
   auto& z = c.zero_optimization;
   const double inf = INFINITY;
   const int64_t stage = z.stage.value;
-  const bool stage_ok = !z.stage.invalid && stage >= 0 && stage <= 3;
+  const bool stage_ok = !z.stage.invalid && is_zero_stage(stage);
+  // What the stage does (read only when stage_ok): gathers_params is stage 3, all_reduces_grads stage 0.
+  const StageTraits traits = stage_traits(int(std::clamp<int64_t>(stage, 0, kMaxZeroStage)));
   if (!z.stage.invalid && !stage_ok)
     d.error("zero_optimization.stage", std::to_string(stage), "ZeRO stage must be 0, 1, 2 or 3",
             "use 0 (no partitioning), 1 (optimizer states), 2 (+ gradients) or 3 (+ parameters)");
@@ -150,12 +154,12 @@ void validate_config(Config& c, const LoadOptions& opts, Diagnostics& d) {
   // ZeRO and offload.
   auto& oo = z.offload_optimizer;
   auto& op = z.offload_param;
-  if (stage_ok && op.device.value != "none" && stage < 3)
+  if (stage_ok && op.device.value != "none" && !traits.gathers_params())
     d.error("zero_optimization.offload_param.device", quoted_text(op.device.value),
             "parameter offload needs ZeRO stage 3, and stage is " + std::to_string(stage) +
                 " (DeepSpeed ignores it silently; zerotrain refuses)",
             "set zero_optimization.stage to 3, or remove offload_param");
-  if (stage_ok && oo.device.value != "none" && stage == 0)
+  if (stage_ok && oo.device.value != "none" && traits.all_reduces_grads())
     d.error("zero_optimization.offload_optimizer.device", quoted_text(oo.device.value),
             "optimizer offload needs ZeRO stage 1, 2 or 3, and stage is 0", "set zero_optimization.stage to 1, 2 or 3, or remove offload_optimizer");
   if (!oo.ratio.invalid) {
@@ -198,7 +202,7 @@ void validate_config(Config& c, const LoadOptions& opts, Diagnostics& d) {
   const int64_t hpz = z.hpz_partition_size.value;
   if (!z.hpz_partition_size.invalid && hpz > 1) {
     const std::string v = std::to_string(hpz);
-    if (stage_ok && stage < 3)
+    if (stage_ok && !traits.gathers_params())
       d.error("zero_optimization.zero_hpz_partition_size", v,
               "hpZ partitions stage 3's parameters a second time, and this is stage " + std::to_string(stage) +
                   " (DeepSpeed ignores the key below stage 3 without a word)",
@@ -222,7 +226,7 @@ void validate_config(Config& c, const LoadOptions& opts, Diagnostics& d) {
   const bool mics_on = !z.mics_shard_size.invalid && mics > 0;
   if (mics_on) {
     const std::string v = std::to_string(mics);
-    if (stage_ok && stage < 3)
+    if (stage_ok && !traits.gathers_params())
       d.error("zero_optimization.mics_shard_size", v,
               "MiCS shards stage 3's model states over groups of ranks, and this is stage " + std::to_string(stage) +
                   " (DeepSpeed ignores the key below stage 3 without a word)",
@@ -245,7 +249,7 @@ void validate_config(Config& c, const LoadOptions& opts, Diagnostics& d) {
   // refused on its own (not built).
   if (z.quantized_weights.present && z.quantized_weights.value) {
     const char* key = "zero_optimization.zero_quantized_weights";
-    if (stage_ok && stage < 3)
+    if (stage_ok && !traits.gathers_params())
       d.error(key, "true",
               "qwZ quantizes stage 3's parameter all-gathers, and this is stage " + std::to_string(stage) +
                   " (DeepSpeed ignores the key below stage 3 without a word)",
@@ -261,7 +265,7 @@ void validate_config(Config& c, const LoadOptions& opts, Diagnostics& d) {
   // MiCS (DeepSpeed's MiCS optimizer is not handed the flag).
   if (z.quantized_gradients.present && z.quantized_gradients.value) {
     const char* key = "zero_optimization.zero_quantized_gradients";
-    if (stage_ok && stage < 3)
+    if (stage_ok && !traits.gathers_params())
       d.error(key, "true",
               "qgZ quantizes stage 3's gradient reduce-scatters, and this is stage " + std::to_string(stage) +
                   " (DeepSpeed ignores the key below stage 3 without a word)",
@@ -284,7 +288,7 @@ void validate_config(Config& c, const LoadOptions& opts, Diagnostics& d) {
               "set mics_shard_size to a multiple of the ranks per node, or remove the key");
 
   // Stage-3-only keys with stage < 3: warnings (they have no effect).
-  if (stage_ok && stage < 3) {
+  if (stage_ok && !traits.gathers_params()) {
     struct S3 {
       bool present;
       const char* key;

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <sstream>
 
+#include "base/stage_traits.h"
 #include "runtime/config/config_load.h"
 #include "runtime/config/config_walk.h"
 
@@ -61,7 +62,7 @@ void report(ZeroRule rule, const Config& c, const ZeroOptionSet& zs, Diagnostics
       return;
     case ZeroRule::PartialOffloadNeedsStage3Cpu: {
       const int64_t stage = z.stage.value;
-      if (!z.stage.invalid && stage >= 0 && stage <= 2)  // an impossible stage has its own error
+      if (!z.stage.invalid && is_zero_stage(stage) && !stage_traits(int(stage)).gathers_params())  // an impossible stage has its own error
         d.error("zero_optimization.offload_optimizer.ratio", number_text(oo.ratio.value),
                 "partial optimizer offload (ratio < 1) works only with ZeRO stage 3, and stage is " + std::to_string(stage),
                 "set zero_optimization.stage to 3, or remove ratio (offload everything)");
@@ -147,7 +148,7 @@ ZeroOptionSet zero_option_set(const Config& c) {
   o.offload_param = offload_device_named(z.offload_param.device.value);
   o.param_buffer_size = z.offload_param.buffer_size.value;
   // MiCS only at stage 3 (below it the key is an error of its own); <= 0 is DeepSpeed's off.
-  if (o.stage == 3 && !z.mics_shard_size.invalid && z.mics_shard_size.value > 0)
+  if (stage_traits(o.stage).gathers_params() && !z.mics_shard_size.invalid && z.mics_shard_size.value > 0)
     o.mics_shard_size = int(std::min<int64_t>(z.mics_shard_size.value, INT32_MAX));
   return o;
 }
@@ -161,7 +162,7 @@ void validate_for_engine(const Config& c, const LoadOptions& opts, Diagnostics& 
   // The ZeRO objects' rules, written once in runtime/zero/zero_rules.h (the engine checks the same).
   {
     ZeroOptionSet zs = zero_option_set(c);
-    if (opts.model && zs.stage == 3) zs.largest_param_shard = largest_stage3_shard(*opts.model, std::max(1, opts.world_size));
+    if (opts.model && stage_traits(zs.stage).gathers_params()) zs.largest_param_shard = largest_stage3_shard(*opts.model, std::max(1, opts.world_size));
     // With an optimizer type zerotrain does not know (its own error), the rules that depend on the
     // optimizer would be read against a stand-in: only the others are reported.
     const bool known_optimizer = optimizer_type_of(o).has_value();

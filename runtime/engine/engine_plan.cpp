@@ -7,7 +7,7 @@
 #include "runtime/model/unit_layout.h"
 #include "runtime/zero/onebit_adam.h"
 #include "runtime/zero/quantized_gather.h"
-#include "runtime/zero/stage_traits.h"
+#include "base/stage_traits.h"
 
 namespace zt {
 
@@ -27,7 +27,7 @@ PartitionConfig partition_config(const EngineOptions& o, const BackendCaps& caps
   PartitionConfig pc;
   static_cast<ZeroOptions&>(pc) = o.zero;
   // MiCS: the partition spans one shard group of mics_shard_size consecutive ranks.
-  const bool mics = o.zero.stage == 3 && o.zero.mics_shard_size > 0 && world_size > 1;
+  const bool mics = stage_traits(o.zero.stage).gathers_params() && o.zero.mics_shard_size > 0 && world_size > 1;
   pc.world_size = mics ? o.zero.mics_shard_size : world_size;
   pc.rank = rank % pc.world_size;
   pc.alignment = o.shard_alignment;
@@ -39,7 +39,7 @@ PartitionConfig partition_config(const EngineOptions& o, const BackendCaps& caps
 
 CommGroupShape group_shape_of(const EngineOptions& o) {
   CommGroupShape shape;
-  if (o.zero.stage == 3) {
+  if (stage_traits(o.zero.stage).gathers_params()) {
     shape.mics_shard_size = o.zero.mics_shard_size;
     shape.mics_hierarchical = o.gather.mics_hierarchical;
     shape.hpz_partition_size = int(o.gather.hpz_partition_size);
@@ -147,7 +147,7 @@ LinkBytes EnginePlan::expected_link_bytes_per_step(const CommGroups& groups, siz
   // copy goes over the groups; with MiCS's hierarchical gather, a 1/n part of each across nodes,
   // then the whole unit inside each node).
   uint64_t on[kCommRoleCount][kCommOpCount] = {};
-  if (p.stage() == 3 && S > 1) {
+  if (p.gathers_params_for_compute() && S > 1) {
     UnitBufferWalk walk = unit_buffer_walk();
     if (!groups.secondary()) walk.gather.hpz_partition_size = 1;
     const GatherOptions& go = walk.gather;

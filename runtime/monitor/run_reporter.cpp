@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <tuple>
 
+#include "base/stage_traits.h"
 #include "runtime/config/config_echo.h"
 #include "runtime/monitor/comm_overlap.h"
 #include "runtime/zero/quantized_reduce.h"
@@ -193,7 +194,7 @@ void RunReporter::start() {
           {"ranks_per_node", engine_.topology().ranks_per_node},
           {"nodes", engine_.topology().nodes()},
           {"hpz_partition_size", engine_.options().gather.hpz_partition_size},
-          {"mics_shard_size", engine_.options().zero.stage == 3 ? engine_.options().zero.mics_shard_size : 0},
+          {"mics_shard_size", stage_traits(engine_.options().zero.stage).gathers_params() ? engine_.options().zero.mics_shard_size : 0},
           {"quantized_weights", engine_.options().gather.quantized_weights},
           {"quantized_gradients", engine_.quantizes_gradients()},
           {"quantized_gradient_block", engine_.quantized_gradient_block()},

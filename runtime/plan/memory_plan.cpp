@@ -5,7 +5,7 @@
 #include <algorithm>
 
 #include "runtime/plan/deepspeed_estimate.h"
-#include "runtime/zero/stage_traits.h"
+#include "base/stage_traits.h"
 
 namespace zt {
 
@@ -43,7 +43,7 @@ int64_t gpt2_largest_unit(const PlanInput& in) {
 
 int plan_state_shards(const PlanInput& in) {
   const int n = std::max(1, in.world_size);
-  return in.stage == 3 && in.mics_shard_size > 0 ? std::min(in.mics_shard_size, n) : n;
+  return stage_traits(in.stage).gathers_params() && in.mics_shard_size > 0 ? std::min(in.mics_shard_size, n) : n;
 }
 
 uint64_t checkpoint_snapshot_estimate(const PlanInput& in) {
@@ -100,7 +100,7 @@ MemoryPlan make_memory_plan(const PlanInput& in) {
     }
   }
   // Parameter offload: stage 3 only (DeepSpeed ignores it below stage 3; the config rejects it).
-  if (in.offload_param != OffloadDevice::None && in.stage == 3) {
+  if (in.offload_param != OffloadDevice::None && traits.gathers_params()) {
     const double shard = w * psi / shards;
     p.device_params = 0;
     if (in.offload_param == OffloadDevice::CPU) {
@@ -111,7 +111,7 @@ MemoryPlan make_memory_plan(const PlanInput& in) {
     }
   }
 
-  if (in.stage == 3 && n > 1 && in.hpz_partition_size > 1) p.device_params += w * psi / in.hpz_partition_size;
+  if (traits.gathers_params() && n > 1 && in.hpz_partition_size > 1) p.device_params += w * psi / in.hpz_partition_size;
 
   p.device_activations = in.activation_bytes.value_or(0.0);
 
@@ -121,8 +121,8 @@ MemoryPlan make_memory_plan(const PlanInput& in) {
     // No model: the bucket sizes bound the buffers, but at least three of the largest unit (the
     // engine reduces whole units: two in flight and a tied head's embedding gradient).
     double buffers = std::max(min_elems(in.reduce_bucket_size, psi), 3.0 * double(gpt2_largest_unit(in))) * w;
-    if (in.stage == 1 || in.stage == 2) buffers += min_elems(in.allgather_bucket_size, psi) * w;
-    if (in.stage == 3) {
+    if (traits.gathers_updated_shards()) buffers += min_elems(in.allgather_bucket_size, psi) * w;
+    if (traits.gathers_params()) {
       buffers += std::max(min_elems(in.stage3_max_live_parameters, psi),
                           min_elems(in.stage3_prefetch_bucket_size, psi)) * w;
     }
@@ -138,7 +138,7 @@ MemoryPlan make_memory_plan(const PlanInput& in) {
   }
   // The snapshot per node: each owning rank's; under MiCS only the first shard group owns the state.
   p.checkpoint_snapshot = double(in.checkpoint_snapshot_bytes);
-  p.snapshot_owners_on_node = in.stage == 3 && in.mics_shard_size > 0 ? std::min(plan_state_shards(in), p.ranks_on_node)
+  p.snapshot_owners_on_node = traits.gathers_params() && in.mics_shard_size > 0 ? std::min(plan_state_shards(in), p.ranks_on_node)
                                                                        : p.ranks_on_node;
   p.host_bytes_per_node = p.host_bytes_per_rank * p.ranks_on_node + p.checkpoint_snapshot * p.snapshot_owners_on_node;
   p.host_bytes_per_rank += p.checkpoint_snapshot;
@@ -150,7 +150,7 @@ MemoryPlan make_memory_plan(const PlanInput& in) {
   const bool opt_off = in.offload_optimizer != OffloadDevice::None;
   const bool param_off = in.offload_param != OffloadDevice::None;
   DsEstimate ds;
-  if (in.stage <= 2) {
+  if (!traits.gathers_params()) {
     p.ds_estimator = "estimate_zero2_model_states_mem_needs";
     ds = ds_estimate_zero2(in.params, gpus_per_node, nodes, opt_off);
   } else {

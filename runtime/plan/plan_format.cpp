@@ -10,7 +10,7 @@
 
 #include "runtime/plan/memory_plan.h"
 #include "runtime/plan/units.h"
-#include "runtime/zero/stage_traits.h"
+#include "base/stage_traits.h"
 
 namespace zt {
 
@@ -52,7 +52,7 @@ nlohmann::json plan_to_json(const MemoryPlan& p) {
       {"buffers", bytes(p.device_buffers)},
       {"total", bytes(p.device_total())},
   };
-  // What the stage divides each model state's bytes per rank by (runtime/zero/stage_traits.h) over
+  // What the stage divides each model state's bytes per rank by (base/stage_traits.h) over
   // the ranks that shard them (the world, or MiCS's group): the sweep takes ZeRO's formula from here
   // rather than restating it.
   const StageTraits traits = stage_traits(in.stage);
@@ -77,7 +77,7 @@ nlohmann::json plan_to_json(const MemoryPlan& p) {
       {"host_per_node", bytes(p.ds_estimate_host)},
       {"additional_buffer_factor", 1.5},
   };
-  if (p.input.stage == 3) j["deepspeed_estimate"]["largest_layer_params"] = p.ds_largest_layer_params;
+  if (stage_traits(p.input.stage).gathers_params()) j["deepspeed_estimate"]["largest_layer_params"] = p.ds_largest_layer_params;
   return j;
 }
 
@@ -118,7 +118,7 @@ std::string plan_to_table(const MemoryPlan& p) {
   row("host RAM / node", g(p.host_bytes_per_node), g(p.ds_estimate_host));
   row("NVMe / node", g(p.nvme_bytes_per_node), "-");
   out += "  DeepSpeed column: " + p.ds_estimator + " (buffer factor 1.5";
-  if (in.stage == 3) {
+  if (stage_traits(in.stage).gathers_params()) {
     out += ", largest layer " + format_params(p.ds_largest_layer_params) + " params, zero_init=" +
            (in.ds_zero_init ? "1" : "0");
   }
@@ -133,10 +133,10 @@ std::string plan_to_table(const MemoryPlan& p) {
   if (in.offload_optimizer == OffloadDevice::NVMe || in.offload_param == OffloadDevice::NVMe) {
     out += "  DeepSpeed's estimator knows only CPU offload: NVMe offload is shown as if it were CPU.\n";
   }
-  if (in.stage == 3 && param_off && !opt_off) {
+  if (stage_traits(in.stage).gathers_params() && param_off && !opt_off) {
     out += "  DeepSpeed's estimator has no offload_param-only case: its no-offload numbers are shown.\n";
   }
-  if (in.stage < 2) out += "  DeepSpeed has no stage-0/1 estimator: its ZeRO-2 formula is shown.\n";
+  if (!stage_traits(in.stage).shards_grads) out += "  DeepSpeed has no stage-0/1 estimator: its ZeRO-2 formula is shown.\n";
   return out;
 }
 

@@ -8,7 +8,7 @@
 
 #include "runtime/plan/machine_probe.h"
 #include "runtime/plan/units.h"
-#include "runtime/zero/stage_traits.h"
+#include "base/stage_traits.h"
 
 namespace zt {
 
@@ -44,7 +44,7 @@ HostUsers host_users(const MemoryPlan& p) {
   bool plural = false;
   if (p.input.offload_optimizer != OffloadDevice::None && p.input.optimizer.has_value())
     v.push_back(std::string("offload_optimizer=") + offload_name(p.input.offload_optimizer));
-  if (p.input.offload_param != OffloadDevice::None && p.input.stage == 3)
+  if (p.input.offload_param != OffloadDevice::None && stage_traits(p.input.stage).gathers_params())
     v.push_back(std::string("offload_param=") + offload_name(p.input.offload_param));
   if (p.checkpoint_snapshot > 0) v.push_back("the checkpoint snapshot (--save)");
   if (!p.input.backend_is_host && p.comm_buffers > 0) v.push_back("the communicator's buffers"), plural = true;
@@ -63,7 +63,7 @@ std::string either(const std::vector<std::string>& v) {
 
 bool offloads(const MemoryPlan& p) {
   return (p.input.offload_optimizer != OffloadDevice::None && p.input.optimizer.has_value()) ||
-         (p.input.offload_param != OffloadDevice::None && p.input.stage == 3);
+         (p.input.offload_param != OffloadDevice::None && stage_traits(p.input.stage).gathers_params());
 }
 
 std::string host_key(const MemoryPlan& p) {
@@ -117,7 +117,7 @@ std::vector<Remedy> device_remedies(const MemoryPlan& p) {
     r.push_back({p.device_model_states() * 0.5, std::string("add ranks with a ZeRO stage of 1 or more (at world size 1 ") +
                                                     "every stage keeps the whole model: ZeRO divides by the number of ranks)"});
   if (p.device_buffers > 0)
-    r.push_back({p.device_buffers * 0.5, "shrink reduce_bucket_size" + std::string(stage == 3 ? " / stage3_max_live_parameters" : "") +
+    r.push_back({p.device_buffers * 0.5, "shrink reduce_bucket_size" + std::string(traits.gathers_params() ? " / stage3_max_live_parameters" : "") +
                                              " (buffers are " + gib1(p.device_buffers) + ")"});
   return r;
 }
@@ -135,7 +135,7 @@ void check_host_offload(const MemoryPlan& p, const MachineFacts& f, Diagnostics&
   const int fit = p.host_bytes_per_rank > 0 ? int(std::floor(have / p.host_bytes_per_rank)) : 0;
   if (fit >= 1) fixes.push_back("run at most " + std::to_string(fit) + " rank(s) per node (or spread the job over more nodes)");
   else if (sharded) fixes.push_back("use more ranks so that each shard is smaller (even one rank does not fit now)");
-  if (p.input.stage == 3 && p.input.offload_optimizer == OffloadDevice::CPU) {
+  if (stage_traits(p.input.stage).gathers_params() && p.input.offload_optimizer == OffloadDevice::CPU) {
     char r[32];
     std::snprintf(r, sizeof r, "%.2f", std::max(0.0, p.input.offload_optimizer_ratio * have / need));
     fixes.push_back(std::string("offload only part of the optimizer (offload_optimizer.ratio <= ") + r + ")");

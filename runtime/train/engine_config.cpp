@@ -1,6 +1,7 @@
 // engine_options_from_config: the mapping from DeepSpeed's keys to the engine's options.
 #include "runtime/train/engine_config.h"
 
+#include "base/stage_traits.h"
 #include "runtime/config/zero_sizes.h"
 
 #include <algorithm>
@@ -93,7 +94,7 @@ LossScalerConfig loss_scaler_config(const Fp16Config& f, int stage) {
   r.consecutive_hysteresis = f.consecutive_hysteresis.value;
   r.min_loss_scale = double(f.min_loss_scale.value);
   // DeepSpeed's stage 0 runs FP16_Optimizer (no hysteresis); its ZeRO optimizers DynamicLossScaler.
-  r.kind = stage == 0 ? LossScalerKind::Fp16Optimizer : LossScalerKind::ZeroOptimizer;
+  r.kind = stage_traits(int(stage)).all_reduces_grads() ? LossScalerKind::Fp16Optimizer : LossScalerKind::ZeroOptimizer;
   return r;
 }
 
@@ -107,7 +108,8 @@ EngineOptions engine_options_from_config(const Config& c, uint64_t seed, bool re
   e.grad_accum = int(c.gradient_accumulation_steps.value);
   e.zero = zero_option_set(c);  // the ZeRO choices as validation read them ("ratio 0" offloads nothing)
   e.reduce = ReduceOptions{sizes.reduce_bucket, z.overlap_comm.value};
-  e.reduce.quantized_gradients = e.zero.stage == 3 && z.quantized_gradients.value;
+  const StageTraits traits = stage_traits(e.zero.stage);
+  e.reduce.quantized_gradients = traits.gathers_params() && z.quantized_gradients.value;
   e.gather.overlap = z.overlap_comm.value;
   e.gather.prefetch_bucket_size = z.prefetch_bucket_size.value;
   e.gather.persistence_threshold = z.param_persistence_threshold.value;
@@ -115,7 +117,7 @@ EngineOptions engine_options_from_config(const Config& c, uint64_t seed, bool re
   e.gather.max_reuse_distance = z.max_reuse_distance.value;
   e.gather.hpz_partition_size = std::max<int64_t>(1, z.hpz_partition_size.value);
   e.gather.mics_hierarchical = e.zero.mics_shard_size > 0 && z.mics_hierarchical_params_gather.value;
-  e.gather.quantized_weights = e.zero.stage == 3 && z.quantized_weights.value;
+  e.gather.quantized_weights = traits.gathers_params() && z.quantized_weights.value;
   e.gather.allgather_bucket_size = sizes.allgather_bucket;
   e.optimizer = optimizer_options(c.optimizer);
   if (!c.scheduler.type.value.empty())

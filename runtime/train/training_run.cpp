@@ -3,6 +3,7 @@
 // and monitors, validation every K steps, and a stop at a step boundary on SIGTERM/SIGINT.
 #include "runtime/train/training_run.h"
 
+#include "base/stage_traits.h"
 #include <algorithm>
 #include <cmath>
 #include <cinttypes>
@@ -229,7 +230,7 @@ void check_start(Started& started, const RunOptions& run, Communicator& comm, Ba
   remove_stale_swap_files_of(started.cfg, rank);
   // Pre-flight: the plan against this machine, before the engine allocates anything.
   started.eo = engine_options_from_config(started.cfg, run.seed, run.recompute, &run.model);
-  if (const int64_t hpz = started.eo.gather.hpz_partition_size; hpz > 1 && started.eo.zero.stage == 3) {
+  if (const int64_t hpz = started.eo.gather.hpz_partition_size; hpz > 1 && stage_traits(started.eo.zero.stage).gathers_params()) {
     // The secondary groups are hpz consecutive ranks: inside one node of run.ranks_per_node.
     const int rpn = run.ranks_per_node > 0 ? run.ranks_per_node : W;  // 0: every rank on one node
     const std::string v = std::to_string(hpz), n = std::to_string(rpn);

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <set>
 
+#include "base/stage_traits.h"
+
 namespace zt {
 
 namespace {
@@ -102,7 +104,8 @@ const std::vector<std::pair<std::string, std::string>>& ignored_knobs() {
 }
 
 std::vector<TuneKnobs> knob_space(int stage, int64_t params) {
-  if (stage == 0) return {};
+  const StageTraits traits = stage_traits(stage);
+  if (traits.all_reduces_grads()) return {};
   std::vector<int64_t> buckets;
   for (int64_t b : {int64_t(50000000), int64_t(500000000), int64_t(1000000000)}) {
     // Buckets at or above the model cut one bucket: keep the first such size only.
@@ -110,9 +113,9 @@ std::vector<TuneKnobs> knob_space(int stage, int64_t params) {
     buckets.push_back(b);
   }
   std::vector<std::optional<bool>> overlap = {std::nullopt};
-  if (stage >= 2) overlap = {true, false};  // DeepSpeed tunes overlap_comm from stage 2
+  if (traits.shards_grads) overlap = {true, false};  // DeepSpeed tunes overlap_comm from stage 2
   std::vector<std::optional<int64_t>> gather = {std::nullopt};
-  if (stage <= 2) gather.assign(buckets.begin(), buckets.end());  // stages 1-2 gather in these buckets
+  if (traits.gathers_updated_shards()) gather.assign(buckets.begin(), buckets.end());  // stages 1-2 gather in these buckets
   std::vector<TuneKnobs> out;
   for (const auto& oc : overlap)
     for (int64_t rb : buckets)
@@ -139,7 +142,7 @@ nlohmann::json trial_config(const nlohmann::json& base, const TrialSpec& t, int 
     if (!off.is_object()) off = nlohmann::json::object();
     off["device"] = offload_name(t.cell.offload);
   }
-  if (t.cell.stage < 3 && z.contains("offload_param")) z.erase("offload_param");  // stage 3 only
+  if (!stage_traits(t.cell.stage).gathers_params() && z.contains("offload_param")) z.erase("offload_param");
   c["train_micro_batch_size_per_gpu"] = t.micro_batch;
   c["gradient_accumulation_steps"] = t.gas;
   c["train_batch_size"] = t.micro_batch * t.gas * world_size;

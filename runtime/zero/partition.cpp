@@ -25,7 +25,7 @@ std::vector<char> offloaded_units(const PartitionConfig& c, const std::vector<in
 }  // namespace
 
 Partition::Partition(std::vector<UnitSpec> units, const PartitionConfig& config) : cfg_(config) {
-  if (config.stage < 0 || config.stage > 3)
+  if (!is_zero_stage(config.stage))
     throw std::invalid_argument("Partition: stage must be 0..3, got " + std::to_string(config.stage));
   traits_ = stage_traits(config.stage);
   for (int q = 0; q < config.world_size; ++q) maps_.emplace_back(units, config.world_size, q, config.alignment);
@@ -39,8 +39,8 @@ Partition::Partition(std::vector<UnitSpec> units, const PartitionConfig& config)
     part.state_len = traits_.shards_optimizer ? sh.shard : sh.padded;
     part.state_valid = traits_.shards_optimizer ? sh.valid : sh.numel;
     part.state_begin = traits_.shards_optimizer ? sh.rank_begin : 0;
-    part.state_in_grad = config.stage == 1 ? sh.rank_begin : 0;
-    part.state_in_param = (config.stage == 1 || config.stage == 2) ? sh.rank_begin : 0;
+    part.state_in_grad = traits_.full_grads_with_sharded_state() ? sh.rank_begin : 0;
+    part.state_in_param = traits_.gathers_updated_shards() ? sh.rank_begin : 0;
     if (traits_.shards_params && config.offload_param == OffloadDevice::CPU) part.param = ParamHome::Host;
     if (traits_.shards_params && config.offload_param == OffloadDevice::NVMe) part.param = ParamHome::Nvme;
     state_lens.push_back(part.state_len);
@@ -127,17 +127,14 @@ Footprint Partition::footprint(size_t wb) const {
 Partition::CommVolumes Partition::expected_comm_volumes_per_step(size_t es) const {
   const uint64_t full = uint64_t(map().total_padded()) * es;
   CommVolumes v;
-  switch (cfg_.stage) {
-    case 0:  // all-reduce: algorithm bytes = buffer bytes (bus traffic 2(n-1)/n of it)
-      v.bytes[int(CommOp::AllReduce)] = full;
-      break;
-    case 3:  // all-gather forward + all-gather backward + reduce-scatter
-      v.bytes[int(CommOp::AllGather)] = 2 * full;
-      v.bytes[int(CommOp::ReduceScatter)] = full;
-      break;
-    default:  // reduce-scatter + all-gather
-      v.bytes[int(CommOp::AllGather)] = full;
-      v.bytes[int(CommOp::ReduceScatter)] = full;
+  if (traits_.all_reduces_grads()) {  // all-reduce: algorithm bytes = buffer bytes (bus traffic 2(n-1)/n of it)
+    v.bytes[int(CommOp::AllReduce)] = full;
+  } else if (traits_.gathers_params()) {  // all-gather forward + all-gather backward + reduce-scatter
+    v.bytes[int(CommOp::AllGather)] = 2 * full;
+    v.bytes[int(CommOp::ReduceScatter)] = full;
+  } else {  // reduce-scatter + the updated shards' all-gather
+    v.bytes[int(CommOp::AllGather)] = full;
+    v.bytes[int(CommOp::ReduceScatter)] = full;
   }
   return v;
 }

@@ -13,7 +13,7 @@
 #include "base/optimizer.h"
 #include "collectives/communicator.h"
 #include "runtime/zero/shard_map.h"
-#include "runtime/zero/stage_traits.h"
+#include "base/stage_traits.h"
 #include "runtime/zero/zero_options.h"
 
 namespace zt {
@@ -87,12 +87,12 @@ class Partition {
   // Stage 3: a unit's parameters are all-gathered before its forward and backward, released after.
   bool gathers_params_for_compute() const { return traits_.shards_params; }
   // Stages 1–2: after the update, every rank's updated shard is all-gathered into the full params.
-  bool gathers_params_after_update() const { return cfg_.stage == 1 || cfg_.stage == 2; }
+  bool gathers_params_after_update() const { return traits_.gathers_updated_shards(); }
   // Stages 2–3 reduce-scatter each micro-step's gradients as backward produces them; stages 0–1 add
   // micro-steps into full gradients and reduce once, at the accumulation boundary.
   bool reduces_each_micro_step() const { return traits_.shards_grads; }
   // Stage 0 all-reduces (every rank keeps the whole sum); stages 1–3 reduce-scatter.
-  bool all_reduces_grads() const { return !traits_.shards_optimizer; }
+  bool all_reduces_grads() const { return traits_.all_reduces_grads(); }
   // fp32 training on the CPU backend with nothing staged: the master weights are the working params.
   bool master_aliases_params() const { return aliases_; }
   bool any_staged() const { return any_staged_; }

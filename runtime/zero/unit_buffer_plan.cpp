@@ -6,7 +6,7 @@
 
 #include "runtime/zero/buckets.h"
 #include "runtime/zero/gather_schedule.h"
-#include "runtime/zero/stage_traits.h"
+#include "base/stage_traits.h"
 
 namespace zt {
 

@@ -13,6 +13,7 @@
 #include "base/dtype.h"
 #include "base/offload.h"
 #include "base/optimizer.h"
+#include "base/stage_traits.h"
 #include "runtime/zero/zero_options.h"
 
 namespace zt {
@@ -62,24 +63,25 @@ inline bool host_optimizer_steps_every_shard(const ZeroOptionSet& o, const Backe
 // Every rule the option set breaks on this backend, in the order of the enum.
 inline std::vector<ZeroRule> check_zero_options(const ZeroOptionSet& o, const BackendCaps& b) {
   std::vector<ZeroRule> broken;
+  const StageTraits t = stage_traits(o.stage);
   if (b.compute != DType::F32 && o.precision != b.compute) broken.push_back(ZeroRule::ComputePrecision);
   if (!b.other_precisions && o.comm_precision.value_or(b.compute) != b.compute) broken.push_back(ZeroRule::CommPrecision);
   if (!b.other_precisions && o.grad_accum_precision.value_or(b.compute) != b.compute)
     broken.push_back(ZeroRule::AccumPrecision);
-  if (o.stage == 3 && o.offload_param != OffloadDevice::None && !host_optimizer_steps_every_shard(o, b))
+  if (t.gathers_params() && o.offload_param != OffloadDevice::None && !host_optimizer_steps_every_shard(o, b))
     broken.push_back(ZeroRule::ParamOffloadNeedsHostOptimizer);
   if (o.offload_ratio < 1.0) {
-    if (o.stage != 3 || o.offload_optimizer != OffloadDevice::CPU) broken.push_back(ZeroRule::PartialOffloadNeedsStage3Cpu);
+    if (!t.gathers_params() || o.offload_optimizer != OffloadDevice::CPU) broken.push_back(ZeroRule::PartialOffloadNeedsStage3Cpu);
     else if (!is_adam(o.optimizer)) broken.push_back(ZeroRule::PartialOffloadNeedsAdam);
   }
   if (o.offload_optimizer == OffloadDevice::NVMe && o.optimizer == OptimizerType::Lamb) broken.push_back(ZeroRule::LambOnNvme);
-  if (o.stage == 3 && o.offload_param == OffloadDevice::NVMe && o.largest_param_shard > 0 &&
+  if (t.gathers_params() && o.offload_param == OffloadDevice::NVMe && o.largest_param_shard > 0 &&
       o.param_buffer_size < o.largest_param_shard)
     broken.push_back(ZeroRule::ParamBufferTooSmall);
-  if (o.stage == 3 && o.mics_shard_size > 0 && o.offload_optimizer != OffloadDevice::None)
+  if (t.gathers_params() && o.mics_shard_size > 0 && o.offload_optimizer != OffloadDevice::None)
     broken.push_back(ZeroRule::MicsWithOptimizerOffload);
   if (o.optimizer == OptimizerType::OneBitAdam) {
-    if (o.stage != 0 || o.offload_optimizer != OffloadDevice::None || o.offload_param != OffloadDevice::None)
+    if (!t.all_reduces_grads() || o.offload_optimizer != OffloadDevice::None || o.offload_param != OffloadDevice::None)
       broken.push_back(ZeroRule::OneBitNeedsStage0);
     if (!b.host_memory) broken.push_back(ZeroRule::OneBitNeedsHostBackend);
   }

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "runtime/zero/partition.h"
-#include "runtime/zero/stage_traits.h"
+#include "base/stage_traits.h"
 #include "runtime/zero/zero_rules.h"
 #include "tests/zero/zero_test_layouts.h"
 
