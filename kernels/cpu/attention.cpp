@@ -30,6 +30,31 @@ void check_heads(int C, int NH, int NKV) {
                                 std::to_string(NH) + " query heads, which must divide C=" + std::to_string(C));
 }
 
+// What forward and backward derive from the shapes, after checking them: head size, tiles, query
+// heads per key/value head, the score scale, the qkv row (3C when NKV == NH), the key and value
+// offsets in it, and the query tiles per head.
+struct HeadLayout {
+  int hs, tq, tk, G;
+  float scale;
+  int64_t C3, koff, voff;
+  int nq;
+};
+
+HeadLayout head_layout(int T, int C, int NH, int NKV, AttentionTiles tiles) {
+  check_tiles(tiles);
+  check_heads(C, NH, NKV);
+  const int hs = C / NH;
+  return {hs,
+          tiles.q,
+          tiles.k,
+          NH / NKV,
+          1.0f / std::sqrt(float(hs)),
+          int64_t(NH + 2 * NKV) * hs,
+          int64_t(NH) * hs,
+          int64_t(NH + NKV) * hs,
+          (T + tiles.q - 1) / tiles.q};
+}
+
 // C[M,N] = alpha · A[M,K] · op(B) + beta · C (row-major; B is [N,K] when trans_b, else [K,N]).
 inline void gemm_nn_nt(bool trans_b, int M, int N, int K, float alpha, const float* A, int lda, const float* B,
                        int ldb, float beta, float* C, int ldc) {
@@ -138,13 +163,7 @@ void attention_backward(float* dqkv, const float* dout, const float* qkv, const 
 
 void attention_forward(float* out, float* saved, const float* qkv, int B, int T, int C, int NH, int NKV,
                        AttentionTiles tiles) {
-  check_tiles(tiles);
-  check_heads(C, NH, NKV);
-  const int hs = C / NH, tq = tiles.q, tk = tiles.k, G = NH / NKV;
-  const float scale = 1.0f / std::sqrt(float(hs));
-  const int64_t C3 = int64_t(NH + 2 * NKV) * hs;  // the qkv row (3C when NKV == NH)
-  const int64_t koff = int64_t(NH) * hs, voff = int64_t(NH + NKV) * hs;
-  const int nq = (T + tq - 1) / tq;
+  const auto [hs, tq, tk, G, scale, C3, koff, voff, nq] = head_layout(T, C, NH, NKV, tiles);
   float* lse = saved;
   float* o_saved = saved + int64_t(B) * NH * T;
   const int64_t tasks = int64_t(B) * NH * nq;
@@ -187,13 +206,7 @@ void attention_forward(float* out, float* saved, const float* qkv, int B, int T,
 
 void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* saved, int B, int T, int C,
                         int NH, int NKV, AttentionTiles tiles) {
-  check_tiles(tiles);
-  check_heads(C, NH, NKV);
-  const int hs = C / NH, tq = tiles.q, tk = tiles.k, G = NH / NKV;
-  const float scale = 1.0f / std::sqrt(float(hs));
-  const int64_t C3 = int64_t(NH + 2 * NKV) * hs;  // the qkv row (3C when NKV == NH)
-  const int64_t koff = int64_t(NH) * hs, voff = int64_t(NH + NKV) * hs;
-  const int nq = (T + tq - 1) / tq;
+  const auto [hs, tq, tk, G, scale, C3, koff, voff, nq] = head_layout(T, C, NH, NKV, tiles);
   const float* lse_all = saved;
   const float* o_saved = saved + int64_t(B) * NH * T;
   const int64_t tasks = int64_t(B) * NKV;

@@ -30,17 +30,22 @@ void set_simd_level(SimdLevel level);
 #define ZT_TARGET_AVX2
 #endif
 
-// Defines `static void NAME PARAMS` that calls NAME##_body ARGS compiled for the current level.
-// PARAMS is the parenthesised parameter list, ARGS the parenthesised argument names.
-#define ZT_SIMD_DISPATCH(NAME, PARAMS, ARGS)                              \
-  ZT_TARGET_AVX512 static void NAME##_avx512 PARAMS { NAME##_body ARGS; } \
-  ZT_TARGET_AVX2 static void NAME##_avx2 PARAMS { NAME##_body ARGS; }     \
-  static void NAME##_scalar PARAMS { NAME##_body ARGS; }                  \
-  static void NAME PARAMS {                                               \
-    switch (::zt::cpu::simd_level()) {                                    \
-      case ::zt::SimdLevel::Avx512: NAME##_avx512 ARGS; return;      \
-      case ::zt::SimdLevel::Avx2: NAME##_avx2 ARGS; return;          \
-      case ::zt::SimdLevel::Scalar: break;                           \
-    }                                                                     \
-    NAME##_scalar ARGS;                                                   \
+// Defines `static void NAME PARAMS` that calls, compiled for the current level, the body AVX512_BODY,
+// AVX2_BODY or SCALAR_BODY with ARGS. PARAMS is the parenthesised parameter list, ARGS the
+// parenthesised argument names.
+#define ZT_SIMD_DISPATCH_BODIES(NAME, PARAMS, ARGS, AVX512_BODY, AVX2_BODY, SCALAR_BODY) \
+  ZT_TARGET_AVX512 static void NAME##_avx512 PARAMS { AVX512_BODY ARGS; }                 \
+  ZT_TARGET_AVX2 static void NAME##_avx2 PARAMS { AVX2_BODY ARGS; }                       \
+  static void NAME##_scalar PARAMS { SCALAR_BODY ARGS; }                                  \
+  static void NAME PARAMS {                                                               \
+    switch (::zt::cpu::simd_level()) {                                                    \
+      case ::zt::SimdLevel::Avx512: NAME##_avx512 ARGS; return;                           \
+      case ::zt::SimdLevel::Avx2: NAME##_avx2 ARGS; return;                               \
+      case ::zt::SimdLevel::Scalar: break;                                                \
+    }                                                                                     \
+    NAME##_scalar ARGS;                                                                   \
   }
+
+// The same body for every level: NAME##_body ARGS, compiled three times.
+#define ZT_SIMD_DISPATCH(NAME, PARAMS, ARGS) \
+  ZT_SIMD_DISPATCH_BODIES(NAME, PARAMS, ARGS, NAME##_body, NAME##_body, NAME##_body)

@@ -229,18 +229,8 @@ ZT_SIMD_INLINE void deq_add_body(const uint8_t* q, size_t len, float s, bool int
 
 // simd.h's ZT_SIMD_DISPATCH, with the variant's ISA as a template argument of the body (the
 // streaming stores are the one place the variants' code differs; the values they store do not).
-#define ZT_QUANT_DISPATCH(NAME, PARAMS, ARGS)                                            \
-  ZT_TARGET_AVX512 static void NAME##_avx512 PARAMS { NAME##_body<Isa::Avx512> ARGS; } \
-  ZT_TARGET_AVX2 static void NAME##_avx2 PARAMS { NAME##_body<Isa::Avx2> ARGS; }       \
-  static void NAME##_scalar PARAMS { NAME##_body<Isa::Scalar> ARGS; }                  \
-  static void NAME PARAMS {                                                            \
-    switch (::zt::cpu::simd_level()) {                                                 \
-      case ::zt::SimdLevel::Avx512: NAME##_avx512 ARGS; return;                   \
-      case ::zt::SimdLevel::Avx2: NAME##_avx2 ARGS; return;                       \
-      case ::zt::SimdLevel::Scalar: break;                                        \
-    }                                                                                  \
-    NAME##_scalar ARGS;                                                                \
-  }
+#define ZT_QUANT_DISPATCH(NAME, PARAMS, ARGS) \
+  ZT_SIMD_DISPATCH_BODIES(NAME, PARAMS, ARGS, NAME##_body<Isa::Avx512>, NAME##_body<Isa::Avx2>, NAME##_body<Isa::Scalar>)
 ZT_QUANT_DISPATCH(quant_f32,
                   (const float* x, size_t len, int qmax, bool int4, uint8_t* q, float* scale, bool stream, bool* ok),
                   (x, len, qmax, int4, q, scale, stream, ok))
