@@ -528,7 +528,21 @@ void register_tune_command(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   cmd->add_flag("--plan-only", a->plan_only, "plan the cells and list the trials without running any");
   cmd->add_option("extra", a->extra, "after --: flags passed to every trial's zerotrain run");
-  cmd->callback([a, &exit_code] { exit_code = leaves_it_to_rank0() ? 0 : run_tune(*a); });
+  cmd->callback([a, &exit_code] {
+    // Tune launches each trial as a job of its own: under a launcher it would nest them.
+    if (Bootstrap::launcher_world_size() > 1) {
+      if (Bootstrap::launcher_rank() == 0) {
+        Diagnostics d;
+        d.error("zerotrain tune", "under a launcher with " + std::to_string(Bootstrap::launcher_world_size()) + " ranks",
+                "tune launches every trial as a job of its own (--world-size ranks under --launcher)",
+                "run `zerotrain tune ...` without mpirun");
+        write_all(stderr, format_report(d) + "zerotrain tune: 1 error(s); stopped before doing anything.\n");
+      }
+      exit_code = kUserErrorExit;
+      return;
+    }
+    exit_code = run_tune(*a);
+  });
 }
 
 }  // namespace zt

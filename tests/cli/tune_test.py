@@ -165,6 +165,14 @@ for name, args, pattern in [
     check("refused %s: says why" % name, re.search(pattern, text), text)
     check("refused %s: no trial ran" % name, "tune: trial" not in text, text)
 
+# 7b. Under mpirun itself (8 ranks): refused once, exit 2 (tune launches its own jobs).
+p = subprocess.run(LAUNCHER.split() + ["-np", "8", ZT, "tune", "--config", base("nested.json", stage=2), "--model", "tiny",
+                                       "--world-size", "2"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=ENV,
+                   timeout=120)
+text = p.stdout.decode(errors="replace")
+check("nested: exit 2", p.returncode == 2, "exit %d:\n%s" % (p.returncode, text[-2000:]))
+check("nested: said once", text.count("tune launches every trial as a job of its own") == 1, text)
+
 # 8. SIGINT during a trial: the trial's job is ended, the tune exits 130, no rank is left running.
 out8 = os.path.join(ROOT, "sigint")
 proc = subprocess.Popen([ZT, "tune", "--launcher", LAUNCHER, "--steps", "100000", "--trial-timeout", "300",
