@@ -81,7 +81,7 @@ first_share = measured.get(pick, 0.0) / measured[best_name]
 def remeasure(name, cfg_path, k):
     metrics = os.path.join(root, "remeasure_%s_%d.jsonl" % (name, k))
     cmd = launcher.split() + ["-np", str(a.world_size), a.zerotrain, "--config", cfg_path, "--model", a.model, "--steps",
-                              str(a.steps), "--eval-every", "0", "--metrics", metrics]
+                              str(a.steps), "--eval-every", "0", "--eval-batches", "1", "--metrics", metrics]
     r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
     if r.returncode != 0:
         sys.exit("remeasure %s failed:\n%s" % (name, r.stdout.decode(errors="replace")[-3000:]))

@@ -285,7 +285,7 @@ void read_auto_flags(TuneArgs& a, Diagnostics& d) {
       if (w == flag || w.rfind(flag + "=", 0) == 0) return true;
     return false;
   };
-  for (const char* own : {"--micro-batch", "--grad-accum", "--steps", "--config", "--metrics", "--eval-every"})
+  for (const char* own : {"--micro-batch", "--grad-accum", "--steps", "--config", "--metrics", "--eval-every", "--eval-batches"})
     if (given(own))
       d.error("-- (trial flags)", own, "the tuner sets this for every trial", "drop it (--steps before -- sets the trial length)");
   for (const char* own : {"--model", "--backend", "--ranks-per-node"})

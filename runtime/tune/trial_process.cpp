@@ -217,7 +217,8 @@ TrialOutcome ProcessTrialRunner::run(const TrialSpec& t, int repeat) {
   const std::string config = dir + "/ds_config.json";
   const nlohmann::json trial = trial_config(l_.base_config, t, l_.world_size);
   std::vector<std::string> cmd = trial_command(l_, config);
-  cmd.insert(cmd.end(), {"--steps", std::to_string(l_.steps), "--eval-every", "0", "--metrics"});
+  // The final validation is not what is tuned: one batch of it.
+  cmd.insert(cmd.end(), {"--steps", std::to_string(l_.steps), "--eval-every", "0", "--eval-batches", "1", "--metrics"});
   // What makes a kept result this trial's: the job as it would run now.
   const nlohmann::json fingerprint = {{"config", trial}, {"command", cmd}, {"steps", l_.steps},
                                       {"start_profile_step", l_.start_profile_step}, {"version", l_.version}};
