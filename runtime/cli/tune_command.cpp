@@ -154,11 +154,7 @@ bool on_path(const std::string& name) {
 
 // Creates the folder (and its parents) if needed and checks that a file can be written in it.
 bool writable_dir(const std::string& dir) {
-  std::string cur;
-  for (size_t i = 0; i <= dir.size(); ++i) {
-    if ((i == dir.size() || dir[i] == '/') && !cur.empty()) ::mkdir(cur.c_str(), 0755);
-    if (i < dir.size()) cur += dir[i];
-  }
+  if (!make_dirs(dir)) return false;
   const std::string probe = dir + "/.zt_tune_write_probe";
   std::FILE* f = std::fopen(probe.c_str(), "w");
   if (!f) return false;
@@ -470,7 +466,7 @@ int run_tune(TuneArgs& a) {
   for (const DroppedCell& c : result.dropped) std::printf("tune: %s dropped before any trial: %s\n", c.cell.name().c_str(), c.reason.c_str());
   const std::string optimal = o.results_dir + "/ds_config_optimal.json";
   TuneReportInput in{result, o.metric, a.world_size, base, shell_join(trial_command(launch, optimal))};
-  const auto written = write_tune_report(o.results_dir, in);
+  const std::vector<std::string> written = write_tune_report(o.results_dir, in);
   std::printf("\n%s\nstopped: %s\n", tune_table(in).c_str(), result.stopped_because.c_str());
   if (result.rows.empty()) {
     std::fprintf(stderr, "zerotrain tune: every cell was dropped by the memory plan (reasons above): nothing fits the "
@@ -483,10 +479,10 @@ int run_tune(TuneArgs& a) {
     return 1;
   }
   const TrialRow& best = result.rows[*result.best];
-  std::printf("tune: picked %s: %.1f tokens/s (median of %zu), %.1f ms/step; %s and %s written to %s\n",
-              best.spec.name().c_str(), best.median_tokens_per_s(), best.runs.size(), best.median_step_ms(),
-              "ds_config_optimal.json", "cmd_optimal.txt", o.results_dir.c_str());
-  (void)written;
+  std::printf("tune: picked %s: %.1f tokens/s (median of %zu), %.1f ms/step; %zu files written to %s, "
+              "ds_config_optimal.json and cmd_optimal.txt among them\n",
+              best.spec.name().c_str(), best.median_tokens_per_s(), best.runs.size(), best.median_step_ms(), written.size(),
+              o.results_dir.c_str());
   return 0;
 }
 

@@ -23,17 +23,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-bool make_dirs(const std::string& path) {
-  std::string cur;
-  for (size_t i = 0; i <= path.size(); ++i) {
-    if (i == path.size() || path[i] == '/') {
-      if (!cur.empty()) ::mkdir(cur.c_str(), 0755);
-    }
-    if (i < path.size()) cur += path[i];
-  }
-  struct stat st {};
-  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && ::access(path.c_str(), W_OK) == 0;
-}
 
 bool write_text(const std::string& path, const std::string& text) {
   std::ofstream f(path + ".tmp");
@@ -123,6 +112,18 @@ int spawn_and_wait(const std::vector<std::string>& argv, const std::string& log,
 }
 
 }  // namespace
+
+bool make_dirs(const std::string& path) {
+  std::string cur;
+  for (size_t i = 0; i <= path.size(); ++i) {
+    if (i == path.size() || path[i] == '/') {
+      if (!cur.empty()) ::mkdir(cur.c_str(), 0755);
+    }
+    if (i < path.size()) cur += path[i];
+  }
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && ::access(path.c_str(), W_OK) == 0;
+}
 
 std::string shell_join(const std::vector<std::string>& words) {
   std::string s;

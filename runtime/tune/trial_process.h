@@ -50,6 +50,8 @@ struct TuneInterrupted : std::runtime_error {
 // The job's command line for a config file (no --steps/--metrics): cmd_optimal.txt and each trial's.
 std::vector<std::string> trial_command(const TrialLaunch& l, const std::string& config_path);
 std::string shell_join(const std::vector<std::string>& words);
+// Creates the folder and its parents; true when it is a folder this process can write into.
+bool make_dirs(const std::string& path);
 
 // What a finished run's metrics say, over the steps from start_profile_step on (the last step when
 // the run is shorter); false when the file has no step record.
