@@ -8,8 +8,10 @@ namespace zt {
 
 // AdamW: decoupled weight decay; AdamL2: weight decay added to the gradient (DeepSpeed's
 // adam_w_mode = false); SGD with optional momentum / Nesterov; Lamb with a per-tensor trust ratio;
-// OneBitAdam: DeepSpeed's 1-bit Adam (stage 0; its momentum crosses the ranks compressed to signs).
-enum class OptimizerType { AdamW, AdamL2, SGD, Lamb, OneBitAdam };
+// OneBitAdam: DeepSpeed's 1-bit Adam (stage 0; its momentum crosses the ranks compressed to signs);
+// ZeroOneAdam: DeepSpeed's 0/1 Adam (stage 0; gradients, then accumulated updates, compressed to signs,
+// the variance updated at growing intervals and, once frozen, local steps between syncs).
+enum class OptimizerType { AdamW, AdamL2, SGD, Lamb, OneBitAdam, ZeroOneAdam };
 
 constexpr const char* optimizer_type_name(OptimizerType t) {
   switch (t) {
@@ -18,11 +20,20 @@ constexpr const char* optimizer_type_name(OptimizerType t) {
     case OptimizerType::SGD: return "SGD";
     case OptimizerType::Lamb: return "Lamb";
     case OptimizerType::OneBitAdam: return "OneBitAdam";
+    case OptimizerType::ZeroOneAdam: return "ZeroOneAdam";
   }
   return "?";
 }
 
 constexpr bool is_adam(OptimizerType t) { return t == OptimizerType::AdamW || t == OptimizerType::AdamL2; }
+// DeepSpeed's communication-compressed optimizers (runtime/zero/compressed_optimizer.h): stage 0 only,
+// on host buffers, their traffic the compressed all-reduce's.
+constexpr bool is_compressed(OptimizerType t) { return t == OptimizerType::OneBitAdam || t == OptimizerType::ZeroOneAdam; }
+
+// What one step of a compressed optimizer moves between the ranks: the engine's exact gradient
+// all-reduce, no all-reduce but one compressed call over every tensor, or neither (0/1 Adam's local
+// steps). Every other optimizer's steps are Exact.
+enum class StepComm { Exact, Compressed, Local };
 
 // fp32 state arrays per parameter besides the master copy: Adam and Lamb keep two moments, SGD one
 // momentum buffer when momentum != 0, none otherwise.
@@ -41,6 +52,12 @@ struct OptimizerOptions {
   bool nesterov = false;                   // SGD
   double max_coeff = 10.0, min_coeff = 0.01;  // Lamb
   int64_t freeze_step = 100000;               // OneBitAdam: applied updates before compression
+  // ZeroOneAdam (DeepSpeed's names and defaults): the variance is updated every var_interval steps,
+  // the interval doubling after each var_update_scaler updates, until var_freeze_step; then local
+  // steps, synced every local_step_interval steps, which doubles every local_step_scaler steps up
+  // to local_step_clipper.
+  int64_t var_freeze_step = 100000, var_update_scaler = 16;
+  int64_t local_step_scaler = 32678, local_step_clipper = 16;
 };
 
 struct AdamWHyper {

@@ -153,8 +153,11 @@ def summarize(run, start, steps, end, n, link):
     resident = end["resident"]  # the ledger when training ended (buffers are made during steps)
     alloc = {c: resident.get(LEDGER_KEYS[c], 0) for c in CATEGORIES}
     later = steps[1:] if len(steps) > 1 else steps
-    if "onebit_freeze_step" in start:  # 1-bit Adam: its compressed steps, once there are any
-        later = [s for s in steps if not s.get("gradients_all_reduced", True)] or later
+    zero_one = "zero_one_var_freeze_step" in start
+    compressing = "onebit_freeze_step" in start or zero_one  # 1-bit and 0/1 Adam: their compressed steps, once there are any
+    if compressing:
+        later = [s for s in steps if s.get("optimizer_comm", "compressed" if not s.get("gradients_all_reduced", True)
+                                           else "exact") == "compressed"] or later
     row = dict(run)
     row.update({"stage": stage, "world_size": n, "params": psi, "precision": start["precision"],
                 "w_bytes": w, "K_bytes": k})
@@ -165,7 +168,9 @@ def summarize(run, start, steps, end, n, link):
     if stage == 3 and n > 1 and hpz > 1:
         fp += w * psi / hpz  # hpZ's secondary copy: a 1/hpz slice of every unit (ZeRO++'s Psi/hpz)
     row["onebit_padding_bytes"] = 0
-    if "onebit_freeze_step" in start and n > 1:  # 1-bit Adam's error feedback: worker Psi and server Psi/N, fp32
+    if zero_one:  # 0/1 Adam's synced point: Psi fp32 at any world size
+        fo += 4 * psi
+    if compressing and n > 1:  # the error feedback: worker Psi and server Psi/N, fp32
         fo += 4 * psi * (1 + 1 / n)
         tensors = sum(u.get("tensors", 0) for u in start["units"])
         row["onebit_padding_bytes"] = 4 * tensors * n * math.lcm(n, 8) * (1 + 1 / n)
@@ -213,8 +218,9 @@ def summarize(run, start, steps, end, n, link):
     # an element in an all-to-all and an all-gather (Psi/8 bytes each), plus each of the T tensors'
     # padding (under W·lcm(W, 8) elements, so under W·lcm/8 bytes in each) and its two 4-byte scales
     # per rank, and the overflow flag and norm (16 bytes a rank).
-    row["onebit_compressed"] = bool("onebit_freeze_step" in start and later and
-                                    all(not s.get("gradients_all_reduced", True) for s in later))
+    row["onebit_compressed"] = bool(compressing and later and
+                                    all(s.get("optimizer_comm", "compressed" if not s.get("gradients_all_reduced", True)
+                                                               else "exact") == "compressed" for s in later))
     if row["onebit_compressed"]:
         row["formula_volume_bytes"] = psi / 4
         tensors = sum(u.get("tensors", 0) for u in units)

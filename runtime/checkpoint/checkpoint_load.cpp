@@ -179,7 +179,7 @@ uint64_t verify_needed(const LoadPlan& plan, const std::vector<ElementRange>& ne
 // the state is told why not. Only with the optimizer state (they belong to it).
 static void load_private(ShardedState& state, LoadPlan& plan, int rank) {
   const Manifest& m = plan.manifest;
-  const auto wanted = state.private_arrays();
+  const auto wanted = state.private_arrays(m.counters);
   if (wanted.empty() || plan.arrays.size() <= 1) return;
   const bool saved = std::any_of(m.ranks.begin(), m.ranks.end(), [](const RankFileRecord& r) { return !r.private_arrays.empty(); });
   if (!saved) return;

@@ -200,7 +200,7 @@ void CheckpointWriter::begin(ShardedState& state, const RunFacts& facts, const s
   // Snapshot: every array of every owned range, in file order, into pinned memory.
   p->spec.arrays = m.arrays;
   p->spec.owned = state.owned();
-  p->spec.private_arrays = state.private_arrays();
+  p->spec.private_arrays = state.private_arrays(m.counters);
   hold_snapshot(size_t(p->spec.total_elements()) * 4);
   float* dst = snapshot_.as<float>();
   for (const auto& a : p->spec.arrays)
@@ -384,7 +384,7 @@ size_t CheckpointWriter::reserve(const ShardedState& state) {
   ShardFileSpec spec;
   spec.arrays = state.arrays();
   spec.owned = state.owned();
-  spec.private_arrays = state.private_arrays();
+  spec.private_arrays = state.private_arrays(state.counters());
   const size_t bytes = size_t(spec.total_elements()) * 4;
   hold_snapshot(bytes);
   // Pinned memory is already resident; pageable memory (pin_memory refused) is touched here.

@@ -125,7 +125,7 @@ InfoReport checkpoint_info(const std::string& path, const std::string& tag, bool
                   with_commas(elems).c_str(), checksum_text(r.checksum).c_str(), status.c_str());
     line(b);
   }
-  // Each rank's private arrays (1-bit Adam's error feedback): rank 0's names and sizes, which every
+  // Each rank's private arrays (the compressed optimizers' error feedback): rank 0's names and sizes, which every
   // rank of a zerotrain save shares.
   if (!m.ranks.empty() && !m.ranks[0].private_arrays.empty()) {
     std::string names;
@@ -138,7 +138,7 @@ InfoReport checkpoint_info(const std::string& path, const std::string& tag, bool
   for (size_t i = 1; i < m.arrays.size(); ++i) moments += (moments.empty() ? "" : ", ") + m.arrays[i];
   line("  can be loaded as: any world size, any ZeRO stage 0-3 and any precision (each rank reads only its new shard's "
        "byte ranges); optimizer state " + (moments.empty() ? std::string("none (") + m.optimizer + ")" : moments) +
-       " for " + (m.optimizer == "sgd" ? "sgd" : "adam, adamw, lamb or onebit_adam") +
+       " for " + (m.optimizer == "sgd" ? "sgd" : "adam, adamw, lamb, onebit_adam or zero_one_adam") +
        "; weights alone: zerotrain export --checkpoint " + tag_dir +
        " --out FILE [--format hf] [--dtype bf16], or --init-from that file");
   if (!tag_dir.empty() && tag_dir != path) {

@@ -20,6 +20,7 @@ const char* checkpoint_optimizer_name(OptimizerType optimizer) {
     case OptimizerType::SGD: return "sgd";
     case OptimizerType::Lamb: return "lamb";
     case OptimizerType::OneBitAdam: return "onebit_adam";
+    case OptimizerType::ZeroOneAdam: return "zero_one_adam";
   }
   return "?";
 }

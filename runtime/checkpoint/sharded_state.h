@@ -98,8 +98,10 @@ class ShardedState {
   virtual void set_counters(const nlohmann::json& counters) = 0;
 
   // --- this rank's private arrays ----------------------------------------------------------------
-  // fp32 arrays that belong to this rank alone and are not partitioned (1-bit Adam's error
-  // feedback: every rank's differs). Saved whole in the rank's own file; a load gives them back
+  // fp32 arrays that belong to this rank alone and are not partitioned (the compressed optimizers'
+  // error feedback: every rank's differs). Which ones a state holds may depend on its counters
+  // (0/1 Adam keeps more between a local step and the next sync): a save asks with its own
+  // counters(), a load with the checkpoint's. Saved whole in the rank's own file; a load gives them back
   // to the same rank at the same world size only, before set_counters(), through
   // write_private(); where the checkpoint holds them but they cannot be given (another world
   // size), private_not_loaded(why) is called instead. None by default.
@@ -108,7 +110,10 @@ class ShardedState {
     int64_t n = 0;
     bool operator==(const PrivateArray&) const = default;
   };
-  virtual std::vector<PrivateArray> private_arrays() const { return {}; }
+  virtual std::vector<PrivateArray> private_arrays(const nlohmann::json& counters) const {
+    (void)counters;
+    return {};
+  }
   virtual void read_private(const std::string& name, float* out) {
     (void)name;
     (void)out;

@@ -51,8 +51,12 @@ struct OptimizerConfig {
   Field<double> max_coeff = 10.0; // Lamb
   Field<double> min_coeff = 0.01; // Lamb
   Field<int64_t> freeze_step = 100000;                    // OneBitAdam: warm-up updates before compression
-  Field<bool> cuda_aware = false;                         // OneBitAdam: MPI moves device buffers itself
-  Field<std::string> comm_backend_name = std::string("nccl");  // OneBitAdam: nccl or mpi
+  Field<int64_t> var_freeze_step = 100000;                // ZeroOneAdam: steps before the variance freezes
+  Field<int64_t> var_update_scaler = 16;                  // ZeroOneAdam: variance updates per var_interval doubling
+  Field<int64_t> local_step_scaler = 32678;               // ZeroOneAdam: frozen steps per local_step_interval doubling
+  Field<int64_t> local_step_clipper = 16;                 // ZeroOneAdam: the largest local_step_interval
+  Field<bool> cuda_aware = false;                         // OneBitAdam, ZeroOneAdam: MPI moves device buffers itself
+  Field<std::string> comm_backend_name = std::string("nccl");  // OneBitAdam, ZeroOneAdam: nccl or mpi
   Field<bool> legacy_fusion = false;
 };
 

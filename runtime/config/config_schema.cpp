@@ -97,8 +97,15 @@ void optimizer_params(OptimizerConfig& o, BlockSchema& s) {
     s.keys.push_back(key("min_coeff", Kind::Number, &o.min_coeff));
     return;
   }
-  if (t == "OneBitAdam") {  // DeepSpeed's runtime/fp16/onebit/adam.py; amsgrad is read to be refused
-    s.keys.push_back(exact_int(key("freeze_step", Kind::Int, &o.freeze_step)));
+  if (t == "OneBitAdam" || t == "ZeroOneAdam") {  // DeepSpeed's runtime/fp16/onebit/{adam,zoadam}.py; amsgrad is read to be refused
+    if (t == "OneBitAdam") {
+      s.keys.push_back(exact_int(key("freeze_step", Kind::Int, &o.freeze_step)));
+    } else {
+      s.keys.push_back(exact_int(key("var_freeze_step", Kind::Int, &o.var_freeze_step)));
+      s.keys.push_back(exact_int(key("var_update_scaler", Kind::Int, &o.var_update_scaler)));
+      s.keys.push_back(exact_int(key("local_step_scaler", Kind::Int, &o.local_step_scaler)));
+      s.keys.push_back(exact_int(key("local_step_clipper", Kind::Int, &o.local_step_clipper)));
+    }
     s.keys.push_back(key("cuda_aware", Kind::Bool, &o.cuda_aware));
     s.keys.push_back(choices(key("comm_backend_name", Kind::String, &o.comm_backend_name), {"nccl", "mpi"}));
     s.keys.push_back(key("amsgrad", Kind::Bool, &o.amsgrad));
@@ -151,7 +158,7 @@ void monitor_keys(MonitorConfig& m, BlockSchema& s) {
 }  // namespace
 
 const std::vector<std::string>& supported_optimizers() {
-  static const std::vector<std::string> v{"Adam", "AdamW", "SGD", "Lamb", "OneBitAdam"};
+  static const std::vector<std::string> v{"Adam", "AdamW", "SGD", "Lamb", "OneBitAdam", "ZeroOneAdam"};
   return v;
 }
 const std::vector<std::string>& supported_schedulers() {
@@ -159,7 +166,7 @@ const std::vector<std::string>& supported_schedulers() {
   return v;
 }
 const std::vector<std::string>& unsupported_deepspeed_optimizers() {
-  static const std::vector<std::string> v{"ZeroOneAdam", "OneBitLamb", "Adagrad", "MuAdam",
+  static const std::vector<std::string> v{"OneBitLamb", "Adagrad", "MuAdam",
                                           "MuAdamW", "MuSGD", "Lion"};
   return v;
 }

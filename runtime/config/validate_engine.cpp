@@ -24,7 +24,7 @@ int64_t largest_stage3_shard(const ModelConfig& m, int world) {
 
 bool depends_on_optimizer(ZeroRule r) {
   return r == ZeroRule::ParamOffloadNeedsHostOptimizer || r == ZeroRule::PartialOffloadNeedsAdam ||
-         r == ZeroRule::LambOnNvme || r == ZeroRule::OneBitNeedsStage0 || r == ZeroRule::OneBitNeedsHostBackend;
+         r == ZeroRule::LambOnNvme || r == ZeroRule::CompressedNeedsStage0 || r == ZeroRule::CompressedNeedsHostBackend;
 }
 
 BackendCaps caps_of(ComputeBackend b) { return b == ComputeBackend::Cuda ? BackendCaps::cuda() : BackendCaps::cpu(); }
@@ -91,7 +91,7 @@ void report(ZeroRule rule, const Config& c, const ZeroOptionSet& zs, Diagnostics
                   "optimizer moves to the host first; DeepSpeed's MiCS raises for the pair too",
               "remove offload_optimizer, or remove mics_shard_size (plain stage 3 offloads)");
       return;
-    case ZeroRule::OneBitNeedsStage0: {
+    case ZeroRule::CompressedNeedsStage0: {
       const bool staged = z.stage.value != 0;
       const std::string key = staged ? "zero_optimization.stage"
                               : oo.device.value != "none" ? "zero_optimization.offload_optimizer.device"
@@ -99,14 +99,14 @@ void report(ZeroRule rule, const Config& c, const ZeroOptionSet& zs, Diagnostics
       const std::string value = staged ? std::to_string(z.stage.value)
                                 : quoted_text(oo.device.value != "none" ? oo.device.value : op.device.value);
       d.error(key, value,
-              "OneBitAdam keeps every parameter's optimizer state on every rank (ZeRO stage 0, no offload); "
+              c.optimizer.type.value + " keeps every parameter's optimizer state on every rank (ZeRO stage 0, no offload); "
               "DeepSpeed refuses ZeRO with it too (\"1bit-Adam is not compatible with ZeRO\")",
               staged ? "set zero_optimization.stage to 0, or use Adam/AdamW with ZeRO" : "remove the offload block");
       return;
     }
-    case ZeroRule::OneBitNeedsHostBackend:
+    case ZeroRule::CompressedNeedsHostBackend:
       d.error("optimizer.type", quoted_text(c.optimizer.type.value),
-              "on the cuda backend OneBitAdam's compressed all-reduce (signs packed on the device) is not built yet",
+              "on the cuda backend " + c.optimizer.type.value + "'s compressed all-reduce (signs packed on the device) is not built yet",
               "run it with --backend cpu, or use Adam/AdamW on cuda");
       return;
     case ZeroRule::ParamBufferTooSmall:
@@ -124,6 +124,7 @@ std::optional<OptimizerType> optimizer_type_of(const OptimizerConfig& o) {
   if (type == "SGD") return OptimizerType::SGD;
   if (type == "Lamb") return OptimizerType::Lamb;
   if (type == "OneBitAdam") return OptimizerType::OneBitAdam;
+  if (type == "ZeroOneAdam") return OptimizerType::ZeroOneAdam;
   return std::nullopt;
 }
 
@@ -171,19 +172,32 @@ void validate_for_engine(const Config& c, const LoadOptions& opts, Diagnostics& 
   }
 
   // Optimizer features zerotrain's optimizers do not have.
-  const bool onebit = optimizer_type_of(o) == OptimizerType::OneBitAdam;
+  const std::optional<OptimizerType> type = optimizer_type_of(o);
+  const bool compressed = type && is_compressed(*type);
   if (o.amsgrad.value)
     d.error("optimizer.params.amsgrad", "true",
-            onebit              ? "1-bit Adam has no AMSGrad variant (DeepSpeed raises the same)"
+            compressed          ? o.type.value + " has no AMSGrad variant (DeepSpeed raises the same)"
             : o.torch_adam.value ? "AMSGrad is not implemented in zerotrain (DeepSpeed's torch_adam path has it)"
                                  : "AMSGrad is not implemented (DeepSpeed refuses it too: FusedAdam does not support "
                                    "the AMSGrad variant)",
             "remove amsgrad or set it to false");
-  if (onebit && !c.fp16_enabled())
+  if (compressed && !c.fp16_enabled())
     d.warning("optimizer.type", quoted_text(o.type.value),
-              std::string("1-bit Adam's convergence is verified under fp16 only (DeepSpeed gives the same warning); "
-                          "this run trains in ") + dtype_name(c.training_precision()),
-              "nothing to do; enable fp16 to train as DeepSpeed's 1-bit Adam results were obtained");
+              o.type.value + "'s convergence is verified under fp16 only (DeepSpeed gives the same warning); "
+                             "this run trains in " + dtype_name(c.training_precision()),
+              "nothing to do; enable fp16 to train as DeepSpeed's results with it were obtained");
+  if (type == OptimizerType::ZeroOneAdam) {
+    if (o.local_step_clipper.value < 1)
+      d.error("optimizer.params.local_step_clipper", std::to_string(o.local_step_clipper.value),
+              "the local step interval would become " + std::to_string(o.local_step_clipper.value) +
+                  " (DeepSpeed's 0/1 Adam divides the step number by it)",
+              "use a positive interval (DeepSpeed's default is 16)");
+    for (const auto& [k, f] : {std::pair{"var_update_scaler", &o.var_update_scaler}, std::pair{"local_step_scaler", &o.local_step_scaler}})
+      if (f->value < 1)
+        d.warning(std::string("optimizer.params.") + k, std::to_string(f->value),
+                  "DeepSpeed's counter never reaches it, so its interval never doubles (and so it is here)",
+                  "nothing to do if that is meant; a positive count doubles the interval after that many steps");
+  }
   if (c.fp16.fp16_master_weights_and_grads.value)
     d.error("fp16.fp16_master_weights_and_grads", "true",
             "fp16 master weights and gradients are not implemented: zerotrain keeps fp32 master weights",

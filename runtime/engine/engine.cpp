@@ -170,11 +170,11 @@ uint64_t Engine::expected_comm_bytes_per_step() const { return s_->part->expecte
 bool Engine::quantizes_gradients() const { return s_->reducer->quantizes(); }
 int64_t Engine::quantized_gradient_block() const { return int64_t(s_->reducer->quantized_block()); }
 
-bool Engine::exact_gradients_next_step() const { return s_->optimizer->exact_gradients(); }
+StepComm Engine::step_comm_next() const { return s_->optimizer->step_comm(); }
 
-OneBitAdam* Engine::onebit_adam() { return s_->optimizer->onebit(); }
+CompressedOptimizer* Engine::compressed_optimizer() { return s_->optimizer->compressed(); }
 
-LinkBytes Engine::expected_link_bytes_per_step(bool compressed) const {
+LinkBytes Engine::expected_link_bytes_per_step(StepComm comm) const {
   QuantizedTraffic qgz;
   if (s_->reducer->quantizes()) {
     qgz.on = true;
@@ -182,7 +182,7 @@ LinkBytes Engine::expected_link_bytes_per_step(bool compressed) const {
     qgz.exact_elements_per_micro_step = s_->reducer->exact_elements_per_micro_step();
   }
   return s_->plan->expected_link_bytes_per_step(*s_->groups, s_->z->element_bytes(), qgz,
-                                                compressed && s_->opt.optimizer.type == OptimizerType::OneBitAdam);
+                                                is_compressed(s_->opt.optimizer.type) ? comm : StepComm::Exact);
 }
 
 const NodeTopology& Engine::topology() const { return s_->topology; }

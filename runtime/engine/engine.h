@@ -33,7 +33,8 @@ struct StepStats {
   double grad_norm = 0;        // global L2 norm of the averaged, unscaled gradients (before clipping)
   double loss_scale = 1;       // fp16: the scale this step ran with
   bool skipped = false;        // non-finite gradients: no update
-  bool exact_gradients = true; // the gradients were all-reduced (false in 1-bit Adam's compressed phase)
+  bool exact_gradients = true; // the gradients were all-reduced (false in a compressed optimizer's compressed and local steps)
+  StepComm optimizer_comm = StepComm::Exact;  // what crossed the ranks for the update (runtime/zero/compressed_optimizer.h)
   int64_t skipped_total = 0;
   uint64_t comm_bytes[kCommOpCount] = {};  // this rank's algorithm bytes, this step
   uint64_t comm_calls[kCommOpCount] = {};
@@ -117,12 +118,13 @@ class Engine {
   uint64_t expected_comm_bytes_per_step() const;
   // What StepStats::comm_links will read for one step: the plan's prediction over this engine's
   // groups and its reducer's qgZ traffic (EnginePlan::expected_link_bytes_per_step).
-  // compressed: a step of 1-bit Adam's compressed phase (the same as any other step's otherwise).
-  LinkBytes expected_link_bytes_per_step(bool compressed = false) const;
-  // Whether the next step all-reduces its gradients (false in 1-bit Adam's compressed phase).
-  bool exact_gradients_next_step() const;
-  // 1-bit Adam's phases and error feedback (a checkpoint saves the errors); null for other optimizers.
-  OneBitAdam* onebit_adam();
+  // `comm`: the kind of step of a compressed optimizer (every other optimizer's steps are Exact).
+  LinkBytes expected_link_bytes_per_step(StepComm comm = StepComm::Exact) const;
+  // What the next step moves for the update (Exact: its gradients are all-reduced).
+  StepComm step_comm_next() const;
+  bool exact_gradients_next_step() const { return step_comm_next() == StepComm::Exact; }
+  // 1-bit Adam's or 0/1 Adam's phases and per-rank arrays (a checkpoint saves them); null otherwise.
+  CompressedOptimizer* compressed_optimizer();
   bool quantizes_gradients() const;  // qgZ is on (asked for, stage 3, more than one node)
   int64_t quantized_gradient_block() const;  // qgZ's elements per scale (0: off)
   const NodeTopology& topology() const;

@@ -112,15 +112,22 @@ void EngineCheckpoint::set_counters(const nlohmann::json& j) {
                       "the checkpoint was not saved by an fp16 run: the loss scaler starts afresh");
   }
   engine_.restore_counters(c);
-  // 1-bit Adam: the phase follows from the applied count; the error feedback comes from this
-  // rank's file at the same world size, and restarts from zero otherwise.
-  if (engine_.options().optimizer.type == OptimizerType::OneBitAdam && !engine_.exact_gradients_next_step() &&
-      engine_.world_size() > 1 && !private_loaded_)
-    warnings_.warning("manifest.json: counters.applied_steps", std::to_string(c.applied),
-                      "1-bit Adam continues in its compressed phase (freeze_step " +
-                          std::to_string(engine_.options().optimizer.freeze_step) + "), but its error feedback restarts "
-                          "from zero: " + (private_why_.empty() ? std::string("the checkpoint holds none") : private_why_) +
-                          " (the first updates after the load are slightly coarser; DeepSpeed's load always drops it)");
+  // The compressed optimizers: the phase follows from the applied count; this rank's own arrays
+  // come from its file at the same world size, and restart otherwise (errors from zero; 0/1 Adam's
+  // local steps from the loaded parameters).
+  if (CompressedOptimizer* co = engine_.compressed_optimizer()) {
+    const OptimizerOptions& oo = engine_.options().optimizer;
+    const bool own = private_loaded_ || co->rank_arrays(c.applied).empty();
+    co->after_load(c.applied, own);
+    if (!own && engine_.world_size() > 1 && co->rank_state_used(c.applied))
+      warnings_.warning("manifest.json: counters.applied_steps", std::to_string(c.applied),
+                        std::string(optimizer_type_name(oo.type)) + " continues at update " + std::to_string(c.applied + 1) +
+                            ", but this rank's own arrays restart (the error feedback from zero" +
+                            (oo.type == OptimizerType::ZeroOneAdam ? "; local steps from the loaded parameters" : "") +
+                            "): " + (private_why_.empty() ? std::string("the checkpoint holds none") : private_why_) +
+                            " (the first compressed updates after the load are slightly coarser; DeepSpeed's load always "
+                            "drops them)");
+  }
   private_loaded_ = false;
   private_why_.clear();
   kept_ = j;
@@ -135,30 +142,24 @@ void EngineCheckpoint::set_counters(const nlohmann::json& j) {
   }
 }
 
-namespace {
-constexpr const char* kWorkerErrors = "onebit_worker_error";
-constexpr const char* kServerErrors = "onebit_server_error";
-}  // namespace
-
-std::vector<ShardedState::PrivateArray> EngineCheckpoint::private_arrays() const {
-  OneBitAdam* ob = const_cast<Engine&>(engine_).onebit_adam();
-  if (!ob || ob->error_elements(OneBitAdam::ErrorKind::Worker) == 0) return {};
-  return {{kWorkerErrors, ob->error_elements(OneBitAdam::ErrorKind::Worker)},
-          {kServerErrors, ob->error_elements(OneBitAdam::ErrorKind::Server)}};
+std::vector<ShardedState::PrivateArray> EngineCheckpoint::private_arrays(const nlohmann::json& counters) const {
+  CompressedOptimizer* co = const_cast<Engine&>(engine_).compressed_optimizer();
+  if (!co) return {};
+  std::vector<PrivateArray> out;
+  for (const auto& a : co->rank_arrays(integer(counters, "applied_steps", 0))) out.push_back({a.name, a.elements});
+  return out;
 }
 
 void EngineCheckpoint::read_private(const std::string& name, float* out) {
-  OneBitAdam* ob = engine_.onebit_adam();
-  if (!ob || (name != kWorkerErrors && name != kServerErrors))
-    throw std::logic_error("EngineCheckpoint: no private array " + name);
-  ob->read_errors(name == kWorkerErrors ? OneBitAdam::ErrorKind::Worker : OneBitAdam::ErrorKind::Server, out);
+  CompressedOptimizer* co = engine_.compressed_optimizer();
+  if (!co) throw std::logic_error("EngineCheckpoint: no private array " + name);
+  co->read_array(name, out);
 }
 
 void EngineCheckpoint::write_private(const std::string& name, const float* in) {
-  OneBitAdam* ob = engine_.onebit_adam();
-  if (!ob || (name != kWorkerErrors && name != kServerErrors))
-    throw std::logic_error("EngineCheckpoint: no private array " + name);
-  ob->write_errors(name == kWorkerErrors ? OneBitAdam::ErrorKind::Worker : OneBitAdam::ErrorKind::Server, in);
+  CompressedOptimizer* co = engine_.compressed_optimizer();
+  if (!co) throw std::logic_error("EngineCheckpoint: no private array " + name);
+  co->write_array(name, in);
   private_loaded_ = true;
 }
 

@@ -38,8 +38,9 @@ class EngineCheckpoint final : public ShardedState {
   // key; a saved lr the schedule does not reproduce, or a scaler state a fp16 run lacks, a warning.
   void set_counters(const nlohmann::json& c) override;
 
-  // 1-bit Adam's error feedback (worker and server errors, every tensor's concatenated).
-  std::vector<PrivateArray> private_arrays() const override;
+  // A compressed optimizer's arrays of this rank alone (CompressedOptimizer::rank_arrays: the error
+  // feedback; 0/1 Adam's own parameters and momentum between a local step and the next sync).
+  std::vector<PrivateArray> private_arrays(const nlohmann::json& counters) const override;
   void read_private(const std::string& name, float* out) override;
   void write_private(const std::string& name, const float* in) override;
   void private_not_loaded(const std::string& why) override { private_why_ = why; }

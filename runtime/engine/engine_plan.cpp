@@ -5,7 +5,7 @@
 #include <algorithm>
 
 #include "runtime/model/unit_layout.h"
-#include "runtime/zero/onebit_adam.h"
+#include "runtime/zero/compressed_optimizer.h"
 #include "runtime/zero/quantized_gather.h"
 #include "base/stage_traits.h"
 
@@ -111,11 +111,11 @@ uint64_t EnginePlan::comm_buffer_bytes(const Communicator& world) const {
 }
 
 uint64_t EnginePlan::optimizer_extra_bytes() const {
-  if (opt_.optimizer.type != OptimizerType::OneBitAdam) return 0;
+  if (!is_compressed(opt_.optimizer.type)) return 0;
   std::vector<int64_t> sizes;
   for (int u = 0; u < part_->units(); ++u)
     for (const TensorSpec& t : part_->map().unit(u).tensors) sizes.push_back(t.size);
-  return OneBitAdam::error_bytes_for(sizes, world_size_);
+  return CompressedOptimizer::extra_bytes_for(opt_.optimizer.type, sizes, world_size_);
 }
 
 uint64_t EnginePlan::checkpoint_snapshot_bytes() const {
@@ -123,7 +123,11 @@ uint64_t EnginePlan::checkpoint_snapshot_bytes() const {
   int64_t owned = 0;
   for (const UnitRange& r : part_->owned_ranges()) owned += r.n;
   const size_t arrays = state_arrays_for(opt_.optimizer.type, opt_.optimizer.momentum != 0.0).size();
-  return uint64_t(owned) * arrays * 4 + optimizer_extra_bytes();  // + this rank's private arrays
+  std::vector<int64_t> sizes;
+  for (int u = 0; u < part_->units(); ++u)
+    for (const TensorSpec& t : part_->map().unit(u).tensors) sizes.push_back(t.size);
+  return uint64_t(owned) * arrays * 4 +
+         CompressedOptimizer::rank_array_bytes_for(opt_.optimizer.type, sizes, world_size_);  // + this rank's own arrays
 }
 
 std::vector<ElementRange> EnginePlan::checkpoint_needed_ranges() const {
@@ -134,7 +138,7 @@ std::vector<ElementRange> EnginePlan::checkpoint_needed_ranges() const {
 }
 
 LinkBytes EnginePlan::expected_link_bytes_per_step(const CommGroups& groups, size_t es, const QuantizedTraffic& qgz,
-                                                   bool compressed) const {
+                                                   StepComm comm) const {
   const Partition& p = *part_;
   // The partition's volumes run over the shard group (the world unless MiCS).
   Partition::CommVolumes v = p.expected_comm_volumes_per_step(es);
@@ -183,9 +187,9 @@ LinkBytes EnginePlan::expected_link_bytes_per_step(const CommGroups& groups, siz
     on[int(CommRole::Replica)][int(CommOp::AllReduce)] = shard_elems * es;
   }
   if (S > 1 && p.norm_ranks().size() == 1) v.bytes[int(CommOp::AllGather)] += 8ull * uint64_t(S);  // the norm's partials
-  if (compressed && S > 1) {  // 1-bit Adam compressing: no gradient all-reduce; one compressed call
-    v.bytes[int(CommOp::AllReduce)] = 0;  // per tensor's momentum, the overflow flag and norm (16 bytes a rank)
-    for (int u = 0; u < p.units(); ++u)
+  if (comm != StepComm::Exact && S > 1) {  // no gradient all-reduce; the overflow flag and norm (16 bytes a rank)
+    v.bytes[int(CommOp::AllReduce)] = 0;  // and, compressing, each tensor's part of one compressed call
+    for (int u = 0; u < p.units() && comm == StepComm::Compressed; ++u)
       for (const TensorSpec& t : p.map().unit(u).tensors) {
         const auto c = CompressedAllReduce::call_bytes(size_t(t.size), S);
         v.bytes[int(CommOp::AllToAll)] += c.all_to_all;

@@ -74,9 +74,11 @@ class EnginePlan {
   uint64_t comm_buffer_bytes(const Communicator& world) const;
   // This rank's checkpoint snapshot (every fp32 state array of its owned ranges): Ψ/N at every
   // stage, Ψ/S on MiCS's first shard group and 0 on the ranks past it, which own nothing; with
-  // 1-bit Adam also its private arrays (the error feedback, optimizer_extra_bytes()).
+  // a compressed optimizer also its per-rank arrays at their largest (the error feedback; 0/1 Adam's
+  // own parameters, momentum and synced point between a local step and the next sync).
   uint64_t checkpoint_snapshot_bytes() const;
-  // Optimizer memory beyond its fp32 arrays on this rank: 1-bit Adam's error feedback; 0 otherwise.
+  // Optimizer memory beyond its fp32 arrays on this rank: the compressed optimizers' error feedback
+  // and 0/1 Adam's synced point; 0 otherwise.
   uint64_t optimizer_extra_bytes() const;
   // The ranges EngineCheckpoint::needed() will give on this rank: a run checks the checkpoint bytes
   // it will load before it allocates.
@@ -88,10 +90,11 @@ class EnginePlan {
   // hierarchical halves), qgZ's hops, MiCS's replica all-reduce, and the engine's own scalar
   // exchanges (the step's loss, and the norm's per-rank partials where ranks hold shards: 8 bytes
   // per rank each, as all-gathers), split by each group's link model. Lamb's per-tensor
-  // trust-ratio exchange is not in it. `compressed`: a step of 1-bit Adam's compressed phase (no
-  // gradient all-reduce; each tensor's compressed call and the overflow flag instead).
+  // trust-ratio exchange is not in it. `comm`: a compressed optimizer's kind of step (Compressed: no
+  // gradient all-reduce, one compressed call over every tensor and the overflow flag and norm
+  // instead; Local: the flag and norm alone).
   LinkBytes expected_link_bytes_per_step(const CommGroups& groups, size_t element_bytes, const QuantizedTraffic& qgz,
-                                         bool compressed = false) const;
+                                         StepComm comm = StepComm::Exact) const;
 
  private:
   ModelConfig model_;

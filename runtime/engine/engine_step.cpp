@@ -62,7 +62,8 @@ StepStats Engine::train_step(const BatchFn& fill) {
 
   // Micro-steps: forward, backward and the gradient buckets.
   const float dloss = float(s.optimizer->loss_scale() / (double(s.opt.grad_accum) * s.predivide()));
-  const bool exact = s.optimizer->exact_gradients();  // off in 1-bit Adam's compressed phase
+  const StepComm comm = s.optimizer->step_comm();  // a compressed optimizer's compressed and local steps: no all-reduce
+  const bool exact = comm == StepComm::Exact;
   s.reducer->set_all_reduce(exact);
   s.reducer->start_step();
   double loss_sum = 0;
@@ -95,6 +96,7 @@ StepStats Engine::train_step(const BatchFn& fill) {
   st.lr = update.lr;
   st.skipped = update.skipped;
   st.exact_gradients = exact;
+  st.optimizer_comm = comm;
 
   const StepTraffic traffic = s.groups->since(before);
   for (int i = 0; i < kCommOpCount; ++i) {

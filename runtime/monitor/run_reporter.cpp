@@ -206,13 +206,43 @@ void RunReporter::start() {
           {"allocated", mem_counts_json(engine_.ledger().current())},
           {"allocated_host", mem_counts_json(engine_.ledger().host())},
           {"process", process}};
-  if (s_.eo->optimizer.type == OptimizerType::OneBitAdam) {  // the compressed phase's links, beside the warm-up's
-    const LinkBytes c = engine_.expected_link_bytes_per_step(true);
-    start["onebit_freeze_step"] = s_.eo->optimizer.freeze_step;
+  if (is_compressed(s_.eo->optimizer.type)) {  // the compressed (and local) steps' links, beside the exact ones'
+    const OptimizerOptions& o = s_.eo->optimizer;
+    const LinkBytes c = engine_.expected_link_bytes_per_step(StepComm::Compressed);
+    if (o.type == OptimizerType::OneBitAdam) start["onebit_freeze_step"] = o.freeze_step;
+    if (o.type == OptimizerType::ZeroOneAdam) {
+      const LinkBytes l = engine_.expected_link_bytes_per_step(StepComm::Local);
+      start["zero_one_var_freeze_step"] = o.var_freeze_step;
+      start["expected_comm_bytes_intra_per_step_local"] = l.intra;
+      start["expected_comm_bytes_inter_per_step_local"] = l.inter;
+    }
     start["expected_comm_bytes_intra_per_step_compressed"] = c.intra;
     start["expected_comm_bytes_inter_per_step_compressed"] = c.inter;
   }
   record(start);
+}
+
+// 0/1 Adam's two switches, once each: the first step whose gradients cross compressed (between
+// variance updates), and the first step of the frozen phase (DeepSpeed's numbering: the engine's
+// applied count after the step).
+void RunReporter::say_zero_one_phase(const StepStats& st) {
+  const OptimizerOptions& o = s_.eo->optimizer;
+  const int64_t s = engine_.applied_steps();
+  if (!compressed_said_ && st.optimizer_comm == StepComm::Compressed && !(s >= 3 && s - 1 > o.var_freeze_step)) {
+    std::fprintf(s_.say, "0/1 Adam: from step %lld the gradients of the steps between variance updates %s (the variance "
+                         "is updated every var_interval steps, from 1, doubling after every %lld updates)\n",
+                 (long long)st.step, world_ > 1 ? "cross the ranks as 1 bit per element" : "update nothing (one rank)",
+                 (long long)o.var_update_scaler);
+    compressed_said_ = true;
+  }
+  if (!frozen_said_ && s >= 3 && s - 1 > o.var_freeze_step) {
+    std::fprintf(s_.say, "0/1 Adam: from step %lld the variance is frozen (var_freeze_step %lld): each rank takes local "
+                         "steps and the ranks sync every local_step_interval steps (from 1, doubling every %lld steps up "
+                         "to %lld)%s\n",
+                 (long long)st.step, (long long)o.var_freeze_step, (long long)o.local_step_scaler,
+                 (long long)o.local_step_clipper, world_ > 1 ? ", the update crossing as 1 bit per element" : "");
+    frozen_said_ = true;
+  }
 }
 
 void RunReporter::before_step(int64_t step) {
@@ -296,6 +326,7 @@ double RunReporter::after_step(const StepStats& st) {
                    (long long)st.step, (long long)s_.eo->optimizer.freeze_step);
     compressed_said_ = true;
   }
+  if (s_.say && s_.eo->optimizer.type == OptimizerType::ZeroOneAdam) say_zero_one_phase(st);
   if (s_.say && comms_.verbose()) std::fputs(comms_.step_lines(st.step, step_before_, now).c_str(), s_.say);
   nlohmann::json process;
   if (!first_step_done_) process = process_.sample(engine_.ledger());  // collective: before anything rank 0 alone may fail
@@ -319,7 +350,12 @@ double RunReporter::after_step(const StepStats& st) {
           {"comm_groups", groups_json(st.groups)},
           {"comm_busy_s", busy},
           {"mem_peak", st.mem_peak}};
-  if (onebit) step_record["gradients_all_reduced"] = st.exact_gradients;
+  if (is_compressed(s_.eo->optimizer.type)) {
+    step_record["gradients_all_reduced"] = st.exact_gradients;
+    step_record["optimizer_comm"] = st.optimizer_comm == StepComm::Exact        ? "exact"
+                                    : st.optimizer_comm == StepComm::Compressed ? "compressed"
+                                                                                : "local";
+  }
   if (!process.is_null()) step_record["process"] = process;
   quant_weights_.add(st.quant_weights);
   quant_grads_.add(st.quant_grads);

@@ -81,6 +81,7 @@ class RunReporter {
   std::string header() const;
   nlohmann::json units_json() const;  // each unit's parameters and padded length, walk order
   std::string progress(const StepStats& st, double rate) const;
+  void say_zero_one_phase(const StepStats& st);
   std::vector<MonitorEvent> events(const StepStats& st, double rate) const;
 
   ReportSetup s_;
@@ -91,7 +92,8 @@ class RunReporter {
   CommsLogger comms_;
   ProcessMemoryReport process_;
   bool first_step_done_ = false;
-  bool compressed_said_ = false;  // 1-bit Adam's switch to compression was announced
+  bool compressed_said_ = false;  // 1-bit Adam's switch to compression (0/1 Adam's first compressed step) was announced
+  bool frozen_said_ = false;      // 0/1 Adam's frozen phase was announced
   int world_ = 1;
   double tokens_per_step_ = 0;
   int64_t samples_per_step_ = 0;

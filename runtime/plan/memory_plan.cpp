@@ -41,6 +41,18 @@ int64_t gpt2_largest_unit(const PlanInput& in) {
 
 }  // namespace
 
+// The compressed optimizers' bytes per rank without a model (padding left out): the error
+// feedback 4Ψ(1 + 1/N) at N > 1, and 0/1 Adam's synced point 4Ψ; in a checkpoint, 0/1 Adam's
+// largest per-rank arrays instead of the synced point alone (its own master, momentum and synced
+// point, 12Ψ, and lrs).
+static uint64_t compressed_bytes_estimate(const PlanInput& in, bool checkpoint) {
+  if (!in.optimizer || !is_compressed(*in.optimizer)) return 0;
+  const uint64_t psi = uint64_t(std::max<int64_t>(in.params, 0)), n = uint64_t(std::max(1, in.world_size));
+  uint64_t b = n > 1 ? 4 * psi + 4 * psi / n : 0;
+  if (in.optimizer == OptimizerType::ZeroOneAdam) b += checkpoint ? 12 * psi + 8 : 4 * psi;
+  return b;
+}
+
 int plan_state_shards(const PlanInput& in) {
   const int n = std::max(1, in.world_size);
   return stage_traits(in.stage).gathers_params() && in.mics_shard_size > 0 ? std::min(in.mics_shard_size, n) : n;
@@ -49,12 +61,8 @@ int plan_state_shards(const PlanInput& in) {
 uint64_t checkpoint_snapshot_estimate(const PlanInput& in) {
   const uint64_t per_param = uint64_t(4 + state_bytes(in)), shards = uint64_t(plan_state_shards(in));
   const uint64_t psi = uint64_t(std::max<int64_t>(in.params, 0));
-  // 1-bit Adam's error feedback, each rank's own, in its file too (padding left out without a model).
-  const uint64_t extra = in.optimizer_extra_bytes ? *in.optimizer_extra_bytes
-                         : in.optimizer == OptimizerType::OneBitAdam && in.world_size > 1
-                             ? 4 * psi + 4 * psi / uint64_t(in.world_size)
-                             : 0;
-  return (psi * per_param + shards - 1) / shards + extra;
+  // A compressed optimizer's arrays of each rank alone, in its file too.
+  return (psi * per_param + shards - 1) / shards + compressed_bytes_estimate(in, true);
 }
 
 MemoryPlan make_memory_plan(const PlanInput& in) {
@@ -79,10 +87,7 @@ MemoryPlan make_memory_plan(const PlanInput& in) {
   p.device_params = w * psi / param_div;
   p.device_grads = w * psi / grad_div;
   p.device_optimizer = p.optimizer_k * psi / opt_div;
-  if (in.optimizer_extra_bytes)
-    p.device_optimizer += double(*in.optimizer_extra_bytes);
-  else if (in.optimizer == OptimizerType::OneBitAdam && n > 1)
-    p.device_optimizer += 4 * psi * (1 + 1.0 / n);
+  p.device_optimizer += double(in.optimizer_extra_bytes ? *in.optimizer_extra_bytes : compressed_bytes_estimate(in, false));
 
   // Optimizer offload: fraction r of the optimizer partition (with its fp32 master and fp32 grads).
   const bool has_opt = in.optimizer.has_value();

@@ -100,10 +100,11 @@ struct PlanInput {
   bool emulates_16bit_in_fp32 = false;
   std::optional<OptimizerType> optimizer = OptimizerType::AdamW;  // none: no optimizer state
   bool sgd_momentum = false;   // SGD keeps a momentum buffer
-  // Optimizer memory beyond its fp32 arrays per rank: 1-bit Adam's error feedback (each tensor's
-  // worker error n_pad + server error n_pad/N, fp32; EnginePlan::optimizer_extra_bytes); unset:
-  // the estimate without a model, 4Ψ(1 + 1/N) for OneBitAdam at N > 1 (padding left out) and 0
-  // otherwise. A checkpoint's snapshot holds them too (each rank's own).
+  // Optimizer memory beyond its fp32 arrays per rank: the compressed optimizers' error feedback
+  // (each tensor's worker error n_pad + server error n_pad/N, fp32) and 0/1 Adam's synced point
+  // (Ψ fp32; EnginePlan::optimizer_extra_bytes); unset: the estimate without a model, 4Ψ(1 + 1/N)
+  // at N > 1 (padding left out), + 4Ψ for ZeroOneAdam, and 0 otherwise. A checkpoint's snapshot
+  // holds each rank's own arrays too.
   std::optional<uint64_t> optimizer_extra_bytes;
   OffloadDevice offload_optimizer = OffloadDevice::None;
   double offload_optimizer_ratio = 1.0;  // fraction of optimizer state offloaded (stage 3)

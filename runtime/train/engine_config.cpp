@@ -35,6 +35,10 @@ OptimizerOptions optimizer_options(const OptimizerConfig& o) {
   r.max_coeff = o.max_coeff.value;
   r.min_coeff = o.min_coeff.value;
   r.freeze_step = o.freeze_step.value;
+  r.var_freeze_step = o.var_freeze_step.value;
+  r.var_update_scaler = o.var_update_scaler.value;
+  r.local_step_scaler = o.local_step_scaler.value;
+  r.local_step_clipper = o.local_step_clipper.value;
   return r;
 }
 

@@ -21,7 +21,6 @@ ShardOptimizer::ShardOptimizer(ZeroContext& z, const OptimizerOptions& o, const 
     : z_(z), o_(o), rules_(rules), transfer_(transfer), store_(store), off_(off), pinned_(pinned) {
   if (sub_group_size < 1) throw std::invalid_argument("ShardOptimizer: sub_group_size must be >= 1");
   if (z.train_precision == DType::F16) scaler_ = std::make_unique<LossScaler>(rules.loss_scaler);
-  if (o.type == OptimizerType::OneBitAdam) onebit_ = std::make_unique<OneBitAdam>(z, o);
   const Partition& p = z.part;
   const int U = p.units();
   bool nvme = false;
@@ -44,6 +43,7 @@ ShardOptimizer::ShardOptimizer(ZeroContext& z, const OptimizerOptions& o, const 
   for (int u = 0; u < U; ++u)
     for (int64_t a = 0, hi = p.unit(u).state_valid; a < hi; a += sub_group_size)
       subgroups_.push_back({u, a, std::min(sub_group_size, hi - a)});
+  if (is_compressed(o.type)) compressed_ = make_compressed_optimizer(z, o, {master_, m_, v_});
   if (!nvme) return;
   std::vector<size_t> bytes;
   for (const SubGroup& sg : subgroups_) bytes.push_back(std::max<size_t>(4, record_floats(sg.n) * 4));
@@ -123,7 +123,7 @@ StepOutcome ShardOptimizer::step(const ReducedGrads& grads, float mean_factor, c
   double scaled_norm = std::sqrt(total);
   // fp16: the scaler skips the step on overflow; clipping and unscaling fold into one factor.
   out.skipped = !std::isfinite(total);
-  // Gradients that were not all-reduced (1-bit Adam's compressed phase) differ between ranks, and
+  // Gradients that were not all-reduced (the compressed optimizers' compressed and local steps) differ between ranks, and
   // so do their norms: every rank skips when any overflowed (DeepSpeed max-reduces the flag). The
   // clipping norm is DeepSpeed's too: in fp16 and bf16 (its FP16_Optimizer wraps 1-bit Adam in both)
   // each rank's own; in fp32 (clip_grad_norm_) the mean of the ranks' norms.
@@ -243,9 +243,8 @@ void ShardOptimizer::update(const StepHyper& h, const ReducedGrads& grads, const
   auto last_of_unit = [&](size_t k) {
     return k + 1 == subgroups_.size() || subgroups_[k + 1].unit != subgroups_[k].unit;
   };
-  if (onebit_) {
-    const std::vector<const float*> gc(g.begin(), g.end());
-    onebit_->step(h.step - 1, {h.lr, h.beta1, h.beta2, h.grad_scale}, master_, gc, m_, v_);
+  if (compressed_) {
+    compressed_->step(h.step - 1, {h.lr, h.beta1, h.beta2, h.grad_scale}, g);
     for (int u = 0; u < U; ++u) store_.write(u, 0, p.unit(u).state_len, master_[size_t(u)]);
   } else if (o_.type == OptimizerType::Lamb) {
     LambHyper lh;

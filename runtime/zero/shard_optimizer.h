@@ -22,7 +22,7 @@
 #include "optim/loss_scaler.h"
 #include "optim/lr_scheduler.h"
 #include "runtime/zero/host_transfer.h"
-#include "runtime/zero/onebit_adam.h"
+#include "runtime/zero/compressed_optimizer.h"
 #include "runtime/zero/param_store.h"
 #include "runtime/zero/reduced_grads.h"
 #include "runtime/zero/zero_context.h"
@@ -82,11 +82,13 @@ class ShardOptimizer {
   double loss_scale() const { return scaler_ ? scaler_->scale() : 1.0; }
   // The lr the next applied update uses.
   double next_lr() const;
-  // Whether the next step's gradients are all-reduced exactly before the update (the engine's
-  // gradient all-reduce): always, except in 1-bit Adam's compressed phase, where each rank updates
-  // from its own gradient and the optimizer compresses what crosses the ranks.
-  bool exact_gradients() const { return !onebit_ || onebit_->exact_gradients(applied_); }
-  OneBitAdam* onebit() { return onebit_.get(); }  // null unless the optimizer is OneBitAdam
+  // What the next step moves between the ranks: the engine's exact gradient all-reduce always,
+  // except in the compressed optimizers' compressed and local steps, where each rank updates from
+  // its own gradient and the optimizer compresses what crosses the ranks.
+  StepComm step_comm() const { return compressed_ ? compressed_->comm_after(applied_) : StepComm::Exact; }
+  bool exact_gradients() const { return step_comm() == StepComm::Exact; }
+  // 1-bit Adam's or 0/1 Adam's phases and per-rank arrays; null for every other optimizer.
+  CompressedOptimizer* compressed() { return compressed_.get(); }
   // One step's update from the reduced gradient sums (× mean_factor: the factor that turns the pre-divided
   // rank sum into the mean): the norm, the skip decision, clipping, the update of this rank's shard.
   // `units_done(u)` is called in unit order as soon as units 0..u have their new master and working
@@ -140,7 +142,7 @@ class ShardOptimizer {
   OptimizerOptions o_;
   UpdateRules rules_;
   std::unique_ptr<LossScaler> scaler_;  // fp16
-  std::unique_ptr<OneBitAdam> onebit_;  // OneBitAdam's phases and error feedback
+  std::unique_ptr<CompressedOptimizer> compressed_;  // OneBitAdam's or ZeroOneAdam's phases and errors
   int64_t applied_ = 0, skipped_ = 0;
   HostTransfer* transfer_;
   ParamStore& store_;

@@ -49,8 +49,8 @@ enum class ZeroRule {
   LambOnNvme,                      // Lamb needs every tensor's state at once
   ParamBufferTooSmall,             // an NVMe parameter record larger than offload_param.buffer_size
   MicsWithOptimizerOffload,        // MiCS's replica all-reduce with the optimizer offloaded (DeepSpeed refuses it)
-  OneBitNeedsStage0,               // 1-bit Adam keeps the full state of stage 0 (DeepSpeed asserts no ZeRO)
-  OneBitNeedsHostBackend,          // 1-bit Adam's compressed all-reduce runs on host buffers only (not built for NCCL)
+  CompressedNeedsStage0,           // 1-bit and 0/1 Adam keep the full state of stage 0 (DeepSpeed asserts no ZeRO)
+  CompressedNeedsHostBackend,      // their compressed all-reduce runs on host buffers only (not built for NCCL)
 };
 
 // The host optimizer steps every shard: a host backend, or offload "cpu" / "nvme" with ratio 1, or
@@ -80,10 +80,10 @@ inline std::vector<ZeroRule> check_zero_options(const ZeroOptionSet& o, const Ba
     broken.push_back(ZeroRule::ParamBufferTooSmall);
   if (t.gathers_params() && o.mics_shard_size > 0 && o.offload_optimizer != OffloadDevice::None)
     broken.push_back(ZeroRule::MicsWithOptimizerOffload);
-  if (o.optimizer == OptimizerType::OneBitAdam) {
+  if (is_compressed(o.optimizer)) {
     if (!t.all_reduces_grads() || o.offload_optimizer != OffloadDevice::None || o.offload_param != OffloadDevice::None)
-      broken.push_back(ZeroRule::OneBitNeedsStage0);
-    if (!b.host_memory) broken.push_back(ZeroRule::OneBitNeedsHostBackend);
+      broken.push_back(ZeroRule::CompressedNeedsStage0);
+    if (!b.host_memory) broken.push_back(ZeroRule::CompressedNeedsHostBackend);
   }
   return broken;
 }
@@ -118,12 +118,14 @@ inline std::string describe(ZeroRule r, const ZeroOptionSet& o) {
     case ZeroRule::MicsWithOptimizerOffload:
       return "mics_shard_size " + std::to_string(o.mics_shard_size) + " with offload_optimizer.device " +
              offload_name(o.offload_optimizer) + ": MiCS is not built with an offloaded optimizer";
-    case ZeroRule::OneBitNeedsStage0:
-      return "OneBitAdam runs with ZeRO stage 0 and no offload (stage " + std::to_string(o.stage) + ", offload_optimizer " +
+    case ZeroRule::CompressedNeedsStage0:
+      return std::string(optimizer_type_name(o.optimizer)) + " runs with ZeRO stage 0 and no offload (stage " +
+             std::to_string(o.stage) + ", offload_optimizer " +
              offload_name(o.offload_optimizer) + ", offload_param " + offload_name(o.offload_param) +
              "): it keeps every parameter's state on every rank, as DeepSpeed's";
-    case ZeroRule::OneBitNeedsHostBackend:
-      return "OneBitAdam's compressed all-reduce runs on host buffers only; on a device backend it is not built";
+    case ZeroRule::CompressedNeedsHostBackend:
+      return std::string(optimizer_type_name(o.optimizer)) +
+             "'s compressed all-reduce runs on host buffers only; on a device backend it is not built";
   }
   return "?";
 }

@@ -53,7 +53,7 @@ bool FakeShardedState::inside(const std::vector<ElementRange>& set, const Elemen
   return false;
 }
 
-std::vector<ShardedState::PrivateArray> FakeShardedState::private_arrays() const {
+std::vector<ShardedState::PrivateArray> FakeShardedState::private_arrays(const nlohmann::json&) const {
   if (!with_private) return {};
   return {{"errors_a", private_length("errors_a")}, {"errors_b", private_length("errors_b")}};
 }

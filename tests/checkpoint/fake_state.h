@@ -43,7 +43,7 @@ class FakeShardedState final : public ShardedState {
   // Private arrays (off unless `with_private`): two per rank, of rank-dependent length, whose values
   // are a function of (name, rank, element, generation); what a load gave back is kept apart.
   bool with_private = false;
-  std::vector<PrivateArray> private_arrays() const override;
+  std::vector<PrivateArray> private_arrays(const nlohmann::json& counters) const override;
   void read_private(const std::string& name, float* out) override;
   void write_private(const std::string& name, const float* in) override { loaded_private[name].assign(in, in + private_length(name)); }
   void private_not_loaded(const std::string& why) override { private_why = why; }

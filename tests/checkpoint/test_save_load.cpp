@@ -109,7 +109,7 @@ TEST(CheckpointSave, PrivateArraysComeBackToTheirRankAtTheSameWorldSize) {
       EXPECT_EQ(st.mismatches(4, st.arrays()), 0);
       if (world == 3) {
         EXPECT_TRUE(st.private_why.empty()) << st.private_why;
-        for (const auto& a : st.private_arrays()) {
+        for (const auto& a : st.private_arrays(st.counters())) {
           const auto& got = st.loaded_private[a.name];
           ASSERT_EQ(int64_t(got.size()), a.n) << a.name;
           for (int64_t i = 0; i < a.n; ++i)

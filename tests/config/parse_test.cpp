@@ -199,10 +199,23 @@ TEST(Parse, OptimizerTypes) {
   EXPECT_EQ(r.config.optimizer.freeze_step.value, 100000);
   EXPECT_EQ(r.config.optimizer.comm_backend_name.value, "nccl");
   EXPECT_FALSE(r.config.optimizer.cuda_aware.value);
-  r = load("{" + kBatch + R"("optimizer": {"type": "ZeroOneAdam", "params": {"lr": 0.001, "var_freeze_step": 400}}})");
+  // 0/1 Adam likewise, with DeepSpeed's defaults (local_step_scaler 32678 as its code has it).
+  for (const char* name : {"ZeroOneAdam", "zerooneadam"}) {
+    r = load("{" + kBatch + R"("optimizer": {"type": ")" + name +
+             R"(", "params": {"lr": 0.001, "var_freeze_step": 400, "local_step_clipper": 8, "comm_backend_name": "mpi"}}})");
+    EXPECT_EQ(r.diagnostics.error_count(), 0u) << name << "\n" << test::dump(r);
+    EXPECT_EQ(r.config.optimizer.type.value, "ZeroOneAdam");
+    EXPECT_EQ(r.config.optimizer.var_freeze_step.value, 400);
+    EXPECT_EQ(r.config.optimizer.var_update_scaler.value, 16);
+    EXPECT_EQ(r.config.optimizer.local_step_scaler.value, 32678);
+    EXPECT_EQ(r.config.optimizer.local_step_clipper.value, 8);
+  }
+  r = load("{" + kBatch + R"("optimizer": {"type": "ZeroOneAdam", "params": {"freeze_step": 4}}})");
+  EXPECT_NE(find(r, "optimizer.params.freeze_step", "unknown key"), nullptr) << "1-bit Adam's key\n" << test::dump(r);
+  r = load("{" + kBatch + R"("optimizer": {"type": "OneBitLamb", "params": {"lr": 0.001, "freeze_step": 400}}})");
   const Diagnostic* d = find(r, "optimizer.type", "DeepSpeed has it; zerotrain does not implement it");
   ASSERT_NE(d, nullptr) << test::dump(r);
-  EXPECT_EQ(d->fix, "use one of: Adam, AdamW, SGD, Lamb, OneBitAdam");
+  EXPECT_EQ(d->fix, "use one of: Adam, AdamW, SGD, Lamb, OneBitAdam, ZeroOneAdam");
   EXPECT_EQ(r.diagnostics.error_count(), 1u) << "params of an unsupported type are not walked\n" << test::dump(r);
   r = load("{" + kBatch + R"("optimizer": {"params": {"lr": 0.001}}})");
   EXPECT_NE(find(r, "optimizer.type", "has no \"type\""), nullptr) << test::dump(r);

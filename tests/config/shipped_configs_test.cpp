@@ -60,7 +60,7 @@ std::string read(const std::string& path) {
 TEST(ShippedConfigs, AllArePresent) {
   const auto c = concrete(), t = templates();
   for (const char* name : {"stage0", "stage1", "stage2", "stage3", "offload_cpu", "offload_stage3_cpu", "offload_nvme",
-                           "fp16", "bf16", "grad_accum", "onebit_adam"})
+                           "fp16", "bf16", "grad_accum", "onebit_adam", "zero_one_adam"})
     EXPECT_NE(std::find(c.begin(), c.end(), std::string(ZT_CONFIGS_DIR) + "/" + name + ".json"), c.end()) << name;
   for (const char* name : {"zero2", "zero3", "zero3_offload"})
     EXPECT_NE(std::find(t.begin(), t.end(), std::string(ZT_CONFIGS_DIR) + "/hf/" + name + ".json"), t.end()) << name;
@@ -90,7 +90,8 @@ TEST(ShippedConfigs, ConcreteConfigsAreValidForTheCudaBackend) {
       EXPECT_NE(test::find(r, "fp16.enabled", "computes in bf16"), nullptr) << test::dump(r);
       continue;
     }
-    if (path.find("/onebit_adam.json") != std::string::npos) {  // fp16, and 1-bit Adam on host buffers only
+    if (path.find("/onebit_adam.json") != std::string::npos || path.find("/zero_one_adam.json") != std::string::npos) {
+      // fp16, and the compressed optimizers on host buffers only
       EXPECT_NE(test::find(r, "fp16.enabled", "computes in bf16"), nullptr) << test::dump(r);
       EXPECT_NE(test::find(r, "optimizer.type", "is not built yet"), nullptr) << test::dump(r);
       continue;

@@ -67,8 +67,8 @@ TEST(OneBitAdam, DryRunWarmupAndCompressedPhaseByTheRecords) {
   const BatchGeometry geom{W, o.micro_batch, o.grad_accum};
   const uint64_t before = engine.param_summary().checksum;
   const uint64_t state_bytes = engine.ledger().current()[MemCategory::Optimizer];
-  const LinkBytes exact_want = engine.expected_link_bytes_per_step(false);
-  const LinkBytes compressed_want = engine.expected_link_bytes_per_step(true);
+  const LinkBytes exact_want = engine.expected_link_bytes_per_step(StepComm::Exact);
+  const LinkBytes compressed_want = engine.expected_link_bytes_per_step(StepComm::Compressed);
   const uint64_t a2a = tensor_call_bytes(model, true), ag = tensor_call_bytes(model, false);
   std::vector<double> losses;
   for (int s = 0; s < steps; ++s) {
