@@ -10,8 +10,10 @@ namespace zt {
 // adam_w_mode = false); SGD with optional momentum / Nesterov; Lamb with a per-tensor trust ratio;
 // OneBitAdam: DeepSpeed's 1-bit Adam (stage 0; its momentum crosses the ranks compressed to signs);
 // ZeroOneAdam: DeepSpeed's 0/1 Adam (stage 0; gradients, then accumulated updates, compressed to signs,
-// the variance updated at growing intervals and, once frozen, local steps between syncs).
-enum class OptimizerType { AdamW, AdamL2, SGD, Lamb, OneBitAdam, ZeroOneAdam };
+// the variance updated at growing intervals and, once frozen, local steps between syncs);
+// OneBitLamb: DeepSpeed's 1-bit LAMB (stage 0; every momentum in one compressed call, the trust
+// ratio frozen and rescaled by a fresh variance).
+enum class OptimizerType { AdamW, AdamL2, SGD, Lamb, OneBitAdam, ZeroOneAdam, OneBitLamb };
 
 constexpr const char* optimizer_type_name(OptimizerType t) {
   switch (t) {
@@ -21,6 +23,7 @@ constexpr const char* optimizer_type_name(OptimizerType t) {
     case OptimizerType::Lamb: return "Lamb";
     case OptimizerType::OneBitAdam: return "OneBitAdam";
     case OptimizerType::ZeroOneAdam: return "ZeroOneAdam";
+    case OptimizerType::OneBitLamb: return "OneBitLamb";
   }
   return "?";
 }
@@ -28,17 +31,19 @@ constexpr const char* optimizer_type_name(OptimizerType t) {
 constexpr bool is_adam(OptimizerType t) { return t == OptimizerType::AdamW || t == OptimizerType::AdamL2; }
 // DeepSpeed's communication-compressed optimizers (runtime/zero/compressed_optimizer.h): stage 0 only,
 // on host buffers, their traffic the compressed all-reduce's.
-constexpr bool is_compressed(OptimizerType t) { return t == OptimizerType::OneBitAdam || t == OptimizerType::ZeroOneAdam; }
+constexpr bool is_compressed(OptimizerType t) {
+  return t == OptimizerType::OneBitAdam || t == OptimizerType::ZeroOneAdam || t == OptimizerType::OneBitLamb;
+}
 
 // What one step of a compressed optimizer moves between the ranks: the engine's exact gradient
 // all-reduce, no all-reduce but one compressed call over every tensor, or neither (0/1 Adam's local
 // steps). Every other optimizer's steps are Exact.
 enum class StepComm { Exact, Compressed, Local };
 
-// fp32 state arrays per parameter besides the master copy: Adam and Lamb keep two moments, SGD one
-// momentum buffer when momentum != 0, none otherwise.
+// fp32 state arrays per parameter besides the master copy: Adam and Lamb keep two moments, 1-bit
+// LAMB a fresh variance besides, SGD one momentum buffer when momentum != 0, none otherwise.
 constexpr int optimizer_state_arrays(OptimizerType t, bool sgd_momentum) {
-  return t == OptimizerType::SGD ? (sgd_momentum ? 1 : 0) : 2;
+  return t == OptimizerType::SGD ? (sgd_momentum ? 1 : 0) : t == OptimizerType::OneBitLamb ? 3 : 2;
 }
 
 // The optimizer block of a config, as the engine uses it.
@@ -50,8 +55,11 @@ struct OptimizerOptions {
   bool bias_correction = true;
   double momentum = 0.0, dampening = 0.0;  // SGD
   bool nesterov = false;                   // SGD
-  double max_coeff = 10.0, min_coeff = 0.01;  // Lamb
-  int64_t freeze_step = 100000;               // OneBitAdam: applied updates before compression
+  double max_coeff = 10.0, min_coeff = 0.01;  // Lamb, OneBitLamb
+  int64_t freeze_step = 100000;               // OneBitAdam, OneBitLamb: applied updates before compression
+  // OneBitLamb (DeepSpeed's names and defaults): the warm-up trust ratios' moving average weight,
+  // and the bounds of the compressed phase's factor (absolute, and relative to the last step's).
+  double coeff_beta = 0.9, factor_max = 4.0, factor_min = 0.5, factor_threshold = 0.1;
   // ZeroOneAdam (DeepSpeed's names and defaults): the variance is updated every var_interval steps,
   // the interval doubling after each var_update_scaler updates, until var_freeze_step; then local
   // steps, synced every local_step_interval steps, which doubles every local_step_scaler steps up

@@ -154,7 +154,9 @@ def summarize(run, start, steps, end, n, link):
     alloc = {c: resident.get(LEDGER_KEYS[c], 0) for c in CATEGORIES}
     later = steps[1:] if len(steps) > 1 else steps
     zero_one = "zero_one_var_freeze_step" in start
-    compressing = "onebit_freeze_step" in start or zero_one  # 1-bit and 0/1 Adam: their compressed steps, once there are any
+    lamb = "onebit_lamb_freeze_step" in start
+    # 1-bit Adam, 0/1 Adam and 1-bit LAMB: their compressed steps, once there are any
+    compressing = "onebit_freeze_step" in start or zero_one or lamb
     if compressing:
         later = [s for s in steps if s.get("optimizer_comm", "compressed" if not s.get("gradients_all_reduced", True)
                                            else "exact") == "compressed"] or later
@@ -168,7 +170,7 @@ def summarize(run, start, steps, end, n, link):
     if stage == 3 and n > 1 and hpz > 1:
         fp += w * psi / hpz  # hpZ's secondary copy: a 1/hpz slice of every unit (ZeRO++'s Psi/hpz)
     row["onebit_padding_bytes"] = 0
-    if zero_one:  # 0/1 Adam's synced point: Psi fp32 at any world size
+    if zero_one or lamb:  # 0/1 Adam's synced point, 1-bit LAMB's flat momentum: Psi fp32 at any world size
         fo += 4 * psi
     if compressing and n > 1:  # the error feedback: worker Psi and server Psi/N, fp32
         fo += 4 * psi * (1 + 1 / n)

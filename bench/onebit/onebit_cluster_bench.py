@@ -1,15 +1,18 @@
 #!/usr/bin/env python3
-"""1-bit Adam against AdamW on a slow link: 2 emulated nodes (scripts/cluster.sh, root) of
+"""1-bit Adam and 0/1 Adam against AdamW on a slow link: 2 emulated nodes (scripts/cluster.sh, root) of
 RANKS_PER_NODE ranks, the link shaped to each RATE and its TCP rate measured in the same run with
 both nodes sending (scripts/cluster_link.py). Per rate, the same model and data train under AdamW
-(stage 0, its gradients all-reduced every step) and under OneBitAdam (freeze_step 2: the dry run,
-one warm-up update, then compressed). For each: the median step time over the steps after
+(stage 0, its gradients all-reduced every step), under OneBitAdam (freeze_step 2: the dry run,
+one warm-up update, then compressed) and, with --optimizers, under ZeroOneAdam (var_freeze_step 1:
+frozen from step 3; local_step_scaler 4 and local_step_clipper 8: syncs every 1, 2, 4, then 8
+steps, local steps between). For each: the median step time over the steps after
 --skip (the peer's steady state, the compressed phase's), the bytes the nodes' interfaces sent
 per step (a long run less a short one, so start-up cancels) beside the records' comm_bytes_inter,
 and the step the link alone needs for those bytes. The long runs repeat --repeats times,
 AdamW and 1-bit Adam interleaved; the step time is the median of the runs' medians. Prints one JSON line per row and a table; the
 ratio AdamW / 1-bit Adam is each rate's speed-up, measured in the same run.
-  bench/onebit/onebit_cluster_bench.py [--rates 1gbit,100mbit] [--model small] [--per-node 2]
+  bench/onebit/onebit_cluster_bench.py [--rates 1gbit,100mbit] [--optimizers AdamW,OneBitAdam,ZeroOneAdam]
+                                        [--model small] [--per-node 2]
                                         [--steps 30] [--short 10] [--skip 6] [--micro-batch 4] [--repeats 3]
 ZT_BUILD_DIR picks the build (default build/); the cluster is this script's own and is removed after."""
 import argparse
@@ -40,6 +43,9 @@ def config(path, kind, micro_batch):
     params = {"lr": 3e-3, "betas": [0.9, 0.95], "eps": 1e-8, "weight_decay": 0.01}
     if kind == "OneBitAdam":
         params.update(freeze_step=2, cuda_aware=False, comm_backend_name="mpi")
+    if kind == "ZeroOneAdam":
+        params.update(var_freeze_step=1, local_step_scaler=4, local_step_clipper=8, cuda_aware=False,
+                      comm_backend_name="mpi")
     json.dump({"train_micro_batch_size_per_gpu": micro_batch, "gradient_clipping": 1.0,
                "zero_optimization": {"stage": 0}, "optimizer": {"type": kind, "params": params}}, open(path, "w"))
 
@@ -60,6 +66,7 @@ def train(env, a, cfg, steps, metrics):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rates", default="1gbit,100mbit")
+    ap.add_argument("--optimizers", default="AdamW,OneBitAdam", help="AdamW first: the peer of every ratio")
     ap.add_argument("--model", default="small")
     ap.add_argument("--per-node", type=int, default=2)
     ap.add_argument("--steps", type=int, default=30)
@@ -68,6 +75,9 @@ def main():
     ap.add_argument("--micro-batch", type=int, default=4)
     ap.add_argument("--repeats", type=int, default=3)
     a = ap.parse_args()
+    kinds = a.optimizers.split(",")
+    if kinds[0] != "AdamW" or any(k not in ("AdamW", "OneBitAdam", "ZeroOneAdam") for k in kinds):
+        sys.exit("onebit_cluster_bench: --optimizers is AdamW followed by any of OneBitAdam, ZeroOneAdam")
     if not os.access(ZT, os.X_OK):
         sys.exit(f"onebit_cluster_bench: {ZT} is not built (run scripts/build.sh)")
     name = "ztob%d" % (os.getpid() % 10000)
@@ -84,16 +94,18 @@ def main():
         for rate in a.rates.split(","):
             cluster(env, "shape", rate)
             bps = cluster_link.measure_rate(CLUSTER, env, rate_hint_bps=cluster_link.rate_bits(rate), both_ways=True)
-            medians = {"AdamW": [], "OneBitAdam": []}
+            medians = {k: [] for k in kinds}
+            means = {k: [] for k in kinds}  # 0/1 Adam's steps differ by kind: its throughput is the mean's
             runs = {}
             for rep in range(a.repeats):  # interleaved, so that a drift of the machine hits both alike
-                for kind in ("AdamW", "OneBitAdam"):
+                for kind in kinds:
                     cfg = os.path.join(work, kind + ".json")
                     config(cfg, kind, a.micro_batch)
                     sent, steps = train(env, a, cfg, a.steps, os.path.join(work, f"{kind}_{rate}_long{rep}.jsonl"))
                     medians[kind].append(statistics.median(s["step_ms"] for s in steps[a.skip:]))
+                    means[kind].append(statistics.mean(s["step_ms"] for s in steps[a.skip:]))
                     runs[kind] = (sent, steps)
-            for kind in ("AdamW", "OneBitAdam"):
+            for kind in kinds:
                 cfg = os.path.join(work, kind + ".json")
                 long_sent, steps = runs[kind]
                 short_sent, _ = train(env, a, cfg, a.short, os.path.join(work, f"{kind}_{rate}_short.jsonl"))
@@ -104,7 +116,10 @@ def main():
                        "nodes": 2, "ranks_per_node": a.per_node, "model": a.model, "optimizer": kind,
                        "step_ms": round(statistics.median(medians[kind]), 1),
                        "step_ms_runs": [round(m, 1) for m in medians[kind]],
+                       "mean_step_ms": round(statistics.median(means[kind]), 1),
                        "compressed": all(not s.get("gradients_all_reduced", True) for s in tail),
+                       "step_kinds": {k: sum(s.get("optimizer_comm", "exact") == k for s in tail)
+                                      for k in ("exact", "compressed", "local")},
                        "wire_bytes_per_step": int(wire), "records_inter_bytes_per_step": int(records),
                        "wire_over_records": round(wire / records, 3) if records else None,
                        # each node's link carries its half of the job's inter-node bytes, both at once
@@ -114,13 +129,16 @@ def main():
     finally:
         subprocess.run([CLUSTER, "down"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     print()
-    print("| link | optimizer | step ms (median of runs; each run's median) | link ms for its bytes | inter-node bytes/step (wire / records) | AdamW step / this step |")
-    print("|---|---|---|---|---|---|")
+    print("| link | optimizer | step ms (median of runs; each run's median) | mean step ms | link ms for its bytes | inter-node bytes/step (wire / records) | AdamW step / this step (medians; means) |")
+    print("|---|---|---|---|---|---|---|")
     for r in rows:
         peer = [x for x in rows if x["rate"] == r["rate"] and x["optimizer"] == "AdamW"][0]
-        print(f"| {r['rate']} ({r['link_MBps']} MB/s) | {r['optimizer']}{' (compressed)' if r['compressed'] else ''} | "
-              f"{r['step_ms']} ({', '.join(str(x) for x in r['step_ms_runs'])}) | {r['link_ms']} | {r['wire_bytes_per_step']} / {r['records_inter_bytes_per_step']} "
-              f"({r['wire_over_records']}) | {peer['step_ms'] / r['step_ms']:.2f} |")
+        kinds_seen = ", ".join(f"{v} {k}" for k, v in r["step_kinds"].items() if v) if r["optimizer"] == "ZeroOneAdam" else ""
+        label = " (" + kinds_seen + ")" if kinds_seen else " (compressed)" if r["compressed"] else ""
+        print(f"| {r['rate']} ({r['link_MBps']} MB/s) | {r['optimizer']}{label} | "
+              f"{r['step_ms']} ({', '.join(str(x) for x in r['step_ms_runs'])}) | {r['mean_step_ms']} | {r['link_ms']} | "
+              f"{r['wire_bytes_per_step']} / {r['records_inter_bytes_per_step']} ({r['wire_over_records']}) | "
+              f"{peer['step_ms'] / r['step_ms']:.2f}; {peer['mean_step_ms'] / r['mean_step_ms']:.2f} |")
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ std::vector<std::string> state_arrays_for(OptimizerType optimizer, bool sgd_mome
     if (sgd_momentum) a.push_back("momentum_buffer");
   } else {
     a.insert(a.end(), {"exp_avg", "exp_avg_sq"});
+    if (optimizer == OptimizerType::OneBitLamb) a.push_back("exp_avg_sq_fresh");
   }
   return a;  // 1 + optimizer_state_arrays(optimizer, sgd_momentum) names
 }
@@ -21,6 +22,7 @@ const char* checkpoint_optimizer_name(OptimizerType optimizer) {
     case OptimizerType::Lamb: return "lamb";
     case OptimizerType::OneBitAdam: return "onebit_adam";
     case OptimizerType::ZeroOneAdam: return "zero_one_adam";
+    case OptimizerType::OneBitLamb: return "onebit_lamb";
   }
   return "?";
 }

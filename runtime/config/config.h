@@ -48,8 +48,12 @@ struct OptimizerConfig {
   Field<double> momentum = 0.0;   // SGD
   Field<double> dampening = 0.0;  // SGD
   Field<bool> nesterov = false;   // SGD
-  Field<double> max_coeff = 10.0; // Lamb
-  Field<double> min_coeff = 0.01; // Lamb
+  Field<double> max_coeff = 10.0; // Lamb, OneBitLamb
+  Field<double> min_coeff = 0.01; // Lamb, OneBitLamb
+  Field<double> coeff_beta = 0.9;        // OneBitLamb: the warm-up trust ratios' moving average weight
+  Field<double> factor_max = 4.0;        // OneBitLamb: the compressed phase's factor bounds
+  Field<double> factor_min = 0.5;
+  Field<double> factor_threshold = 0.1;  // OneBitLamb: the factor's largest relative change a step
   Field<int64_t> freeze_step = 100000;                    // OneBitAdam: warm-up updates before compression
   Field<int64_t> var_freeze_step = 100000;                // ZeroOneAdam: steps before the variance freezes
   Field<int64_t> var_update_scaler = 16;                  // ZeroOneAdam: variance updates per var_interval doubling

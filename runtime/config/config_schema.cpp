@@ -92,9 +92,20 @@ void optimizer_params(OptimizerConfig& o, BlockSchema& s) {
   s.keys.push_back(with_auto(key("betas", Kind::Betas, &o.betas), "--adam-beta1 and --adam-beta2"));
   s.keys.push_back(with_auto(key("eps", Kind::Number, &o.eps), "--adam-eps"));
   s.keys.push_back(key("bias_correction", Kind::Bool, &o.bias_correction));
-  if (t == "Lamb") {
+  if (t == "Lamb" || t == "OneBitLamb") {
     s.keys.push_back(key("max_coeff", Kind::Number, &o.max_coeff));
     s.keys.push_back(key("min_coeff", Kind::Number, &o.min_coeff));
+    if (t == "Lamb") return;
+  }
+  if (t == "OneBitLamb") {  // DeepSpeed's runtime/fp16/onebit/lamb.py; amsgrad is read to be refused
+    s.keys.push_back(exact_int(key("freeze_step", Kind::Int, &o.freeze_step)));
+    s.keys.push_back(key("coeff_beta", Kind::Number, &o.coeff_beta));
+    s.keys.push_back(key("factor_max", Kind::Number, &o.factor_max));
+    s.keys.push_back(key("factor_min", Kind::Number, &o.factor_min));
+    s.keys.push_back(key("factor_threshold", Kind::Number, &o.factor_threshold));
+    s.keys.push_back(key("cuda_aware", Kind::Bool, &o.cuda_aware));
+    s.keys.push_back(choices(key("comm_backend_name", Kind::String, &o.comm_backend_name), {"nccl", "mpi"}));
+    s.keys.push_back(key("amsgrad", Kind::Bool, &o.amsgrad));
     return;
   }
   if (t == "OneBitAdam" || t == "ZeroOneAdam") {  // DeepSpeed's runtime/fp16/onebit/{adam,zoadam}.py; amsgrad is read to be refused
@@ -158,7 +169,7 @@ void monitor_keys(MonitorConfig& m, BlockSchema& s) {
 }  // namespace
 
 const std::vector<std::string>& supported_optimizers() {
-  static const std::vector<std::string> v{"Adam", "AdamW", "SGD", "Lamb", "OneBitAdam", "ZeroOneAdam"};
+  static const std::vector<std::string> v{"Adam", "AdamW", "SGD", "Lamb", "OneBitAdam", "ZeroOneAdam", "OneBitLamb"};
   return v;
 }
 const std::vector<std::string>& supported_schedulers() {
@@ -166,7 +177,7 @@ const std::vector<std::string>& supported_schedulers() {
   return v;
 }
 const std::vector<std::string>& unsupported_deepspeed_optimizers() {
-  static const std::vector<std::string> v{"OneBitLamb", "Adagrad", "MuAdam",
+  static const std::vector<std::string> v{"Adagrad", "MuAdam",
                                           "MuAdamW", "MuSGD", "Lion"};
   return v;
 }

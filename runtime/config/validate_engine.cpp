@@ -125,6 +125,7 @@ std::optional<OptimizerType> optimizer_type_of(const OptimizerConfig& o) {
   if (type == "Lamb") return OptimizerType::Lamb;
   if (type == "OneBitAdam") return OptimizerType::OneBitAdam;
   if (type == "ZeroOneAdam") return OptimizerType::ZeroOneAdam;
+  if (type == "OneBitLamb") return OptimizerType::OneBitLamb;
   return std::nullopt;
 }
 
@@ -186,6 +187,11 @@ void validate_for_engine(const Config& c, const LoadOptions& opts, Diagnostics& 
               o.type.value + "'s convergence is verified under fp16 only (DeepSpeed gives the same warning); "
                              "this run trains in " + dtype_name(c.training_precision()),
               "nothing to do; enable fp16 to train as DeepSpeed's results with it were obtained");
+  if (type == OptimizerType::OneBitLamb && c.fp16_enabled() && c.fp16.loss_scale.value != 0)
+    d.error("fp16.loss_scale", number_text(c.fp16.loss_scale.value),
+            "1-bit LAMB needs dynamic loss scaling under fp16 (DeepSpeed asserts it: a static scale is not supported "
+            "with its compressed phase)",
+            "set fp16.loss_scale to 0 (dynamic), or train in bf16 or fp32");
   if (type == OptimizerType::ZeroOneAdam) {
     if (o.local_step_clipper.value < 1)
       d.error("optimizer.params.local_step_clipper", std::to_string(o.local_step_clipper.value),

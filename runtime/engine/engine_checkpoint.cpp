@@ -46,6 +46,7 @@ StateArray EngineCheckpoint::array_of(const std::string& name) const {
   if (name == "master") return StateArray::Master;
   if (name == "exp_avg" || name == "momentum_buffer") return StateArray::Moment1;
   if (name == "exp_avg_sq") return StateArray::Moment2;
+  if (name == "exp_avg_sq_fresh") return StateArray::Moment3;
   throw std::logic_error("EngineCheckpoint: no state array named " + name);
 }
 
@@ -82,6 +83,9 @@ nlohmann::json EngineCheckpoint::counters() const {
                         {"last_overflow_iter", c.scaler->last_overflow_iter}};
   else
     j.erase("loss_scaler");
+  j.erase("compressed_optimizer");
+  if (CompressedOptimizer* co = const_cast<Engine&>(engine_).compressed_optimizer())
+    if (nlohmann::json s = co->scalars(); !s.is_null()) j["compressed_optimizer"] = s;
   return j;
 }
 
@@ -117,6 +121,18 @@ void EngineCheckpoint::set_counters(const nlohmann::json& j) {
   // local steps from the loaded parameters).
   if (CompressedOptimizer* co = engine_.compressed_optimizer()) {
     const OptimizerOptions& oo = engine_.options().optimizer;
+    if (!co->scalars().is_null()) {  // 1-bit LAMB's coefficients, shared by every rank
+      if (!j.contains("compressed_optimizer"))
+        throw UserError("manifest.json: counters.compressed_optimizer", "absent",
+                        std::string(optimizer_type_name(oo.type)) + " needs its per-tensor coefficients to continue",
+                        "load a checkpoint saved by a " + std::string(optimizer_type_name(oo.type)) + " run");
+      try {
+        co->restore_scalars(j.at("compressed_optimizer"));
+      } catch (const std::invalid_argument& e) {
+        throw UserError("manifest.json: counters.compressed_optimizer", j.at("compressed_optimizer").dump().substr(0, 80),
+                        e.what(), "the manifest was edited or damaged, or saved for another model: load another tag");
+      }
+    }
     const bool own = private_loaded_ || co->rank_arrays(c.applied).empty();
     co->after_load(c.applied, own);
     if (!own && engine_.world_size() > 1 && co->rank_state_used(c.applied))
@@ -131,7 +147,7 @@ void EngineCheckpoint::set_counters(const nlohmann::json& j) {
   private_loaded_ = false;
   private_why_.clear();
   kept_ = j;
-  for (const char* k : {"step", "applied_steps", "skipped_steps", "lr", "loss_scaler"}) kept_.erase(k);
+  for (const char* k : {"step", "applied_steps", "skipped_steps", "lr", "loss_scaler", "compressed_optimizer"}) kept_.erase(k);
   if (j.contains("lr") && j.at("lr").is_number()) {
     const double saved = j.at("lr").get<double>(), now = engine_.next_lr();
     if (!(saved == now || std::abs(saved - now) <= 1e-12 * std::max(std::abs(saved), std::abs(now))))

@@ -110,12 +110,15 @@ uint64_t EnginePlan::comm_buffer_bytes(const Communicator& world) const {
   return CommGroups::planned_buffer_bytes(world, shape_, shard_call, group_call);
 }
 
-uint64_t EnginePlan::optimizer_extra_bytes() const {
-  if (!is_compressed(opt_.optimizer.type)) return 0;
+std::vector<int64_t> EnginePlan::tensor_sizes() const {
   std::vector<int64_t> sizes;
   for (int u = 0; u < part_->units(); ++u)
     for (const TensorSpec& t : part_->map().unit(u).tensors) sizes.push_back(t.size);
-  return CompressedOptimizer::extra_bytes_for(opt_.optimizer.type, sizes, world_size_);
+  return sizes;
+}
+
+uint64_t EnginePlan::optimizer_extra_bytes() const {
+  return CompressedOptimizer::extra_bytes_for(opt_.optimizer.type, tensor_sizes(), world_size_);
 }
 
 uint64_t EnginePlan::checkpoint_snapshot_bytes() const {
@@ -123,11 +126,8 @@ uint64_t EnginePlan::checkpoint_snapshot_bytes() const {
   int64_t owned = 0;
   for (const UnitRange& r : part_->owned_ranges()) owned += r.n;
   const size_t arrays = state_arrays_for(opt_.optimizer.type, opt_.optimizer.momentum != 0.0).size();
-  std::vector<int64_t> sizes;
-  for (int u = 0; u < part_->units(); ++u)
-    for (const TensorSpec& t : part_->map().unit(u).tensors) sizes.push_back(t.size);
   return uint64_t(owned) * arrays * 4 +
-         CompressedOptimizer::rank_array_bytes_for(opt_.optimizer.type, sizes, world_size_);  // + this rank's own arrays
+         CompressedOptimizer::rank_array_bytes_for(opt_.optimizer.type, tensor_sizes(), world_size_);  // + this rank's own arrays
 }
 
 std::vector<ElementRange> EnginePlan::checkpoint_needed_ranges() const {
@@ -188,10 +188,10 @@ LinkBytes EnginePlan::expected_link_bytes_per_step(const CommGroups& groups, siz
   }
   if (S > 1 && p.norm_ranks().size() == 1) v.bytes[int(CommOp::AllGather)] += 8ull * uint64_t(S);  // the norm's partials
   if (comm != StepComm::Exact && S > 1) {  // no gradient all-reduce; the overflow flag and norm (16 bytes a rank)
-    v.bytes[int(CommOp::AllReduce)] = 0;  // and, compressing, each tensor's part of one compressed call
-    for (int u = 0; u < p.units() && comm == StepComm::Compressed; ++u)
-      for (const TensorSpec& t : p.map().unit(u).tensors) {
-        const auto c = CompressedAllReduce::call_bytes(size_t(t.size), S);
+    v.bytes[int(CommOp::AllReduce)] = 0;  // and, compressing, each piece's part of one compressed call
+    if (comm == StepComm::Compressed)
+      for (int64_t n : CompressedOptimizer::call_sizes_for(opt_.optimizer.type, tensor_sizes())) {
+        const auto c = CompressedAllReduce::call_bytes(size_t(n), S);
         v.bytes[int(CommOp::AllToAll)] += c.all_to_all;
         v.bytes[int(CommOp::AllGather)] += c.all_gather;
       }

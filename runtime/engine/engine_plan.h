@@ -97,6 +97,7 @@ class EnginePlan {
                                          StepComm comm = StepComm::Exact) const;
 
  private:
+  std::vector<int64_t> tensor_sizes() const;  // every parameter tensor's size, in model order
   ModelConfig model_;
   EngineOptions opt_;
   BackendCaps caps_;

@@ -210,6 +210,7 @@ void RunReporter::start() {
     const OptimizerOptions& o = s_.eo->optimizer;
     const LinkBytes c = engine_.expected_link_bytes_per_step(StepComm::Compressed);
     if (o.type == OptimizerType::OneBitAdam) start["onebit_freeze_step"] = o.freeze_step;
+    if (o.type == OptimizerType::OneBitLamb) start["onebit_lamb_freeze_step"] = o.freeze_step;
     if (o.type == OptimizerType::ZeroOneAdam) {
       const LinkBytes l = engine_.expected_link_bytes_per_step(StepComm::Local);
       start["zero_one_var_freeze_step"] = o.var_freeze_step;
@@ -314,16 +315,19 @@ double RunReporter::after_step(const StepStats& st) {
     if (s_.cfg->memory_breakdown.value)
       std::fprintf(s_.say, "      memory | %s\n", mem_counts_json(engine_.ledger().peak_by_category()).dump().c_str());
   }
-  const bool onebit = s_.eo->optimizer.type == OptimizerType::OneBitAdam;
-  if (s_.say && onebit && !st.exact_gradients && !compressed_said_) {
+  const OptimizerType type = s_.eo->optimizer.type;
+  if (s_.say && (type == OptimizerType::OneBitAdam || type == OptimizerType::OneBitLamb) && !st.exact_gradients &&
+      !compressed_said_) {
+    const char* name = type == OptimizerType::OneBitAdam ? "1-bit Adam" : "1-bit LAMB";
     if (world_ > 1)
-      std::fprintf(s_.say, "1-bit Adam: from step %lld each rank keeps its own gradients and the momentum crosses the ranks "
-                           "as 1 bit per element (freeze_step %lld; the first update was DeepSpeed's dry run)\n",
-                   (long long)st.step, (long long)s_.eo->optimizer.freeze_step);
+      std::fprintf(s_.say, "%s: from step %lld each rank keeps its own gradients and the momentum crosses the ranks "
+                           "as 1 bit per element%s (freeze_step %lld; the first update was DeepSpeed's dry run)\n",
+                   name, (long long)st.step, type == OptimizerType::OneBitLamb ? " in one call for the whole model" : "",
+                   (long long)s_.eo->optimizer.freeze_step);
     else
-      std::fprintf(s_.say, "1-bit Adam: from step %lld the variance is frozen (freeze_step %lld); with one rank nothing is "
+      std::fprintf(s_.say, "%s: from step %lld the variance is frozen (freeze_step %lld); with one rank nothing is "
                            "compressed\n",
-                   (long long)st.step, (long long)s_.eo->optimizer.freeze_step);
+                   name, (long long)st.step, (long long)s_.eo->optimizer.freeze_step);
     compressed_said_ = true;
   }
   if (s_.say && s_.eo->optimizer.type == OptimizerType::ZeroOneAdam) say_zero_one_phase(st);

@@ -42,7 +42,7 @@ int64_t gpt2_largest_unit(const PlanInput& in) {
 }  // namespace
 
 // The compressed optimizers' bytes per rank without a model (padding left out): the error
-// feedback 4Ψ(1 + 1/N) at N > 1, and 0/1 Adam's synced point 4Ψ; in a checkpoint, 0/1 Adam's
+// feedback 4Ψ(1 + 1/N) at N > 1, 0/1 Adam's synced point and 1-bit LAMB's flat momentum 4Ψ; in a checkpoint, 0/1 Adam's
 // largest per-rank arrays instead of the synced point alone (its own master, momentum and synced
 // point, 12Ψ, and lrs).
 static uint64_t compressed_bytes_estimate(const PlanInput& in, bool checkpoint) {
@@ -50,6 +50,7 @@ static uint64_t compressed_bytes_estimate(const PlanInput& in, bool checkpoint) 
   const uint64_t psi = uint64_t(std::max<int64_t>(in.params, 0)), n = uint64_t(std::max(1, in.world_size));
   uint64_t b = n > 1 ? 4 * psi + 4 * psi / n : 0;
   if (in.optimizer == OptimizerType::ZeroOneAdam) b += checkpoint ? 12 * psi + 8 : 4 * psi;
+  if (in.optimizer == OptimizerType::OneBitLamb && !checkpoint) b += 4 * psi;  // its flat momentum buffer
   return b;
 }
 

@@ -103,7 +103,7 @@ struct PlanInput {
   // Optimizer memory beyond its fp32 arrays per rank: the compressed optimizers' error feedback
   // (each tensor's worker error n_pad + server error n_pad/N, fp32) and 0/1 Adam's synced point
   // (Ψ fp32; EnginePlan::optimizer_extra_bytes); unset: the estimate without a model, 4Ψ(1 + 1/N)
-  // at N > 1 (padding left out), + 4Ψ for ZeroOneAdam, and 0 otherwise. A checkpoint's snapshot
+  // at N > 1 (padding left out), + 4Ψ for ZeroOneAdam and OneBitLamb, and 0 otherwise. A checkpoint's snapshot
   // holds each rank's own arrays too.
   std::optional<uint64_t> optimizer_extra_bytes;
   OffloadDevice offload_optimizer = OffloadDevice::None;

@@ -35,6 +35,10 @@ OptimizerOptions optimizer_options(const OptimizerConfig& o) {
   r.max_coeff = o.max_coeff.value;
   r.min_coeff = o.min_coeff.value;
   r.freeze_step = o.freeze_step.value;
+  r.coeff_beta = o.coeff_beta.value;
+  r.factor_max = o.factor_max.value;
+  r.factor_min = o.factor_min.value;
+  r.factor_threshold = o.factor_threshold.value;
   r.var_freeze_step = o.var_freeze_step.value;
   r.var_update_scaler = o.var_update_scaler.value;
   r.local_step_scaler = o.local_step_scaler.value;

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "runtime/zero/onebit_adam.h"
+#include "runtime/zero/onebit_lamb.h"
 #include "runtime/zero/zero_one_adam.h"
 
 namespace zt {
@@ -26,6 +27,16 @@ CompressedOptimizer::CompressedOptimizer(ZeroContext& z, const OptimizerOptions&
       tensors_.push_back({u, t.offset, t.size});
       elements_ += t.size;
     }
+  std::vector<int64_t> sizes;
+  for (const Tensor& t : tensors_) sizes.push_back(t.size);
+  pieces_ = call_sizes_for(o.type, sizes);
+}
+
+std::vector<int64_t> CompressedOptimizer::call_sizes_for(OptimizerType t, const std::vector<int64_t>& tensor_sizes) {
+  if (t != OptimizerType::OneBitLamb) return tensor_sizes;
+  int64_t total = 0;
+  for (int64_t n : tensor_sizes) total += n;
+  return {total};
 }
 
 CompressedOptimizer::~CompressedOptimizer() = default;
@@ -34,18 +45,24 @@ uint64_t CompressedOptimizer::extra_bytes_for(OptimizerType t, const std::vector
   if (!is_compressed(t)) return 0;
   uint64_t b = 0;
   if (world > 1)  // one rank never calls the compressed all-reduce
-    for (int64_t n : tensor_sizes) {
+    for (int64_t n : call_sizes_for(t, tensor_sizes)) {
       const uint64_t pad = CompressedAllReduce::padded_length(size_t(n), world);
       b += (pad + pad / uint64_t(world)) * sizeof(float);
     }
-  if (t == OptimizerType::ZeroOneAdam)  // the accumulated update u, at any world size
+  // 0/1 Adam's synced point and 1-bit LAMB's flat momentum buffer, at any world size
+  if (t == OptimizerType::ZeroOneAdam || t == OptimizerType::OneBitLamb)
     for (int64_t n : tensor_sizes) b += uint64_t(n) * sizeof(float);
   return b;
 }
 
 uint64_t CompressedOptimizer::rank_array_bytes_for(OptimizerType t, const std::vector<int64_t>& tensor_sizes, int world) {
   if (!is_compressed(t)) return 0;
-  uint64_t b = extra_bytes_for(OptimizerType::OneBitAdam, tensor_sizes, world);  // the errors
+  uint64_t b = 0;  // the errors
+  if (world > 1)
+    for (int64_t n : call_sizes_for(t, tensor_sizes)) {
+      const uint64_t pad = CompressedAllReduce::padded_length(size_t(n), world);
+      b += (pad + pad / uint64_t(world)) * sizeof(float);
+    }
   if (t == OptimizerType::ZeroOneAdam) {  // its own master, momentum and synced point, and lrs
     for (int64_t n : tensor_sizes) b += 3 * uint64_t(n) * sizeof(float);
     b += 8;
@@ -57,8 +74,8 @@ int64_t CompressedOptimizer::error_elements(bool worker) const {
   const int W = z_.comm.world_size();
   if (W == 1) return 0;
   int64_t n = 0;
-  for (const Tensor& t : tensors_) {
-    const int64_t pad = int64_t(CompressedAllReduce::padded_length(size_t(t.size), W));
+  for (int64_t size : pieces_) {
+    const int64_t pad = int64_t(CompressedAllReduce::padded_length(size_t(size), W));
     n += worker ? pad : pad / W;
   }
   return n;
@@ -75,8 +92,8 @@ void CompressedOptimizer::read_array(const std::string& name, float* out) const 
     throw std::logic_error(std::string(name_) + ": no per-rank array " + name);
   const bool worker = name == kWorkerErrors;
   const int W = z_.comm.world_size();
-  for (size_t i = 0; i < tensors_.size(); ++i) {
-    const size_t pad = CompressedAllReduce::padded_length(size_t(tensors_[i].size), W);
+  for (size_t i = 0; i < pieces_.size(); ++i) {
+    const size_t pad = CompressedAllReduce::padded_length(size_t(pieces_[i]), W);
     const size_t n = worker ? pad : pad / size_t(W);
     if (i < errors_.size() && !errors_[i].worker.empty()) {
       const std::vector<float>& e = worker ? errors_[i].worker : errors_[i].server;
@@ -91,7 +108,7 @@ void CompressedOptimizer::read_array(const std::string& name, float* out) const 
 void CompressedOptimizer::write_array(const std::string& name, const float* in) {
   if (name != kWorkerErrors && name != kServerErrors)
     throw std::logic_error(std::string(name_) + ": no per-rank array " + name);
-  if (errors_.size() != tensors_.size()) allocate_errors();
+  if (errors_.size() != pieces_.size()) allocate_errors();
   for (ErrorFeedback& e : errors_) {
     std::vector<float>& v = name == kWorkerErrors ? e.worker : e.server;
     std::copy(in, in + v.size(), v.begin());
@@ -118,8 +135,8 @@ void CompressedOptimizer::note_held() {
 }
 
 void CompressedOptimizer::allocate_errors() {
-  errors_.resize(tensors_.size());
-  for (size_t i = 0; i < tensors_.size(); ++i) car_.prepare(errors_[i], size_t(tensors_[i].size));
+  errors_.resize(pieces_.size());
+  for (size_t i = 0; i < pieces_.size(); ++i) car_.prepare(errors_[i], size_t(pieces_[i]));
   note_held();
 }
 
@@ -132,9 +149,9 @@ void CompressedOptimizer::zero_errors() {
 
 void CompressedOptimizer::compressed_mean(const std::vector<float*>& buffers) {
   if (z_.comm.world_size() == 1) return;
-  if (errors_.size() != tensors_.size()) allocate_errors();
+  if (errors_.size() != pieces_.size()) allocate_errors();
   std::vector<CompressedAllReduce::Tensor> batch;
-  for (size_t k = 0; k < tensors_.size(); ++k) batch.push_back({buffers[k], size_t(tensors_[k].size), &errors_[k]});
+  for (size_t k = 0; k < pieces_.size(); ++k) batch.push_back({buffers[k], size_t(pieces_[k]), &errors_[k]});
   car_.run(batch);
 }
 
@@ -174,6 +191,7 @@ std::unique_ptr<CompressedOptimizer> make_compressed_optimizer(ZeroContext& z, c
                                                                const CompressedOptimizer::State& state) {
   if (o.type == OptimizerType::OneBitAdam) return std::make_unique<OneBitAdam>(z, o, state);
   if (o.type == OptimizerType::ZeroOneAdam) return std::make_unique<ZeroOneAdam>(z, o, state);
+  if (o.type == OptimizerType::OneBitLamb) return std::make_unique<OneBitLamb>(z, o, state);
   throw std::logic_error(std::string("make_compressed_optimizer: ") + optimizer_type_name(o.type) + " is not one");
 }
 

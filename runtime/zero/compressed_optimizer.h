@@ -1,10 +1,11 @@
 // CompressedOptimizer: the family of DeepSpeed's communication-compressed optimizers over stage 0's
 // full state — 1-bit Adam (onebit_adam.h) and 0/1 Adam (zero_one_adam.h) — and what they share:
-// the model's tensors in order, each with its error feedback for the compressed all-reduce
-// (collectives/compressed_allreduce.h; allocated at the first call, on the ledger as optimizer
-// state), one call over every tensor at once (each with its own scale and errors, as DeepSpeed's
-// call per tensor, in one call's four collectives), the momentum mask, and the arrays of this rank
-// alone that a checkpoint saves.
+// the model's tensors in order; the pieces of the compressed all-reduce
+// (collectives/compressed_allreduce.h), each with its error feedback (allocated at the first call,
+// on the ledger as optimizer state) — every tensor its own piece for the two Adams, as DeepSpeed's
+// call per tensor, all in one call's four collectives; one flat piece of every momentum for 1-bit
+// LAMB (onebit_lamb.h), as DeepSpeed's fused buffer —; the momentum mask, and the arrays of this
+// rank alone that a checkpoint saves.
 // What a step moves (StepComm) is a function of the count of applied updates alone, so a resumed
 // run lands in the right phase; the first update is DeepSpeed's dry run in both (the step counts,
 // nothing changes: its compressed call of a zero buffer returns zeros, so none is made).
@@ -20,6 +21,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "base/optimizer.h"
 #include "collectives/compressed_allreduce.h"
 #include "runtime/zero/zero_context.h"
@@ -31,6 +34,7 @@ class CompressedOptimizer {
   // Every unit's full fp32 state on this rank (state_len elements each), as the ShardOptimizer holds it.
   struct State {
     std::vector<float*> master, m, v;
+    std::vector<float*> fresh_v;  // 1-bit LAMB's; empty otherwise
   };
   struct Hyper {
     double lr = 1e-3, beta1 = 0.9, beta2 = 0.999;
@@ -61,10 +65,17 @@ class CompressedOptimizer {
   // After a load of the state after `applied` updates: `own_arrays` says whether this rank's arrays
   // came back (same world size); if not, the error feedback restarts from zero.
   virtual void after_load(int64_t applied, bool own_arrays);
+  // Scalars every rank shares that a checkpoint keeps in its manifest (1-bit LAMB's per-tensor
+  // coefficients), and their restore (std::invalid_argument naming what does not fit this model).
+  virtual nlohmann::json scalars() const { return nullptr; }
+  virtual void restore_scalars(const nlohmann::json& j) { (void)j; }
   // Whether any of the first `applied` updates left this rank anything of its own (a compressed or
   // local step ran): a load that cannot give the arrays back loses something only then.
   bool rank_state_used(int64_t applied) const;
 
+  // The pieces the compressed call sends for a model of these tensor sizes: the sizes themselves, or
+  // their sum for 1-bit LAMB.
+  static std::vector<int64_t> call_sizes_for(OptimizerType t, const std::vector<int64_t>& tensor_sizes);
   // Extra bytes per rank for a model of these tensor sizes at world size W (the plan's number), and
   // the largest of the per-rank arrays a checkpoint saves (0 for every other optimizer).
   static uint64_t extra_bytes_for(OptimizerType t, const std::vector<int64_t>& tensor_sizes, int world);
@@ -77,7 +88,7 @@ class CompressedOptimizer {
     int64_t offset, size;
   };
   float* at(const std::vector<float*>& arrays, const Tensor& t) const { return arrays[size_t(t.unit)] + t.offset; }
-  // The compressed mean over the ranks of one buffer per tensor (each of its tensor's size), in one
+  // The compressed mean over the ranks of one buffer per piece (each of its piece's size), in one
   // call; the errors allocated on first use. Skipped with one rank (DeepSpeed's size > 1 test).
   void compressed_mean(const std::vector<float*>& buffers);
   void zero_errors();
@@ -96,6 +107,7 @@ class CompressedOptimizer {
   double eps_, weight_decay_;
   std::vector<Tensor> tensors_;
   int64_t elements_ = 0;  // Σ tensor sizes (Ψ)
+  std::vector<int64_t> pieces_;  // the compressed call's pieces (call_sizes_for)
   const char* name_;
   uint64_t buffer_bytes_ = 0;  // a member's own buffers beyond the errors
 

@@ -36,6 +36,7 @@ ShardOptimizer::ShardOptimizer(ZeroContext& z, const OptimizerOptions& o, const 
     master_.push_back(p.master_aliases_params() ? static_cast<float*>(store.working_at(u, 0)) : array(MemCategory::Master));
     m_.push_back(has_m() ? array(MemCategory::Optimizer) : nullptr);
     v_.push_back(has_v() ? array(MemCategory::Optimizer) : nullptr);
+    if (has_fresh_v()) fresh_v_.push_back(array(MemCategory::Optimizer));
     grad_host_.push_back(up.staged() ? host_array(MemCategory::CommBuffers, L, true) : nullptr);
   }
   // The walk covers each unit's real elements (the whole unit in stage 0, this rank's shard
@@ -43,7 +44,7 @@ ShardOptimizer::ShardOptimizer(ZeroContext& z, const OptimizerOptions& o, const 
   for (int u = 0; u < U; ++u)
     for (int64_t a = 0, hi = p.unit(u).state_valid; a < hi; a += sub_group_size)
       subgroups_.push_back({u, a, std::min(sub_group_size, hi - a)});
-  if (is_compressed(o.type)) compressed_ = make_compressed_optimizer(z, o, {master_, m_, v_});
+  if (is_compressed(o.type)) compressed_ = make_compressed_optimizer(z, o, {master_, m_, v_, fresh_v_});
   if (!nvme) return;
   std::vector<size_t> bytes;
   for (const SubGroup& sg : subgroups_) bytes.push_back(std::max<size_t>(4, record_floats(sg.n) * 4));
@@ -326,6 +327,7 @@ bool ShardOptimizer::has_state(StateArray a) const {
     case StateArray::Master: return true;
     case StateArray::Moment1: return has_m();
     case StateArray::Moment2: return has_v();
+    case StateArray::Moment3: return has_fresh_v();
   }
   return false;
 }
@@ -351,7 +353,7 @@ float* ShardOptimizer::host_state(StateArray a, int u, int64_t begin, int64_t n)
   check_state_range(a, u, begin, n);
   const UnitPart& up = z_.part.unit(u);
   if (up.state == StateHome::Nvme || up.device_update) return nullptr;
-  return (a == StateArray::Master ? master_ : a == StateArray::Moment1 ? m_ : v_)[size_t(u)] + begin;
+  return arrays_of(a)[size_t(u)] + begin;
 }
 
 void ShardOptimizer::access_state(StateArray a, int u, int64_t begin, int64_t n, float* host, bool write) {
@@ -359,7 +361,7 @@ void ShardOptimizer::access_state(StateArray a, int u, int64_t begin, int64_t n,
   check_state_range(a, u, begin, n);
   if (n == 0) return;
   if (up.state != StateHome::Nvme) {
-    float* base = (a == StateArray::Master ? master_ : a == StateArray::Moment1 ? m_ : v_)[size_t(u)] + begin;
+    float* base = arrays_of(a)[size_t(u)] + begin;
     const size_t bytes = size_t(n) * 4;
     if (up.device_update) {
       if (write) z_.backend.copy_to_device(base, host, bytes);
@@ -375,6 +377,7 @@ void ShardOptimizer::access_state(StateArray a, int u, int64_t begin, int64_t n,
   // touches; a write changes its part and writes the record back.
   if (!record_.data()) record_ = pinned_.allocate(swapper_->max_padded_bytes());
   float* rec = static_cast<float*>(record_.data());
+  if (a == StateArray::Moment3) throw std::logic_error("ShardOptimizer: 1-bit LAMB's fresh variance is never paged to NVMe");
   const int64_t slot = a == StateArray::Master ? 0 : a == StateArray::Moment1 ? 1 : 2;
   for (size_t k = 0; k < subgroups_.size(); ++k) {
     const SubGroup& sg = subgroups_[k];

@@ -65,7 +65,8 @@ struct SubGroup {
 
 // One fp32 state array per unit (checkpoints): the master weights, the first moment (Adam's exp_avg,
 // SGD's momentum_buffer) and the second (exp_avg_sq).
-enum class StateArray { Master, Moment1, Moment2 };
+// Moment3: 1-bit LAMB's fresh variance (host memory at stage 0 only).
+enum class StateArray { Master, Moment1, Moment2, Moment3 };
 
 class ShardOptimizer {
  public:
@@ -130,6 +131,10 @@ class ShardOptimizer {
   void update(const StepHyper& h, const ReducedGrads& grads, const std::function<void(int)>& units_done);
   bool has_m() const { return optimizer_state_arrays(o_.type, o_.momentum != 0.0) >= 1; }
   bool has_v() const { return o_.type != OptimizerType::SGD; }
+  bool has_fresh_v() const { return optimizer_state_arrays(o_.type, false) >= 3; }
+  std::vector<float*>& arrays_of(StateArray a) {
+    return a == StateArray::Master ? master_ : a == StateArray::Moment1 ? m_ : a == StateArray::Moment2 ? v_ : fresh_v_;
+  }
   size_t record_floats(int64_t n) const;
   float* host_array(MemCategory c, int64_t n, bool apart);
   std::vector<float*> host_grads(const ReducedGrads& grads);
@@ -148,6 +153,7 @@ class ShardOptimizer {
   ParamStore& store_;
   float pending_mean_factor_ = 1.0f;  // averaging factor still to apply (16-bit gradients)
   std::vector<float*> master_, m_, v_;     // per unit; null when paged to NVMe
+  std::vector<float*> fresh_v_;            // per unit: 1-bit LAMB's fresh variance; empty otherwise
   std::vector<float*> grad_host_;          // staged units: fp32 host copy of the reduced gradients
   // Owns the host arrays, each page-aligned and zeroed: a checkpoint's O_DIRECT load lands in
   // them in place instead of through scratch where the tensor's file offset is on the page grid

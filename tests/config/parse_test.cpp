@@ -212,10 +212,24 @@ TEST(Parse, OptimizerTypes) {
   }
   r = load("{" + kBatch + R"("optimizer": {"type": "ZeroOneAdam", "params": {"freeze_step": 4}}})");
   EXPECT_NE(find(r, "optimizer.params.freeze_step", "unknown key"), nullptr) << "1-bit Adam's key\n" << test::dump(r);
-  r = load("{" + kBatch + R"("optimizer": {"type": "OneBitLamb", "params": {"lr": 0.001, "freeze_step": 400}}})");
+  // 1-bit LAMB likewise, with the LAMB coefficients and its factor bounds.
+  for (const char* name : {"OneBitLamb", "onebitlamb", "OnebitLamb"}) {
+    r = load("{" + kBatch + R"("optimizer": {"type": ")" + name +
+             R"(", "params": {"lr": 0.001, "freeze_step": 400, "max_coeff": 0.3, "factor_threshold": 0.2}}})");
+    EXPECT_EQ(r.diagnostics.error_count(), 0u) << name << "\n" << test::dump(r);
+    EXPECT_EQ(r.config.optimizer.type.value, "OneBitLamb");
+    EXPECT_EQ(r.config.optimizer.freeze_step.value, 400);
+    EXPECT_EQ(r.config.optimizer.max_coeff.value, 0.3);
+    EXPECT_EQ(r.config.optimizer.min_coeff.value, 0.01);
+    EXPECT_EQ(r.config.optimizer.coeff_beta.value, 0.9);
+    EXPECT_EQ(r.config.optimizer.factor_max.value, 4.0);
+    EXPECT_EQ(r.config.optimizer.factor_min.value, 0.5);
+    EXPECT_EQ(r.config.optimizer.factor_threshold.value, 0.2);
+  }
+  r = load("{" + kBatch + R"("optimizer": {"type": "Lion", "params": {"lr": 0.001}}})");
   const Diagnostic* d = find(r, "optimizer.type", "DeepSpeed has it; zerotrain does not implement it");
   ASSERT_NE(d, nullptr) << test::dump(r);
-  EXPECT_EQ(d->fix, "use one of: Adam, AdamW, SGD, Lamb, OneBitAdam, ZeroOneAdam");
+  EXPECT_EQ(d->fix, "use one of: Adam, AdamW, SGD, Lamb, OneBitAdam, ZeroOneAdam, OneBitLamb");
   EXPECT_EQ(r.diagnostics.error_count(), 1u) << "params of an unsupported type are not walked\n" << test::dump(r);
   r = load("{" + kBatch + R"("optimizer": {"params": {"lr": 0.001}}})");
   EXPECT_NE(find(r, "optimizer.type", "has no \"type\""), nullptr) << test::dump(r);

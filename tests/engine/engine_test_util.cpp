@@ -44,6 +44,14 @@ EngineOptions base_options(int stage, int grad_accum, DType precision, bool over
   return o;
 }
 
+std::vector<int64_t> rank_checksums(Engine& e) {
+  Communicator& c = *world().comm;
+  std::vector<int64_t> all(size_t(c.world_size()));
+  all[size_t(c.rank())] = int64_t(e.param_summary().checksum);
+  c.all_gather(all.data() + c.rank(), all.data(), all.size(), DType::I64);
+  return all;
+}
+
 double mean_of_last(const std::vector<double>& v, size_t n) {
   return std::accumulate(v.end() - std::ptrdiff_t(n), v.end(), 0.0) / double(n);
 }

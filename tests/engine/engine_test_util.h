@@ -46,5 +46,7 @@ EngineOptions base_options(int stage, int grad_accum, DType precision, bool over
 RunResult run_engine(const ModelConfig& model, EngineOptions options, int steps);
 // The mean of v's last n values (a run's late losses).
 double mean_of_last(const std::vector<double>& v, size_t n);
+// Every rank's parameter checksum, in rank order (collective over world()).
+std::vector<int64_t> rank_checksums(Engine& e);
 
 }  // namespace zt::test

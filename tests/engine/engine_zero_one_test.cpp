@@ -116,14 +116,6 @@ EngineOptions zero_one_options(int var_freeze, int accum = 1) {
   return o;
 }
 
-std::vector<int64_t> all_checksums(Engine& e) {
-  Communicator& c = *world().comm;
-  std::vector<int64_t> all(size_t(c.world_size()));
-  all[size_t(c.rank())] = int64_t(e.param_summary().checksum);
-  c.all_gather(all.data() + c.rank(), all.data(), all.size(), DType::I64);
-  return all;
-}
-
 TEST(ZeroOneAdam, StepsFollowTheScheduleWithThePredictorsBytes) {
   World& w = world();
   const int W = w.comm->world_size();
@@ -156,7 +148,7 @@ TEST(ZeroOneAdam, StepsFollowTheScheduleWithThePredictorsBytes) {
     if (s == 1) {
       EXPECT_EQ(engine.param_summary().checksum, before) << "the dry run changes no parameter";
     }
-    const std::vector<int64_t> sums = all_checksums(engine);
+    const std::vector<int64_t> sums = rank_checksums(engine);
     for (int r = 1; r < W && kind != Kind::Local; ++r)
       EXPECT_EQ(sums[size_t(r)], sums[0]) << "rank " << r << " differs after a non-local step";
     if (kind == Kind::Local && W > 1)
@@ -198,7 +190,7 @@ TEST(ZeroOneAdam, EveryRankEqualAfterSyncsWithAccumulationInEachPrecision) {
       const int64_t applied = engine.applied_steps();
       engine.train_step([&](int micro, int32_t* tok, int32_t* tgt) { sampler.fill(s, geom, w.comm->rank(), micro, tok, tgt); });
       if (engine.applied_steps() == applied || sched.kind(applied + 1) == Kind::Local) continue;
-      const std::vector<int64_t> sums = all_checksums(engine);
+      const std::vector<int64_t> sums = rank_checksums(engine);
       for (int r = 1; r < W; ++r)
         EXPECT_EQ(sums[size_t(r)], sums[0]) << dtype_name(prec) << " rank " << r << " after update " << applied + 1;
     }
