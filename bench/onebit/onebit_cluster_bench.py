@@ -5,13 +5,14 @@ both nodes sending (scripts/cluster_link.py). Per rate, the same model and data 
 (stage 0, its gradients all-reduced every step), under OneBitAdam (freeze_step 2: the dry run,
 one warm-up update, then compressed) and, with --optimizers, under ZeroOneAdam (var_freeze_step 1:
 frozen from step 3; local_step_scaler 4 and local_step_clipper 8: syncs every 1, 2, 4, then 8
-steps, local steps between). For each: the median step time over the steps after
+steps, local steps between) and OneBitLamb (freeze_step 2, as 1-bit Adam; one compressed call a
+step for the whole model). For each: the median step time over the steps after
 --skip (the peer's steady state, the compressed phase's), the bytes the nodes' interfaces sent
 per step (a long run less a short one, so start-up cancels) beside the records' comm_bytes_inter,
 and the step the link alone needs for those bytes. The long runs repeat --repeats times,
 AdamW and 1-bit Adam interleaved; the step time is the median of the runs' medians. Prints one JSON line per row and a table; the
 ratio AdamW / 1-bit Adam is each rate's speed-up, measured in the same run.
-  bench/onebit/onebit_cluster_bench.py [--rates 1gbit,100mbit] [--optimizers AdamW,OneBitAdam,ZeroOneAdam]
+  bench/onebit/onebit_cluster_bench.py [--rates 1gbit,100mbit] [--optimizers AdamW,OneBitAdam,ZeroOneAdam,OneBitLamb]
                                         [--model small] [--per-node 2]
                                         [--steps 30] [--short 10] [--skip 6] [--micro-batch 4] [--repeats 3]
 ZT_BUILD_DIR picks the build (default build/); the cluster is this script's own and is removed after."""
@@ -41,7 +42,7 @@ def cluster(env, *args, timeout=120):
 
 def config(path, kind, micro_batch):
     params = {"lr": 3e-3, "betas": [0.9, 0.95], "eps": 1e-8, "weight_decay": 0.01}
-    if kind == "OneBitAdam":
+    if kind in ("OneBitAdam", "OneBitLamb"):
         params.update(freeze_step=2, cuda_aware=False, comm_backend_name="mpi")
     if kind == "ZeroOneAdam":
         params.update(var_freeze_step=1, local_step_scaler=4, local_step_clipper=8, cuda_aware=False,
@@ -76,8 +77,8 @@ def main():
     ap.add_argument("--repeats", type=int, default=3)
     a = ap.parse_args()
     kinds = a.optimizers.split(",")
-    if kinds[0] != "AdamW" or any(k not in ("AdamW", "OneBitAdam", "ZeroOneAdam") for k in kinds):
-        sys.exit("onebit_cluster_bench: --optimizers is AdamW followed by any of OneBitAdam, ZeroOneAdam")
+    if kinds[0] != "AdamW" or any(k not in ("AdamW", "OneBitAdam", "ZeroOneAdam", "OneBitLamb") for k in kinds):
+        sys.exit("onebit_cluster_bench: --optimizers is AdamW followed by any of OneBitAdam, ZeroOneAdam, OneBitLamb")
     if not os.access(ZT, os.X_OK):
         sys.exit(f"onebit_cluster_bench: {ZT} is not built (run scripts/build.sh)")
     name = "ztob%d" % (os.getpid() % 10000)
@@ -111,7 +112,8 @@ def main():
                 short_sent, _ = train(env, a, cfg, a.short, os.path.join(work, f"{kind}_{rate}_short.jsonl"))
                 tail = steps[a.skip:]
                 wire = (long_sent - short_sent) / (a.steps - a.short)
-                records = statistics.mean(s["comm_bytes_inter"] for s in tail)
+                # the records of the same steps the wire's difference covers (0/1 Adam's differ by kind)
+                records = statistics.mean(s["comm_bytes_inter"] for s in steps[a.short:])
                 row = {"bench": "onebit_cluster", "rate": rate, "link_MBps": round(bps / 1e6, 2),
                        "nodes": 2, "ranks_per_node": a.per_node, "model": a.model, "optimizer": kind,
                        "step_ms": round(statistics.median(medians[kind]), 1),
