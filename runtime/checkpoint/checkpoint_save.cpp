@@ -375,7 +375,7 @@ void CheckpointWriter::complete() {
 // The snapshot buffer at `bytes` (at least 4): kept while the size is the same, else made anew.
 void CheckpointWriter::hold_snapshot(size_t bytes) {
   bytes = std::max<size_t>(bytes, 4);
-  if (snapshot_.size() == bytes) return;
+  if (snapshot_.size() >= bytes) return;  // reserved for the largest save at the start
   snapshot_ = offload::PinnedBuffer();
   snapshot_ = alloc_.allocate(bytes);
 }
@@ -384,7 +384,7 @@ size_t CheckpointWriter::reserve(const ShardedState& state) {
   ShardFileSpec spec;
   spec.arrays = state.arrays();
   spec.owned = state.owned();
-  spec.private_arrays = state.private_arrays(state.counters());
+  spec.private_arrays = state.largest_private_arrays();
   const size_t bytes = size_t(spec.total_elements()) * 4;
   hold_snapshot(bytes);
   // Pinned memory is already resident; pageable memory (pin_memory refused) is touched here.

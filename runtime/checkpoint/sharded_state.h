@@ -114,6 +114,8 @@ class ShardedState {
     (void)counters;
     return {};
   }
+  // The most any save of this state holds (the writer reserves its snapshot for it at the start).
+  virtual std::vector<PrivateArray> largest_private_arrays() const { return private_arrays(counters()); }
   virtual void read_private(const std::string& name, float* out) {
     (void)name;
     (void)out;

@@ -166,6 +166,14 @@ std::vector<ShardedState::PrivateArray> EngineCheckpoint::private_arrays(const n
   return out;
 }
 
+std::vector<ShardedState::PrivateArray> EngineCheckpoint::largest_private_arrays() const {
+  CompressedOptimizer* co = const_cast<Engine&>(engine_).compressed_optimizer();
+  if (!co) return {};
+  std::vector<PrivateArray> out;
+  for (const auto& a : co->largest_rank_arrays()) out.push_back({a.name, a.elements});
+  return out;
+}
+
 void EngineCheckpoint::read_private(const std::string& name, float* out) {
   CompressedOptimizer* co = engine_.compressed_optimizer();
   if (!co) throw std::logic_error("EngineCheckpoint: no private array " + name);

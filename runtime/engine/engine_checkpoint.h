@@ -41,6 +41,7 @@ class EngineCheckpoint final : public ShardedState {
   // A compressed optimizer's arrays of this rank alone (CompressedOptimizer::rank_arrays: the error
   // feedback; 0/1 Adam's own parameters and momentum between a local step and the next sync).
   std::vector<PrivateArray> private_arrays(const nlohmann::json& counters) const override;
+  std::vector<PrivateArray> largest_private_arrays() const override;
   void read_private(const std::string& name, float* out) override;
   void write_private(const std::string& name, const float* in) override;
   void private_not_loaded(const std::string& why) override { private_why_ = why; }

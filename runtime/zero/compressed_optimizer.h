@@ -60,6 +60,7 @@ class CompressedOptimizer {
   // The arrays of this rank alone that a state after `applied` updates holds (none with one rank
   // unless the optimizer keeps some of its own), read and written in the order given.
   virtual std::vector<RankArray> rank_arrays(int64_t applied) const;
+  virtual std::vector<RankArray> largest_rank_arrays() const { return rank_arrays(0); }
   virtual void read_array(const std::string& name, float* out) const;
   virtual void write_array(const std::string& name, const float* in);
   // After a load of the state after `applied` updates: `own_arrays` says whether this rank's arrays

@@ -153,8 +153,11 @@ constexpr const char* kLrs = "zero_one_lrs";  // the double's 8 bytes in 2 eleme
 }  // namespace
 
 std::vector<CompressedOptimizer::RankArray> ZeroOneAdam::rank_arrays(int64_t applied) const {
-  std::vector<RankArray> a = CompressedOptimizer::rank_arrays(applied);
-  if (!mid_interval(applied)) return a;
+  return mid_interval(applied) ? largest_rank_arrays() : CompressedOptimizer::rank_arrays(applied);
+}
+
+std::vector<CompressedOptimizer::RankArray> ZeroOneAdam::largest_rank_arrays() const {
+  std::vector<RankArray> a = CompressedOptimizer::rank_arrays(0);
   for (const char* n : {kMaster, kMomentum, kSynced}) a.push_back({n, elements_});
   a.push_back({kLrs, 2});
   return a;

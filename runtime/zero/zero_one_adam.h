@@ -54,6 +54,7 @@ class ZeroOneAdam final : public CompressedOptimizer {
   // Between a local step and the next sync each rank's parameters and momentum are its own: a
   // checkpoint there keeps them, the synced point and lrs (its double's bytes) per rank.
   std::vector<RankArray> rank_arrays(int64_t applied) const override;
+  std::vector<RankArray> largest_rank_arrays() const override;
   void read_array(const std::string& name, float* out) const override;
   void write_array(const std::string& name, const float* in) override;
   void after_load(int64_t applied, bool own_arrays) override;

@@ -291,8 +291,10 @@ INSTANTIATE_TEST_SUITE_P(Engine, AccountingPresets,
 
 // The plan's checkpoint snapshot row (EnginePlan::checkpoint_snapshot_bytes, found without building an
 // engine) is what the writer holds for the engine's state from the start: every state array of the
-// rank's owned ranges in fp32. Every stage, Adam's two moments, SGD's one or none, and MiCS over half
-// the world (whose other half owns nothing and saves nothing).
+// rank's owned ranges in fp32, and the largest of its own arrays a compressed optimizer saves. Every
+// stage, Adam's two moments, SGD's one or none, MiCS over half the world (whose other half owns
+// nothing and saves nothing), and 1-bit Adam, 0/1 Adam (its parameters, momentum and synced point
+// between syncs) and 1-bit LAMB (a third moment) at stage 0.
 TEST(Accounting, PlannedCheckpointSnapshotIsWhatTheWriterHolds) {
   const int W = world().comm->world_size();
   const ModelConfig model = tiny_model(true);
@@ -310,15 +312,22 @@ TEST(Accounting, PlannedCheckpointSnapshotIsWhatTheWriterHolds) {
     o.zero.mics_shard_size = W / 2;
     cases.push_back({"mics half", o});
   }
+  for (OptimizerType t : {OptimizerType::OneBitAdam, OptimizerType::ZeroOneAdam, OptimizerType::OneBitLamb}) {
+    EngineOptions o = base_options(0, 1, DType::F32, false);
+    o.optimizer.type = t;
+    cases.push_back({optimizer_type_name(t), o});
+  }
   const std::string dir = ::testing::TempDir() + "zt_snapshot_" + std::to_string(world().comm->rank());
   for (const auto& [name, o] : cases) {
     SCOPED_TRACE(name);
     const uint64_t planned = EnginePlan(model, o, EnginePlan::capabilities_of(*world().backend), world().comm->world_size(), world().comm->rank()).checkpoint_snapshot_bytes();
     Engine e(model, o, *world().backend, *world().comm);
     EngineCheckpoint state(e, model);
-    int64_t owned = 0;
+    int64_t owned = 0, own_arrays = 0;
     for (const ElementRange& r : state.owned()) owned += r.n;
-    EXPECT_EQ(planned, uint64_t(owned) * state.arrays().size() * 4);
+    for (const auto& a : state.largest_private_arrays()) own_arrays += a.n;
+    EXPECT_EQ(planned, uint64_t(owned) * state.arrays().size() * 4 + uint64_t(own_arrays) * 4);
+    if (o.optimizer.type == OptimizerType::ZeroOneAdam) EXPECT_GE(own_arrays, 3 * e.params()) << "0/1 Adam between syncs";
     RankExchange ex(*world().comm);
     ckpt::SaveOptions so;
     so.dir = dir;
