@@ -165,11 +165,13 @@ void CompressedOptimizer::moments(const Tensor& t, const std::vector<float*>& gr
   const float* g = at(grads, t);
   float* mm = at(s_.m, t);
   float* vv = at(s_.v, t);
-  const float b1 = float(h.beta1), b2 = float(h.beta2), gs = h.grad_scale;
+  // 1 − β as DeepSpeed's: the double difference rounded to fp32 once.
+  const float b1 = float(h.beta1), b2 = float(h.beta2), c1 = float(1.0 - h.beta1), c2 = float(1.0 - h.beta2);
+  const float gs = h.grad_scale;
   for (int64_t i = 0; i < t.size; ++i) {
     const float gi = g[i] * gs;
-    mm[i] = b1 * mm[i] + (1.0f - b1) * gi;
-    if (variance) vv[i] = b2 * vv[i] + (1.0f - b2) * gi * gi;
+    mm[i] = b1 * mm[i] + c1 * gi;
+    if (variance) vv[i] = b2 * vv[i] + c2 * gi * gi;
   }
 }
 

@@ -19,6 +19,13 @@ float norm2(const float* x, int64_t n) {
   return float(std::sqrt(s));
 }
 
+// DeepSpeed's two tests in a row: above hi → hi, then below lo → lo (lo wins if the bounds cross).
+double bounded(double x, double lo, double hi) {
+  if (x > hi) x = hi;
+  if (x < lo) x = lo;
+  return x;
+}
+
 }  // namespace
 
 OneBitLamb::OneBitLamb(ZeroContext& z, const OptimizerOptions& o, const State& state)
@@ -59,7 +66,7 @@ void OneBitLamb::warmup(int64_t s, const Hyper& h, const std::vector<float*>& gr
     for (int64_t i = 0; i < t.size; ++i) sq += double(update(i)) * double(update(i));
     const float weight_norm = norm2(pp, t.size), update_norm = float(std::sqrt(sq));
     double c = 1.0;
-    if (weight_norm != 0.0f && update_norm != 0.0f) c = std::clamp(double(weight_norm / update_norm), min_coeff_, max_coeff_);
+    if (weight_norm != 0.0f && update_norm != 0.0f) c = bounded(double(weight_norm / update_norm), min_coeff_, max_coeff_);
     if (c != 1.0) coeff_freeze_[k] = coeff_beta_ * coeff_freeze_[k] + (1.0 - coeff_beta_) * c;
     coeffs_.push_back(c);
     const float step = float(-h.lr * c);
@@ -85,14 +92,15 @@ void OneBitLamb::compressed(const Hyper& h, const std::vector<float*>& grads) {
     note_held();
   }
   // This rank's new momenta, scaled, into the one flat piece (m keeps the last step's for ĝ).
-  const float b1 = float(h.beta1), b2 = float(h.beta2), gs = h.grad_scale;
+  const float b1 = float(h.beta1), b2 = float(h.beta2), c1 = float(1.0 - h.beta1), c2 = float(1.0 - h.beta2);
+  const float gs = h.grad_scale;
   float* f = flat_.data();
   for (size_t k = 0; k < tensors_.size(); ++k) {
     const Tensor& t = tensors_[k];
     const float* g = at(grads, t);
     const float* mm = at(s_.m, t);
     const float sc = float(scaling_[k]);
-    for (int64_t i = 0; i < t.size; ++i) f[i] = (b1 * mm[i] + (1.0f - b1) * (g[i] * gs)) * sc;
+    for (int64_t i = 0; i < t.size; ++i) f[i] = (b1 * mm[i] + c1 * (g[i] * gs)) * sc;
     f += t.size;
   }
   compressed_mean({flat_.data()});
@@ -110,8 +118,8 @@ void OneBitLamb::compressed(const Hyper& h, const std::vector<float*>& grads) {
     for (int64_t i = 0; i < t.size; ++i) {
       float mn = f[i] / sc;
       if (vv[i] == 0.0f) mn = 0.0f;  // the mask
-      const float gh = (mn - mm[i] * b1) / (1.0f - b1);
-      fv[i] = b2 * fv[i] + (1.0f - b2) * gh * gh;
+      const float gh = (mn - mm[i] * b1) / c1;
+      fv[i] = b2 * fv[i] + c2 * gh * gh;
       mm[i] = mn;
       const float denom = std::sqrt(vv[i]) + eps;
       const float prelim = mn / denom;
@@ -127,7 +135,7 @@ void OneBitLamb::compressed(const Hyper& h, const std::vector<float*>& grads) {
       if (!(ratio < 1.0)) ratio = 1.0;  // Python's min(1.0, x), NaN included
       factor = factor * ratio + (1.0 - ratio);
     }
-    factor = std::clamp(factor, factor_min_, factor_max_);
+    factor = bounded(factor, factor_min_, factor_max_);
     factor = std::min(factor, last_factor_[k] * (1.0 + factor_threshold_));
     factor = std::max(factor, last_factor_[k] * (1.0 - factor_threshold_));
     last_factor_[k] = factor;

@@ -10,7 +10,10 @@ namespace zt {
 
 ZeroOneSchedule::ZeroOneSchedule(const OptimizerOptions& o)
     : var_freeze_step_(o.var_freeze_step), var_update_scaler_(o.var_update_scaler),
-      local_step_scaler_(o.local_step_scaler), local_step_clipper_(o.local_step_clipper) {}
+      local_step_scaler_(o.local_step_scaler), local_step_clipper_(o.local_step_clipper) {
+  if (local_step_clipper_ < 1)  // the config refuses it naming the key; the step number is divided by it
+    throw std::invalid_argument("ZeroOneSchedule: local_step_clipper must be >= 1, got " + std::to_string(local_step_clipper_));
+}
 
 const ZeroOneSchedule::Counters& ZeroOneSchedule::before(int64_t s) const {
   if (s < at_step_) {  // DeepSpeed's counters start afresh at step 2 (the dry run drops them)
@@ -77,7 +80,7 @@ void ZeroOneAdam::step(int64_t applied, const Hyper& h, const std::vector<float*
   const Kind kind = schedule_.kind(s);
   if (kind == Kind::DryRun) return;
   ensure_synced();
-  const float b1 = float(h.beta1), gs = h.grad_scale, lr = float(h.lr);
+  const float b1 = float(h.beta1), c1 = float(1.0 - h.beta1), gs = h.grad_scale, lr = float(h.lr);
   const bool many = z_.comm.world_size() > 1;
   if (kind == Kind::Variance) {  // exact gradients: both moments
     for (const Tensor& t : tensors_) {
@@ -97,7 +100,7 @@ void ZeroOneAdam::step(int64_t applied, const Hyper& h, const std::vector<float*
         const Tensor& t = tensors_[k];
         mask(gbuf[k], t);
         float* mm = at(s_.m, t);
-        for (int64_t i = 0; i < t.size; ++i) mm[i] = b1 * mm[i] + (1.0f - b1) * gbuf[k][i];
+        for (int64_t i = 0; i < t.size; ++i) mm[i] = b1 * mm[i] + c1 * gbuf[k][i];
       }
     }
     for (const Tensor& t : tensors_) adam_update(t, lr, nullptr);
@@ -121,6 +124,8 @@ void ZeroOneAdam::step(int64_t applied, const Hyper& h, const std::vector<float*
         ps += t.size;
       }
       compressed_mean(ubuf);
+      // m = −u / lrs; with lrs 0 (a schedule at lr 0 since the last sync) that is 0/0 or ±inf in
+      // DeepSpeed: here the momentum stays as it is.
       const float lrs = float(lrs_);
       ps = synced_.data();
       for (size_t k = 0; k < tensors_.size(); ++k) {
@@ -130,7 +135,7 @@ void ZeroOneAdam::step(int64_t applied, const Hyper& h, const std::vector<float*
         float* mm = at(s_.m, t);
         const float* vv = at(s_.v, t);
         for (int64_t i = 0; i < t.size; ++i) {
-          mm[i] = -(u[i] / lrs);
+          if (lrs != 0.0f) mm[i] = -(u[i] / lrs);
           u[i] = ps[i] + u[i] / (std::sqrt(vv[i]) + eps);  // u is the parameter array itself
         }
         ps += t.size;

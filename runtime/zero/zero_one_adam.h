@@ -17,7 +17,10 @@
 // synced point, so the ranks drift apart in the last bits. zerotrain keeps the synced parameters
 // instead (the same Ψ fp32), takes the local update as p − p_sync (exactly what the local steps
 // moved), and restarts every rank from the same point: the ranks hold bitwise equal parameters
-// after every step but the local ones.
+// after every step but the local ones. A load continues DeepSpeed's counters from the step number
+// (DeepSpeed's load drops them with the errors, so its intervals restart at 1 after a resume).
+// At a sync with lrs = 0 (a schedule at lr 0 since the last sync) the momentum stays (DeepSpeed's
+// −u/lrs is 0/0 or ±inf there).
 #pragma once
 
 #include "runtime/zero/compressed_optimizer.h"

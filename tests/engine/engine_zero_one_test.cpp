@@ -198,6 +198,27 @@ TEST(ZeroOneAdam, EveryRankEqualAfterSyncsWithAccumulationInEachPrecision) {
   }
 }
 
+// A learning rate of 0 (a schedule's end) makes lrs 0 at every sync: DeepSpeed's m = −u/lrs would be
+// 0/0; here the momentum stays, nothing moves and every loss stays finite.
+TEST(ZeroOneAdam, ZeroLearningRateKeepsEverythingFinite) {
+  World& w = world();
+  const ModelConfig model = tiny_model(true);
+  EngineOptions o = zero_one_options(2);
+  o.optimizer.lr = 0.0;
+  o.optimizer.weight_decay = 0.0;
+  Engine engine(model, o, *w.backend, *w.comm);
+  const uint64_t before = engine.param_summary().checksum;
+  BatchSampler sampler(w.data.train, model.seq_len, 7);
+  const BatchGeometry geom{w.comm->world_size(), o.micro_batch, o.grad_accum};
+  for (int s = 0; s < 10; ++s) {
+    const StepStats st = engine.train_step([&](int micro, int32_t* tok, int32_t* tgt) {
+      sampler.fill(s, geom, w.comm->rank(), micro, tok, tgt);
+    });
+    EXPECT_TRUE(std::isfinite(st.loss)) << "step " << s + 1;
+  }
+  EXPECT_EQ(engine.param_summary().checksum, before);
+}
+
 // The loss of a short run beside AdamW's (the same data, lr and decay): no worse than 3% above it.
 TEST(ZeroOneAdam, TrainsCloseToAdamW) {
   const ModelConfig model = tiny_model(true);
