@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -97,12 +98,12 @@ class Communicator {
   virtual CommHandlePtr barrier_async() = 0;
 
   // Blocking forms.
-  void all_reduce(const void* s, void* r, size_t n, DType t, ReduceOp op) { all_reduce_async(s, r, n, t, op)->wait(); }
-  void reduce_scatter(const void* s, void* r, size_t n, DType t, ReduceOp op) { reduce_scatter_async(s, r, n, t, op)->wait(); }
-  void all_gather(const void* s, void* r, size_t n, DType t) { all_gather_async(s, r, n, t)->wait(); }
-  void broadcast(void* b, size_t n, DType t, int root) { broadcast_async(b, n, t, root)->wait(); }
-  void all_to_all(const void* s, void* r, size_t n, DType t) { all_to_all_async(s, r, n, t)->wait(); }
-  void barrier() { barrier_async()->wait(); }
+  void all_reduce(const void* s, void* r, size_t n, DType t, ReduceOp op) { blocking([&] { return all_reduce_async(s, r, n, t, op); }); }
+  void reduce_scatter(const void* s, void* r, size_t n, DType t, ReduceOp op) { blocking([&] { return reduce_scatter_async(s, r, n, t, op); }); }
+  void all_gather(const void* s, void* r, size_t n, DType t) { blocking([&] { return all_gather_async(s, r, n, t); }); }
+  void broadcast(void* b, size_t n, DType t, int root) { blocking([&] { return broadcast_async(b, n, t, root); }); }
+  void all_to_all(const void* s, void* r, size_t n, DType t) { blocking([&] { return all_to_all_async(s, r, n, t); }); }
+  void barrier() { blocking([&] { return barrier_async(); }); }
 
   // A communicator over the ranks that pass the same `color` (>= 0), ranked by `key` and then by
   // this communicator's rank, as MPI_Comm_split: the node and cross-node groups of a topology.
@@ -140,6 +141,11 @@ class Communicator {
   // memory across ncclCommInitRank (channels, FIFOs, proxy buffers NCCL sets up at init; buffers it
   // allocates later, on a first use of another algorithm, are not seen). Host communicators: 0.
   virtual uint64_t device_buffer_bytes() const { return 0; }
+
+ protected:
+  // A blocking call: `issue` queues it and the caller waits. An implementation with a communication
+  // thread may run it on the calling thread instead of waking that thread (MpiCommunicator does).
+  virtual void blocking(const std::function<CommHandlePtr()>& issue) { issue()->wait(); }
 };
 
 }  // namespace zt

@@ -21,4 +21,8 @@ void reduce_rank_order(const void* rows, size_t n, int world_size, DType t, Redu
 // once at the end as above: a node's partial sum before it crosses is rounded there too.
 void reduce_rows(const void* rows, size_t n, int count, DType t, int divisor, void* out);
 
+// The same over `count` rows anywhere in memory (rows[r] is contribution r), so a rank's own row
+// can be read where it lies instead of being copied next to the others first.
+void reduce_row_list(const void* const* rows, size_t n, int count, DType t, int divisor, void* out);
+
 }  // namespace zt

@@ -101,11 +101,22 @@ struct MpiCommunicator::Impl {
   std::deque<Work> queue;
   uint64_t next_seq = 1;
   bool stopping = false;
+  bool executing = false;  // a queued call is running (on the communication thread or inline)
+  std::thread::id blocking_caller;  // its next call is a blocking one: queued without a wake-up
 
-  std::mutex wd_mu;  // guards the "current op" record the watchdog watches
+  // The "current op" record the watchdog watches. The communication thread sets it without waking
+  // the watchdog (a wake-up per call costs a context switch where ranks share cores): the watchdog
+  // sleeps until the current call's deadline, or one timeout while idle, and re-reads it then.
+  struct Watched {
+    CommOp op = CommOp::Barrier;
+    size_t count = 0;
+    uint64_t seq = 0;
+  };
+  std::mutex wd_mu;  // guards the record; wd_cv wakes the watchdog only to stop it
   std::condition_variable wd_cv;
   bool wd_active = false, wd_stop = false;
-  Work wd_work;
+  uint64_t wd_settings = 0;  // bumped by set_timeout_s: the watchdog re-arms
+  Watched wd_work;
   Clock::time_point wd_start;
 
   // Names the members that did not arrive when the watchdog fires; shared by the world and its groups.
@@ -152,13 +163,48 @@ struct MpiCommunicator::Impl {
     w.handle = std::make_shared<QueuedHandle>();
     w.debug = debug.load();
     CommHandlePtr h = w.handle;
+    bool wake = true;
     {
       std::lock_guard<std::mutex> lock(q_mu);
       w.seq = next_seq++;
+      w.handle->set_helper([this, seq = w.seq] { return run_inline(seq); });
       queue.push_back(std::move(w));
+      if (blocking_caller == std::this_thread::get_id()) {
+        blocking_caller = {};
+        wake = false;  // the caller waits at once and runs it, or the busy thread takes it in turn
+      }
     }
-    q_cv.notify_one();
+    if (wake) q_cv.notify_one();
     return h;
+  }
+
+  // One queued call, on whichever thread runs it (the communication thread, or a caller waiting on
+  // it: see run_inline); `executing` keeps it to one at a time, in issue order.
+  void execute(Work& w) {
+    auto t0 = Clock::now();
+    {
+      std::lock_guard<std::mutex> lock(wd_mu);
+      wd_work = {w.op, w.count, w.seq};
+      wd_start = t0;
+      wd_active = true;
+    }
+    if (peers) peers->begin(channel, w.seq, w.op, w.count);
+    std::exception_ptr err;
+    try {
+      if (w.debug) check_fingerprint(w);
+      std::lock_guard<std::mutex> buffers(buf_mu);
+      run(w);
+    } catch (...) {
+      err = std::current_exception();
+    }
+    {
+      std::lock_guard<std::mutex> lock(wd_mu);
+      wd_active = false;
+    }
+    if (peers) peers->end(channel, w.seq);
+    double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+    if (!err) stats.add(w.op, comm_algorithm_bytes(w.op, w.count, w.dtype), secs);
+    w.handle->complete(err);
   }
 
   void comm_loop() {
@@ -166,38 +212,38 @@ struct MpiCommunicator::Impl {
       Work w;
       {
         std::unique_lock<std::mutex> lock(q_mu);
-        q_cv.wait(lock, [&] { return stopping || !queue.empty(); });
+        q_cv.wait(lock, [&] { return (stopping && !executing) || (!queue.empty() && !executing); });
         if (queue.empty()) return;  // stopping and drained
         w = std::move(queue.front());
         queue.pop_front();
+        executing = true;
       }
-      auto t0 = Clock::now();
-      {
-        std::lock_guard<std::mutex> lock(wd_mu);
-        wd_work = w;
-        wd_work.handle.reset();
-        wd_start = t0;
-        wd_active = true;
-      }
-      wd_cv.notify_all();
-      if (peers) peers->begin(channel, w.seq, w.op, w.count);
-      std::exception_ptr err;
-      try {
-        if (w.debug) check_fingerprint(w);
-        std::lock_guard<std::mutex> buffers(buf_mu);
-        run(w);
-      } catch (...) {
-        err = std::current_exception();
-      }
-      {
-        std::lock_guard<std::mutex> lock(wd_mu);
-        wd_active = false;
-      }
-      if (peers) peers->end(channel, w.seq);
-      double secs = std::chrono::duration<double>(Clock::now() - t0).count();
-      if (!err) stats.add(w.op, comm_algorithm_bytes(w.op, w.count, w.dtype), secs);
-      w.handle->complete(err);
+      execute(w);
+      std::lock_guard<std::mutex> lock(q_mu);
+      executing = false;
     }
+  }
+
+  // A caller waiting on call `seq`: when it is next in line and nothing runs, the caller runs it
+  // itself (saving the two thread switches a hand-off costs). Returns whether it ran.
+  bool run_inline(uint64_t seq) {
+    Work w;
+    {
+      std::lock_guard<std::mutex> lock(q_mu);
+      if (executing || queue.empty() || queue.front().seq != seq) return false;
+      w = std::move(queue.front());
+      queue.pop_front();
+      executing = true;
+    }
+    execute(w);
+    bool more;
+    {
+      std::lock_guard<std::mutex> lock(q_mu);
+      executing = false;
+      more = !queue.empty() || stopping;
+    }
+    if (more) q_cv.notify_one();
+    return true;
   }
 
   // Which communicator a message is about: the world, or a group named by its members' world ranks.
@@ -215,15 +261,18 @@ struct MpiCommunicator::Impl {
   void watchdog_loop() {
     std::unique_lock<std::mutex> lock(wd_mu);
     while (!wd_stop) {
-      if (!wd_active) {
-        wd_cv.wait(lock);
+      const double limit = timeout_s.load();
+      const auto span = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(limit));
+      const uint64_t settings = wd_settings;
+      auto woken = [&] { return wd_stop || wd_settings != settings; };
+      if (!wd_active) {  // a call that starts meanwhile is seen on waking, before its own deadline
+        wd_cv.wait_for(lock, span, woken);
         continue;
       }
       const uint64_t seq = wd_work.seq;
-      const double limit = timeout_s.load();
-      auto deadline = wd_start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(limit));
-      wd_cv.wait_until(lock, deadline, [&] { return wd_stop || !wd_active || wd_work.seq != seq; });
-      if (wd_stop || !wd_active || wd_work.seq != seq || Clock::now() < deadline) continue;
+      const auto deadline = wd_start + span;
+      if (wd_cv.wait_until(lock, deadline, woken)) continue;
+      if (!wd_active || wd_work.seq != seq || Clock::now() < deadline) continue;  // moved on: re-arm
       const std::string call = describe(wd_work.op, wd_work.count);
       lock.unlock();  // the peers' answers take up to two seconds
       PeerStatus::Report who;
@@ -354,35 +403,43 @@ struct MpiCommunicator::Impl {
   // Elements of one chunk: an all-reduce of n elements needs ceil(n/W)·W of scratch.
   size_t chunk_elems(size_t es) const { return std::max<size_t>(1, chunk / es - size_t(world - 1)); }
 
-  // All-reduce of `count` elements in place at buf: chunk j (balanced: the first count%W chunks one
-  // element longer) is reduced by rank j in rank order, then every chunk is gathered.
-  void all_reduce_in_place(void* buf, size_t count, DType t, ReduceOp rop, const std::string& ctx) {
+  // Block q of src (counts, starts in elements) to rank q, and every rank's block of this rank's
+  // `mine` elements into scratch: the rows of a rank-order fold, this rank's own read where it lies
+  // in src (never copied next to the others).
+  std::vector<const void*> exchange_rows(const void* src, const std::vector<int>& counts, const std::vector<int>& starts,
+                                         int mine, DType t, const std::string& ctx) {
+    const size_t es = dtype_size(t), nw = size_t(world);
+    std::vector<int> sc(counts), rc(nw, mine), rd(nw, 0);
+    sc[size_t(rank)] = 0;
+    rc[size_t(rank)] = 0;
+    for (size_t i = 0; i < nw; ++i) rd[i] = int(i) * mine;
+    char* rows = scratch_bytes(size_t(mine) * nw * es);
+    const MPI_Datatype dt = mpi_type(t);
+    ZT_MPI_CHECK(MPI_Alltoallv(src, sc.data(), starts.data(), dt, rows, rc.data(), rd.data(), dt, comm), ctx);
+    std::vector<const void*> list(nw);
+    for (size_t i = 0; i < nw; ++i) list[i] = rows + i * size_t(mine) * es;
+    list[size_t(rank)] = static_cast<const char*>(src) + size_t(starts[size_t(rank)]) * es;
+    return list;
+  }
+
+  // All-reduce of `count` elements from send into recv (they may be the same buffer): block j
+  // (balanced: the first count%W blocks one element longer) is reduced by rank j in rank order,
+  // then every block is gathered.
+  void all_reduce_flat(const void* send, void* recv, size_t count, DType t, ReduceOp rop, const std::string& ctx) {
     if (!count) return;
+    const size_t es = dtype_size(t);
     if (layout.two_level()) {
-      all_reduce_two_level(buf, count, t, rop, ctx);
+      if (send != recv) std::memcpy(recv, send, count * es);
+      all_reduce_two_level(recv, count, t, rop, ctx);
       return;
     }
-    const size_t es = dtype_size(t);
-    const MPI_Datatype dt = mpi_type(t);
-    const size_t nw = size_t(world);
-    std::vector<int> counts(nw), displs(nw), rcounts(nw), rdispls(nw);
-    const size_t base = count / nw, rem = count % nw;
-    for (int j = 0, off = 0; j < world; ++j) {
-      counts[size_t(j)] = int(base + (size_t(j) < rem ? 1 : 0));
-      displs[size_t(j)] = off;
-      off += counts[size_t(j)];
-    }
+    std::vector<int> counts, starts;
+    balanced(count, world, counts, starts);
     const int mine = counts[size_t(rank)];
-    for (int i = 0; i < world; ++i) {
-      rcounts[size_t(i)] = mine;
-      rdispls[size_t(i)] = i * mine;
-    }
-    char* rows = scratch_bytes(size_t(mine) * nw * es);
-    ZT_MPI_CHECK(MPI_Alltoallv(buf, counts.data(), displs.data(), dt, rows, rcounts.data(), rdispls.data(), dt, comm),
-                 ctx);
-    char* out = static_cast<char*>(buf) + size_t(displs[size_t(rank)]) * es;
-    reduce_rank_order(rows, size_t(mine), world, t, rop, out);
-    gather_blocks(buf, counts, displs, t, ctx);
+    const std::vector<const void*> rows = exchange_rows(send, counts, starts, mine, t, ctx);
+    char* out = static_cast<char*>(recv) + size_t(starts[size_t(rank)]) * es;
+    reduce_row_list(rows.data(), size_t(mine), world, t, rop == ReduceOp::Avg ? world : 0, out);
+    gather_blocks(recv, counts, starts, t, ctx);
   }
 
   // Two levels, in place: part l of the buffer (n balanced parts) is reduced inside each node by
@@ -419,10 +476,11 @@ struct MpiCommunicator::Impl {
   }
 
   // The same, chunk by chunk (each element's fold does not depend on the chunk it is in).
-  void all_reduce_chunked(void* buf, size_t count, DType t, ReduceOp rop, const std::string& ctx) {
+  void all_reduce_chunked(const void* send, void* recv, size_t count, DType t, ReduceOp rop, const std::string& ctx) {
     const size_t es = dtype_size(t), step = chunk_elems(es);
     for (size_t off = 0; off < count; off += step)
-      all_reduce_in_place(static_cast<char*>(buf) + off * es, std::min(step, count - off), t, rop, ctx);
+      all_reduce_flat(static_cast<const char*>(send) + off * es, static_cast<char*>(recv) + off * es,
+                      std::min(step, count - off), t, rop, ctx);
   }
 
   // Reduce-scatter of `count` elements (count/W per rank), moved `per_rank` elements of every
@@ -434,20 +492,16 @@ struct MpiCommunicator::Impl {
     }
     const size_t es = dtype_size(w.dtype), shard = w.count / size_t(world);
     const size_t per_rank = std::max<size_t>(1, chunk / es / size_t(world));
-    const MPI_Datatype dt = mpi_type(w.dtype);
-    const size_t nw = size_t(world);
-    std::vector<int> counts(nw), displs(nw), rdispls(nw);
+    std::vector<int> counts(static_cast<size_t>(world)), starts(static_cast<size_t>(world));
     for (size_t a = 0; a < shard; a += per_rank) {
       const size_t m = std::min(per_rank, shard - a);
       for (int q = 0; q < world; ++q) {
         counts[size_t(q)] = int(m);
-        displs[size_t(q)] = int(size_t(q) * shard + a);
-        rdispls[size_t(q)] = int(size_t(q) * m);
+        starts[size_t(q)] = int(size_t(q) * shard + a);
       }
-      char* rows = scratch_bytes(m * size_t(world) * es);
-      ZT_MPI_CHECK(MPI_Alltoallv(w.send, counts.data(), displs.data(), dt, rows, counts.data(), rdispls.data(), dt, comm),
-                   ctx);
-      reduce_rank_order(rows, m, world, w.dtype, w.rop, static_cast<char*>(w.recv) + a * es);
+      const std::vector<const void*> rows = exchange_rows(w.send, counts, starts, int(m), w.dtype, ctx);
+      reduce_row_list(rows.data(), m, world, w.dtype, w.rop == ReduceOp::Avg ? world : 0,
+                      static_cast<char*>(w.recv) + a * es);
     }
   }
 
@@ -663,7 +717,6 @@ struct MpiCommunicator::Impl {
   // One list that fits the buffers: packed by owner, moved, reduced or gathered, unpacked.
   void run_segment_list(const Work& w, const std::vector<Segment>& segs, size_t count, const std::string& ctx) {
     const size_t es = dtype_size(w.dtype);
-    const MPI_Datatype dt = mpi_type(w.dtype);
     if (w.op != CommOp::AllReduce && layout.two_level()) {
       run_segment_list_two_level(w, segs, count, ctx);
       return;
@@ -672,7 +725,7 @@ struct MpiCommunicator::Impl {
       char* buf = pack_bytes(count * es);
       size_t off = 0;
       for (const Segment& s : segs) std::memcpy(buf + off * es, s.data, s.count * es), off += s.count;
-      all_reduce_in_place(buf, count, w.dtype, w.rop, ctx);
+      all_reduce_flat(buf, buf, count, w.dtype, w.rop, ctx);
       off = 0;
       for (const Segment& s : segs) std::memcpy(s.data, buf + off * es, s.count * es), off += s.count;
       return;
@@ -693,12 +746,9 @@ struct MpiCommunicator::Impl {
     };
     if (w.op == CommOp::ReduceScatter) {
       for (int q = 0; q < world; ++q) pack_owner(q, true);
-      std::vector<int> rcounts(static_cast<size_t>(world), mine), rdispls(size_t(world), 0);
-      for (int p = 0; p < world; ++p) rdispls[size_t(p)] = p * mine;
-      char* rows = scratch_bytes(size_t(mine) * size_t(world) * es);
-      ZT_MPI_CHECK(MPI_Alltoallv(buf, counts.data(), displs.data(), dt, rows, rcounts.data(), rdispls.data(), dt, comm),
-                   ctx);
-      reduce_rank_order(rows, size_t(mine), world, w.dtype, w.rop, buf + size_t(displs[size_t(rank)]) * es);
+      const std::vector<const void*> rows = exchange_rows(buf, counts, displs, mine, w.dtype, ctx);
+      reduce_row_list(rows.data(), size_t(mine), world, w.dtype, w.rop == ReduceOp::Avg ? world : 0,
+                      buf + size_t(displs[size_t(rank)]) * es);
       pack_owner(rank, false);
       return;
     }
@@ -764,8 +814,7 @@ struct MpiCommunicator::Impl {
       }
       case CommOp::AllReduce: {
         if (!w.count) return;
-        if (w.send != w.recv) std::memcpy(w.recv, w.send, w.count * es);
-        all_reduce_chunked(w.recv, w.count, w.dtype, w.rop, ctx);
+        all_reduce_chunked(w.send, w.recv, w.count, w.dtype, w.rop, ctx);
         return;
       }
     }
@@ -883,9 +932,33 @@ void MpiCommunicator::reserve_buffers(uint64_t largest_call_bytes) { impl_->rese
 void MpiCommunicator::reset_stats() { impl_->stats.reset(); }
 void MpiCommunicator::set_timeout_s(double s) {
   if (!(s > 0)) throw std::invalid_argument("MpiCommunicator::set_timeout_s: seconds must be > 0, got " + std::to_string(s));
-  impl_->timeout_s.store(s);
+  {
+    std::lock_guard<std::mutex> lock(impl_->wd_mu);
+    impl_->timeout_s.store(s);
+    ++impl_->wd_settings;
+  }
+  impl_->wd_cv.notify_all();  // a watchdog asleep on the old timeout re-arms with this one
 }
 void MpiCommunicator::set_debug(bool on) { impl_->debug.store(on); }
+
+// A blocking call from a thread that waits at once: queued without waking the communication thread,
+// then run by this thread when nothing else runs (a wake-up it would not use costs a context switch
+// that, where ranks share cores, takes a core from a peer polling in the same collective).
+void MpiCommunicator::blocking(const std::function<CommHandlePtr()>& issue) {
+  {
+    std::lock_guard<std::mutex> lock(impl_->q_mu);
+    impl_->blocking_caller = std::this_thread::get_id();
+  }
+  CommHandlePtr h;
+  try {
+    h = issue();
+  } catch (...) {  // refused before it was queued: the next call is queued as usual
+    std::lock_guard<std::mutex> lock(impl_->q_mu);
+    impl_->blocking_caller = {};
+    throw;
+  }
+  h->wait();
+}
 
 CommHandlePtr MpiCommunicator::all_reduce_async(const void* send, void* recv, size_t count, DType t, ReduceOp op) {
   check_reduction(CommOp::AllReduce, t, op);

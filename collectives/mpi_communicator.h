@@ -60,6 +60,9 @@ class MpiCommunicator final : public Communicator {
 
   struct Impl;
 
+ protected:
+  void blocking(const std::function<CommHandlePtr()>& issue) override;
+
  private:
   explicit MpiCommunicator(std::unique_ptr<Impl> impl);  // split(): impl's comm is set
   void start();  // the communicator's threads, once impl_->comm is set

@@ -69,6 +69,32 @@ TEST(CollectivesFixedOrderReduce, MatchesTestReferenceAcrossBlocks) {
   }
 }
 
+// The row-list form folds rows that lie anywhere, in list order, into out, which may be one of
+// them (a rank's own row read in place): the same bits as the contiguous form.
+TEST(CollectivesFixedOrderReduce, RowListMatchesContiguousRowsAndMayWriteOverOne) {
+  for (DType t : {DType::F32, DType::BF16, DType::I64}) {
+    const int w = 4;
+    const size_t n = 4500, es = dtype_size(t);
+    std::vector<char> rows, piece;
+    std::vector<std::vector<char>> apart(static_cast<size_t>(w));
+    for (int r = 0; r < w; ++r) {
+      test::fill_input(piece, t, 0, n, r, 7);
+      if (t == DType::I64) piece.assign(n * es, char(r + 1));  // wraps as two's complement, any bits
+      rows.insert(rows.end(), piece.begin(), piece.end());
+      apart[size_t(w - 1 - r)] = piece;  // stored in another order: only the list says which is which
+    }
+    std::vector<char> expect(n * es);
+    reduce_rank_order(rows.data(), n, w, t, ReduceOp::Sum, expect.data());
+    std::vector<const void*> list(static_cast<size_t>(w));
+    for (int r = 0; r < w; ++r) list[size_t(r)] = apart[size_t(w - 1 - r)].data();
+    std::vector<char> out(n * es);
+    reduce_row_list(list.data(), n, w, t, 0, out.data());
+    EXPECT_TRUE(out == expect) << dtype_name(t);
+    reduce_row_list(list.data(), n, w, t, 0, apart[size_t(w - 1 - 2)].data());  // out is row 2
+    EXPECT_TRUE(apart[size_t(w - 1 - 2)] == expect) << dtype_name(t) << ", written over row 2";
+  }
+}
+
 TEST(CollectivesCommOptions, FromEnvironment) {
   setenv("ZT_COMM_TIMEOUT_S", "12.5", 1);
   setenv("ZT_COMM_DEBUG", "1", 1);
