@@ -442,37 +442,77 @@ struct MpiCommunicator::Impl {
     gather_blocks(recv, counts, starts, t, ctx);
   }
 
-  // Two levels, in place: part l of the buffer (n balanced parts) is reduced inside each node by
-  // local rank l in local order, that node partial is all-reduced across nodes over the cross group
-  // (each node's partial folded in node order), and the parts are gathered inside each node.
-  // Scratch holds n rows of a part (at most count + n - 1 elements: chunk_elems keeps room).
+  // One piece of a two-level all-reduce on its way through the levels.
+  struct ReducePiece {
+    char* base = nullptr;  // the piece's first element in the buffer
+    std::vector<int> len, start, sub, sub_start;  // its n parts inside the node; this part's N sub-parts
+    std::vector<int> rc, rd;  // the crossing rows' counts and places (MPI reads them until it completes)
+    char* part = nullptr;  // this rank's part (local index l) of the piece
+    char* rows = nullptr;  // the N sub-part rows that crossed
+    MPI_Request req = MPI_REQUEST_NULL;
+    bool crossing = false;  // the sub-parts are being exchanged (else: gathered, or nothing crosses)
+  };
+
+  // Two levels, in place, a piece at a time: part l of a piece (n balanced parts) is reduced inside
+  // each node by local rank l in local order, that node partial is all-reduced across nodes over the
+  // cross group (each node's partial folded in node order), and the parts are gathered inside each
+  // node. Pipelined: while piece k is reduced inside the node, piece k-1's partials cross and piece
+  // k-2's are gathered back across, so the link is not idle while the node works. Each element is
+  // folded as in one call. Scratch: n rows of a part, and two pieces' crossing rows.
   void all_reduce_two_level(void* buf, size_t count, DType t, ReduceOp rop, const std::string& ctx) {
     const size_t es = dtype_size(t);
     const MPI_Datatype dt = mpi_type(t);
     const int N = layout.nodes, n = layout.per_node;
-    char* b = static_cast<char*>(buf);
-    std::vector<int> len, start;
-    balanced(count, n, len, start);
-    const int mine = len[size_t(local)];
-    std::vector<int> rc(static_cast<size_t>(n), mine), rd(size_t(n), 0);
-    for (int j = 0; j < n; ++j) rd[size_t(j)] = j * mine;
-    char* rows = scratch_bytes(size_t(mine) * size_t(n) * es);
-    ZT_MPI_CHECK(MPI_Alltoallv(b, len.data(), start.data(), dt, rows, rc.data(), rd.data(), dt, node_comm), ctx);
-    char* part = b + size_t(start[size_t(local)]) * es;
-    reduce_rows(rows, size_t(mine), n, t, 0, part);  // the node's partial of part `local`
-    if (mine > 0) {
-      std::vector<int> sub, sub_start;
-      balanced(size_t(mine), N, sub, sub_start);
-      const int m = sub[size_t(node_index)];
-      std::vector<int> rc2(static_cast<size_t>(N), m), rd2(size_t(N), 0);
-      for (int k = 0; k < N; ++k) rd2[size_t(k)] = k * m;
-      char* rows2 = scratch_bytes(size_t(m) * size_t(N) * es);
-      ZT_MPI_CHECK(MPI_Alltoallv(part, sub.data(), sub_start.data(), dt, rows2, rc2.data(), rd2.data(), dt, cross_comm),
+    const size_t piece = std::min(std::max<size_t>(1, chunk / es / 4), std::max((count + 7) / 8, (size_t(64) << 10) / es));
+    const size_t part_max = piece / size_t(n) + 1, cross_max = part_max / size_t(N) + 1;
+    char* const rows_at = scratch_bytes((part_max * size_t(n) + 2 * cross_max * size_t(N)) * es);
+    char* const cross_rows[2] = {rows_at + part_max * size_t(n) * es,
+                                 rows_at + (part_max * size_t(n) + cross_max * size_t(N)) * es};
+    auto fold_across = [&](ReducePiece& p) {  // the partials have crossed: fold in node order, gather back
+      ZT_MPI_CHECK(MPI_Wait(&p.req, MPI_STATUS_IGNORE), ctx);
+      const int m = p.sub[size_t(node_index)];
+      reduce_rows(p.rows, size_t(m), N, t, rop == ReduceOp::Avg ? world : 0, p.part + size_t(p.sub_start[size_t(node_index)]) * es);
+      ZT_MPI_CHECK(MPI_Iallgatherv(MPI_IN_PLACE, 0, dt, p.part, p.sub.data(), p.sub_start.data(), dt, cross_comm, &p.req),
                    ctx);
-      reduce_rows(rows2, size_t(m), N, t, rop == ReduceOp::Avg ? world : 0, part + size_t(sub_start[size_t(node_index)]) * es);
-      ZT_MPI_CHECK(MPI_Allgatherv(MPI_IN_PLACE, 0, dt, part, sub.data(), sub_start.data(), dt, cross_comm), ctx);
+      p.crossing = false;
+    };
+    auto gather_inside = [&](ReducePiece& p) {
+      if (p.crossing) fold_across(p);
+      ZT_MPI_CHECK(MPI_Wait(&p.req, MPI_STATUS_IGNORE), ctx);
+      ZT_MPI_CHECK(MPI_Allgatherv(MPI_IN_PLACE, 0, dt, p.base, p.len.data(), p.start.data(), dt, node_comm), ctx);
+    };
+    std::deque<ReducePiece> flying;
+    int slot = 0;
+    for (size_t off = 0; off < count; off += piece, slot ^= 1) {
+      ReducePiece& p = flying.emplace_back();
+      p.base = static_cast<char*>(buf) + off * es;
+      balanced(std::min(piece, count - off), n, p.len, p.start);
+      const int mine = p.len[size_t(local)];
+      std::vector<int> rc(static_cast<size_t>(n), mine), rd(size_t(n), 0);
+      for (int j = 0; j < n; ++j) rd[size_t(j)] = j * mine;
+      ZT_MPI_CHECK(MPI_Alltoallv(p.base, p.len.data(), p.start.data(), dt, rows_at, rc.data(), rd.data(), dt, node_comm),
+                   ctx);
+      p.part = p.base + size_t(p.start[size_t(local)]) * es;
+      reduce_rows(rows_at, size_t(mine), n, t, 0, p.part);  // the node's partial of part `local`
+      if (mine > 0) {  // the same on every member of the cross group (one local index)
+        balanced(size_t(mine), N, p.sub, p.sub_start);
+        const int m = p.sub[size_t(node_index)];
+        p.rc.assign(size_t(N), m);
+        p.rd.assign(size_t(N), 0);
+        for (int k = 0; k < N; ++k) p.rd[size_t(k)] = k * m;
+        p.rows = cross_rows[slot];
+        p.crossing = true;
+        ZT_MPI_CHECK(MPI_Ialltoallv(p.part, p.sub.data(), p.sub_start.data(), dt, p.rows, p.rc.data(), p.rd.data(), dt,
+                                    cross_comm, &p.req),
+                     ctx);
+      }
+      if (flying.size() >= 2 && flying[flying.size() - 2].crossing) fold_across(flying[flying.size() - 2]);
+      if (flying.size() >= 3) {
+        gather_inside(flying.front());
+        flying.pop_front();
+      }
     }
-    ZT_MPI_CHECK(MPI_Allgatherv(MPI_IN_PLACE, 0, dt, b, len.data(), start.data(), dt, node_comm), ctx);
+    for (ReducePiece& p : flying) gather_inside(p);
   }
 
   // The same, chunk by chunk (each element's fold does not depend on the chunk it is in).
@@ -505,48 +545,95 @@ struct MpiCommunicator::Impl {
     }
   }
 
-  // Two levels, `per_rank` elements of every shard at a time: the pieces are packed by column (local
+  // Elements of every rank's shard one piece of a two-level call carries: about an eighth of the
+  // shard (so the pieces can flow through both levels at once, see below), at least 32 KiB a rank,
+  // and two pieces' rows in each working buffer.
+  size_t piece_elems(size_t shard, size_t es) const {
+    const size_t fit = std::max<size_t>(1, chunk / es / (2 * size_t(world)));
+    const size_t want = std::max((shard + 7) / 8, (size_t(32) << 10) / es);
+    return std::min(fit, want);
+  }
+
+  // A cross-node exchange in flight (non-blocking), with the arrays MPI reads until it completes.
+  struct InFlight {
+    MPI_Request req = MPI_REQUEST_NULL;
+    size_t a = 0, m = 0;  // the piece: elements [a, a + m) of every shard
+    char* rows = nullptr;
+    std::vector<int> counts, starts;
+  };
+
+  // Two levels, a piece (`m` elements of every shard) at a time: the piece is packed by column (local
   // index l: the shards of ranks (0, l), (1, l), ..., (N-1, l)), each node's ranks exchange columns
   // and fold their own in local order (the node partial, what crosses), then the cross group
-  // exchanges each owner's piece of it and folds in node order.
+  // exchanges each owner's part of it and folds in node order. Pipelined: piece k's exchange inside
+  // the node runs while piece k-1's partials cross (two pieces' buffers, alternating), so the link is
+  // not idle while the node works; every element is folded exactly as in one piece.
   void reduce_scatter_two_level(const Work& w, const std::string& ctx) {
     const size_t es = dtype_size(w.dtype), shard = w.count / size_t(world);
-    const size_t per_rank = std::max<size_t>(1, chunk / es / size_t(world));
+    const size_t per_rank = piece_elems(shard, es), slot_bytes = size_t(world) * per_rank * es;
     const MPI_Datatype dt = mpi_type(w.dtype);
     const int N = layout.nodes, n = layout.per_node;
     const char* src = static_cast<const char*>(w.send);
-    for (size_t a = 0; a < shard; a += per_rank) {
+    char* const packs = pack_bytes(2 * slot_bytes);
+    char* const rows_at = scratch_bytes(2 * slot_bytes);
+    InFlight flight[2];
+    auto land = [&](InFlight& f) {  // a piece's partials have crossed: fold them in node order
+      if (f.req == MPI_REQUEST_NULL) return;
+      ZT_MPI_CHECK(MPI_Wait(&f.req, MPI_STATUS_IGNORE), ctx);
+      reduce_rows(f.rows, f.m, N, w.dtype, w.rop == ReduceOp::Avg ? world : 0, static_cast<char*>(w.recv) + f.a * es);
+    };
+    int slot = 0;
+    for (size_t a = 0; a < shard; a += per_rank, slot ^= 1) {
+      InFlight& f = flight[slot];
+      land(f);  // the piece two back used this slot's buffers
       const size_t m = std::min(per_rank, shard - a);
-      char* pk = pack_bytes(size_t(world) * m * es);
+      char* pk = packs + size_t(slot) * slot_bytes;
+      char* rows = rows_at + size_t(slot) * slot_bytes;
       for (int l = 0; l < n; ++l)
         for (int k = 0; k < N; ++k)
           std::memcpy(pk + (size_t(l) * size_t(N) + size_t(k)) * m * es, src + ((size_t(k) * size_t(n) + size_t(l)) * shard + a) * es,
                       m * es);
-      char* rows = scratch_bytes(size_t(world) * m * es);
       ZT_MPI_CHECK(MPI_Alltoall(pk, int(size_t(N) * m), dt, rows, int(size_t(N) * m), dt, node_comm), ctx);
       reduce_rows(rows, size_t(N) * m, n, w.dtype, 0, pk);  // the node partial of this rank's column
-      std::vector<int> c(static_cast<size_t>(N), int(m)), d(size_t(N), 0);
-      for (int k = 0; k < N; ++k) d[size_t(k)] = int(size_t(k) * m);
-      ZT_MPI_CHECK(MPI_Alltoallv(pk, c.data(), d.data(), dt, rows, c.data(), d.data(), dt, cross_comm), ctx);
-      reduce_rows(rows, m, N, w.dtype, w.rop == ReduceOp::Avg ? world : 0, static_cast<char*>(w.recv) + a * es);
+      f.a = a, f.m = m, f.rows = rows;
+      f.counts.assign(size_t(N), int(m));
+      f.starts.assign(size_t(N), 0);
+      for (int k = 0; k < N; ++k) f.starts[size_t(k)] = int(size_t(k) * m);
+      ZT_MPI_CHECK(MPI_Ialltoallv(pk, f.counts.data(), f.starts.data(), dt, rows, f.counts.data(), f.starts.data(), dt,
+                                  cross_comm, &f.req),
+                   ctx);
     }
+    land(flight[slot]);  // the older of the last two first
+    land(flight[slot ^ 1]);
   }
 
-  // Two levels, `per_rank` elements of every shard at a time: this rank's piece goes to its local
-  // index's rank on every other node (so each shard crosses to each node once), then each node's
-  // ranks exchange their columns.
+  // Two levels, a piece at a time: this rank's part of the piece goes to its local index's rank on
+  // every other node (so each shard crosses to each node once), then each node's ranks exchange their
+  // columns. Pipelined: piece k+1 crosses while the node exchanges piece k.
   void all_gather_two_level(const Work& w, const std::string& ctx) {
     const size_t es = dtype_size(w.dtype), shard = w.count / size_t(world);
-    const size_t per_rank = std::max<size_t>(1, chunk / es / size_t(world));
+    const size_t per_rank = piece_elems(shard, es);
     const MPI_Datatype dt = mpi_type(w.dtype);
     const int N = layout.nodes, n = layout.per_node;
     char* dst = static_cast<char*>(w.recv);
     const char* src = static_cast<const char*>(w.send);
-    for (size_t a = 0; a < shard; a += per_rank) {
+    const size_t col_bytes = size_t(N) * per_rank * es;
+    char* const cols = pack_bytes(2 * col_bytes);
+    char* const all = scratch_bytes(size_t(world) * per_rank * es);
+    MPI_Request req[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+    auto cross = [&](size_t a, int slot) {
       const size_t m = std::min(per_rank, shard - a);
-      char* col = pack_bytes(size_t(N) * m * es);
-      ZT_MPI_CHECK(MPI_Allgather(src + a * es, int(m), dt, col, int(m), dt, cross_comm), ctx);
-      char* all = scratch_bytes(size_t(world) * m * es);
+      ZT_MPI_CHECK(MPI_Iallgather(src + a * es, int(m), dt, cols + size_t(slot) * col_bytes, int(m), dt, cross_comm,
+                                  &req[slot]),
+                   ctx);
+    };
+    cross(0, 0);
+    int slot = 0;
+    for (size_t a = 0; a < shard; a += per_rank, slot ^= 1) {
+      const size_t m = std::min(per_rank, shard - a);
+      if (a + per_rank < shard) cross(a + per_rank, slot ^ 1);  // its slot's last piece was unpacked
+      ZT_MPI_CHECK(MPI_Wait(&req[slot], MPI_STATUS_IGNORE), ctx);
+      char* col = cols + size_t(slot) * col_bytes;
       ZT_MPI_CHECK(MPI_Allgather(col, int(size_t(N) * m), dt, all, int(size_t(N) * m), dt, node_comm), ctx);
       for (int l = 0; l < n; ++l)
         for (int k = 0; k < N; ++k)

@@ -63,25 +63,25 @@ CommHandlePtr SingleCommunicator::broadcast_async(void* buf, size_t count, DType
 }
 
 // World size 1: every segment's owner is this rank and its sum is its own value (rounded as the
-// plain reduction rounds a single contribution).
-CommHandlePtr SingleCommunicator::reduce_scatter_segments_async(const std::vector<Segment>& segments, DType t,
-                                                                ReduceOp op) {
-  check_reduction(CommOp::ReduceScatter, t, op);
-  const size_t total = check_segments(CommOp::ReduceScatter, segments, 1);
+// plain reduction rounds a single contribution), whether the op is a reduce-scatter or an all-reduce.
+CommHandlePtr SingleCommunicator::fold_segments(CommOp op_kind, const std::vector<Segment>& segments, DType t,
+                                                ReduceOp op) {
+  check_reduction(op_kind, t, op);
+  const size_t total = check_segments(op_kind, segments, 1);
   auto t0 = std::chrono::steady_clock::now();
   for (const Segment& s : segments) reduce_rank_order(s.data, s.count, 1, t, op, s.data);
-  stats_.add(CommOp::ReduceScatter, comm_algorithm_bytes(CommOp::ReduceScatter, total, t), seconds_since(t0));
+  stats_.add(op_kind, comm_algorithm_bytes(op_kind, total, t), seconds_since(t0));
   return std::make_shared<DoneHandle>();
+}
+
+CommHandlePtr SingleCommunicator::reduce_scatter_segments_async(const std::vector<Segment>& segments, DType t,
+                                                                ReduceOp op) {
+  return fold_segments(CommOp::ReduceScatter, segments, t, op);
 }
 
 CommHandlePtr SingleCommunicator::all_reduce_segments_async(const std::vector<Segment>& segments, DType t,
                                                             ReduceOp op) {
-  check_reduction(CommOp::AllReduce, t, op);
-  const size_t total = check_segments(CommOp::AllReduce, segments, 1);
-  auto t0 = std::chrono::steady_clock::now();
-  for (const Segment& s : segments) reduce_rank_order(s.data, s.count, 1, t, op, s.data);
-  stats_.add(CommOp::AllReduce, comm_algorithm_bytes(CommOp::AllReduce, total, t), seconds_since(t0));
-  return std::make_shared<DoneHandle>();
+  return fold_segments(CommOp::AllReduce, segments, t, op);
 }
 
 CommHandlePtr SingleCommunicator::all_gather_segments_async(const std::vector<Segment>& segments, DType t) {

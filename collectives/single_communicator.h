@@ -29,6 +29,7 @@ class SingleCommunicator final : public Communicator {
   void reset_stats() override { stats_.reset(); }
 
  private:
+  CommHandlePtr fold_segments(CommOp op_kind, const std::vector<Segment>& segments, DType t, ReduceOp op);
   CommStatsTable stats_;
 };
 

@@ -28,22 +28,15 @@ KeyBinding alias(KeyBinding b, std::string canonical, bool deprecated) {
   b.deprecated = deprecated;
   return b;
 }
-KeyBinding s3(KeyBinding b) {
-  b.stage3_only = true;
+// One of a binding's yes/no marks set: stage 3 only, exact integer, null accepted, choices in any case.
+KeyBinding mark(KeyBinding b, bool KeyBinding::*flag) {
+  b.*flag = true;
   return b;
 }
-KeyBinding exact_int(KeyBinding b) {
-  b.exact_int = true;
-  return b;
-}
-KeyBinding nullable(KeyBinding b) {
-  b.nullable = true;
-  return b;
-}
-KeyBinding ignore_case(KeyBinding b) {
-  b.choices_ignore_case = true;
-  return b;
-}
+KeyBinding s3(KeyBinding b) { return mark(std::move(b), &KeyBinding::stage3_only); }
+KeyBinding exact_int(KeyBinding b) { return mark(std::move(b), &KeyBinding::exact_int); }
+KeyBinding nullable(KeyBinding b) { return mark(std::move(b), &KeyBinding::nullable); }
+KeyBinding ignore_case(KeyBinding b) { return mark(std::move(b), &KeyBinding::choices_ignore_case); }
 // DeepSpeed's DtypeEnum spellings of the three dtypes.
 KeyBinding dtype_aliases(KeyBinding b) {
   b.choice_aliases = {{"float32", "fp32"}, {"float", "fp32"},  {"torch.float32", "fp32"}, {"float16", "fp16"},

@@ -7,14 +7,7 @@ namespace zt {
 const char* model_family_name(ModelFamily f) { return f == ModelFamily::Llama ? "llama" : "gpt2"; }
 
 static ModelConfig make(const char* name, int layers, int heads, int dim, int vocab, int seq_len) {
-  ModelConfig m;
-  m.name = name;
-  m.layers = layers;
-  m.heads = heads;
-  m.dim = dim;
-  m.vocab = vocab;
-  m.seq_len = seq_len;
-  return m;
+  return ModelConfig{.name = name, .layers = layers, .heads = heads, .dim = dim, .vocab = vocab, .seq_len = seq_len};
 }
 
 struct LlamaShape {
@@ -28,18 +21,22 @@ struct LlamaShape {
 
 static ModelConfig make_llama(const char* name, int layers, int heads, int dim, int vocab, int seq_len,
                               const LlamaShape& s, RopeScaling scaling = {}) {
-  ModelConfig m = make(name, layers, heads, dim, vocab, seq_len);
-  m.family = ModelFamily::Llama;
-  m.kv_heads = s.kv_heads;
-  m.head_dim = s.head_dim;
-  m.intermediate = s.intermediate;
-  m.tied_embeddings = s.tied;
-  m.norm_eps = s.norm_eps;
-  m.rope_theta = s.theta;
-  m.rope_scaling = scaling;
-  m.max_positions = s.max_positions;
-  m.init_std = s.init_std;
-  return m;
+  return ModelConfig{.name = name,
+                     .family = ModelFamily::Llama,
+                     .layers = layers,
+                     .heads = heads,
+                     .dim = dim,
+                     .vocab = vocab,
+                     .seq_len = seq_len,
+                     .tied_embeddings = s.tied,
+                     .kv_heads = s.kv_heads,
+                     .head_dim = s.head_dim,
+                     .intermediate = s.intermediate,
+                     .norm_eps = s.norm_eps,
+                     .rope_theta = s.theta,
+                     .rope_scaling = scaling,
+                     .max_positions = s.max_positions,
+                     .init_std = s.init_std};
 }
 
 static RopeScaling llama3_scaling(double factor, int original_max) {

@@ -8,6 +8,9 @@
 
 namespace zt {
 
+ProcessMemoryReport::ProcessMemoryReport(Communicator& comm, Backend& backend, uint64_t baseline)
+    : comm_(comm), backend_(backend), baseline_(baseline) {}
+
 nlohmann::json ProcessMemoryReport::sample(const MemoryLedger& ledger) {
   const ProcessMemory m = read_process_memory();
   nlohmann::json mine = {{"baseline", baseline_},

@@ -17,8 +17,7 @@ namespace zt {
 class ProcessMemoryReport {
  public:
   // `baseline`: this rank's resident bytes before the run allocated anything (0: not measured).
-  ProcessMemoryReport(Communicator& comm, Backend& backend, uint64_t baseline)
-      : comm_(comm), backend_(backend), baseline_(baseline) {}
+  ProcessMemoryReport(Communicator& comm, Backend& backend, uint64_t baseline);
   // Collective: every rank reads its numbers now and all get
   // {"baseline": [...], "rss": [...], "hwm": [...], "ledger_peak": [...], "ledger_host": [...]} (and
   // "device_used" on a GPU), in rank order: the ledger's peak and host bytes beside the kernel's.
