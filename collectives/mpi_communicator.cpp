@@ -680,40 +680,122 @@ struct MpiCommunicator::Impl {
     }
   }
 
-  void run_segment_list_two_level(const Work& w, const std::vector<Segment>& segs, size_t count, const std::string& ctx) {
+  // One segment list of a two-level reduce-scatter or all-gather on its way through the levels.
+  struct ListInFlight {
+    const std::vector<Segment>* segs = nullptr;
+    Columns c;
+    char* buf = nullptr;   // the list packed by column
+    char* rows = nullptr;  // reduce-scatter: the node partials that crossed
+    std::vector<int> piece, piece_at, rc, rd;  // what crosses, per node (MPI reads them until done)
+    MPI_Request req = MPI_REQUEST_NULL;
+    bool active = false;
+  };
+
+  void begin_list(ListInFlight& f, const std::vector<Segment>& segs, char* buf) const {
+    const int N = layout.nodes, n = layout.per_node;
+    f.segs = &segs;
+    f.c = columns(segs);
+    f.buf = buf;
+    f.piece.assign(size_t(N), 0);  // each owner's part of this rank's column
+    f.piece_at.assign(size_t(N), 0);
+    for (int k = 0; k < N; ++k) {
+      f.piece[size_t(k)] = f.c.owned[size_t(k * n + local)];
+      f.piece_at[size_t(k)] = f.c.at[size_t(k * n + local)] - f.c.start[size_t(local)];
+    }
+    f.active = true;
+  }
+
+  // A two-level reduce-scatter or all-gather over segments, in lists of about an eighth of the call
+  // (at least 32 KiB a rank) that flow through both levels two at a time, as the plain calls' pieces
+  // do: each slot of the pack buffer holds one list packed by column; the receive buffer holds a
+  // list's rows inside the node and two lists' crossing rows. Lists are cut by counts and owners
+  // alone, the same on every rank.
+  void run_segments_two_level(const Work& w, const std::string& ctx) {
+    const size_t es = dtype_size(w.dtype);
+    const size_t total = std::min(std::max<size_t>(size_t(world), chunk / es / 3),
+                                  std::max((w.count + 7) / 8, (size_t(32) << 10) / es * size_t(world)));
+    // A reduce-scatter's rows inside the node are n columns of at most N owners' parts each.
+    const size_t per_owner = w.op == CommOp::ReduceScatter ? std::max<size_t>(1, total / size_t(world)) : total;
+    std::vector<std::vector<Segment>> cut;
+    std::vector<const std::vector<Segment>*> lists;
+    if (w.count <= total && (w.op != CommOp::ReduceScatter || fits_per_owner(w.segments, per_owner))) {
+      lists.push_back(&w.segments);
+    } else {
+      cut = cut_segments(w.segments, es, total, per_owner, world);
+      for (const auto& l : cut) lists.push_back(&l);
+    }
+    char* const packs = pack_bytes(2 * total * es);
+    if (w.op == CommOp::ReduceScatter) reduce_scatter_lists(w, lists, packs, total, ctx);
+    else all_gather_lists(w, lists, packs, total, ctx);
+  }
+
+  // Reduce-scatter: list k is exchanged and folded inside the node while list k-1's partials cross.
+  void reduce_scatter_lists(const Work& w, const std::vector<const std::vector<Segment>*>& lists, char* packs,
+                            size_t total, const std::string& ctx) {
     const size_t es = dtype_size(w.dtype);
     const MPI_Datatype dt = mpi_type(w.dtype);
     const int N = layout.nodes, n = layout.per_node;
-    const Columns c = columns(segs);
-    char* buf = pack_bytes(count * es);
-    const int mine = c.owned[size_t(rank)], col = c.len[size_t(local)], col_at = c.start[size_t(local)];
-    std::vector<int> piece(static_cast<size_t>(N)), piece_at(static_cast<size_t>(N));  // each owner's part of this rank's column
-    for (int k = 0; k < N; ++k) {
-      piece[size_t(k)] = c.owned[size_t(k * n + local)];
-      piece_at[size_t(k)] = c.at[size_t(k * n + local)] - col_at;
-    }
-    if (w.op == CommOp::ReduceScatter) {
-      pack_segments(segs, c, buf, es, true, -1);
+    char* const inside = scratch_bytes((total + 2 * (total / size_t(n) + 1)) * es);
+    char* const crossing[2] = {inside + total * es, inside + (total + total / size_t(n) + 1) * es};
+    ListInFlight flight[2];
+    auto land = [&](ListInFlight& f) {  // the partials have crossed: fold in node order, unpack own
+      if (!f.active) return;
+      ZT_MPI_CHECK(MPI_Wait(&f.req, MPI_STATUS_IGNORE), ctx);
+      const int mine = f.c.owned[size_t(rank)];
+      char* own = f.buf + size_t(f.c.at[size_t(rank)]) * es;  // the packed buffer's place for this rank's elements
+      reduce_rows(f.rows, size_t(mine), N, w.dtype, w.rop == ReduceOp::Avg ? world : 0, own);
+      pack_segments(*f.segs, f.c, f.buf, es, false, rank);
+      f.active = false;
+    };
+    int slot = 0;
+    for (const std::vector<Segment>* segs : lists) {
+      ListInFlight& f = flight[slot];
+      land(f);  // the list two back used this slot
+      begin_list(f, *segs, packs + size_t(slot) * total * es);
+      const int mine = f.c.owned[size_t(rank)], col = f.c.len[size_t(local)];
+      pack_segments(*segs, f.c, f.buf, es, true, -1);
       std::vector<int> rc(static_cast<size_t>(n), col), rd(size_t(n), 0);
       for (int l = 0; l < n; ++l) rd[size_t(l)] = l * col;
-      char* rows = scratch_bytes(size_t(col) * size_t(n) * es);
-      ZT_MPI_CHECK(MPI_Alltoallv(buf, c.len.data(), c.start.data(), dt, rows, rc.data(), rd.data(), dt, node_comm), ctx);
-      reduce_rows(rows, size_t(col), n, w.dtype, 0, buf);  // the node partial of this rank's column
-      std::vector<int> rc2(static_cast<size_t>(N), mine), rd2(size_t(N), 0);
-      for (int k = 0; k < N; ++k) rd2[size_t(k)] = k * mine;
-      char* rows2 = scratch_bytes(size_t(mine) * size_t(N) * es);
-      ZT_MPI_CHECK(MPI_Alltoallv(buf, piece.data(), piece_at.data(), dt, rows2, rc2.data(), rd2.data(), dt, cross_comm), ctx);
-      char* own = buf + size_t(c.at[size_t(rank)]) * es;  // the packed buffer's place for this rank's elements
-      reduce_rows(rows2, size_t(mine), N, w.dtype, w.rop == ReduceOp::Avg ? world : 0, own);
-      pack_segments(segs, c, buf, es, false, rank);
-      return;
+      ZT_MPI_CHECK(MPI_Alltoallv(f.buf, f.c.len.data(), f.c.start.data(), dt, inside, rc.data(), rd.data(), dt, node_comm),
+                   ctx);
+      reduce_rows(inside, size_t(col), n, w.dtype, 0, f.buf);  // the node partial of this rank's column
+      f.rc.assign(size_t(N), mine);
+      f.rd.assign(size_t(N), 0);
+      for (int k = 0; k < N; ++k) f.rd[size_t(k)] = k * mine;
+      f.rows = crossing[slot];
+      ZT_MPI_CHECK(MPI_Ialltoallv(f.buf, f.piece.data(), f.piece_at.data(), dt, f.rows, f.rc.data(), f.rd.data(), dt,
+                                  cross_comm, &f.req),
+                   ctx);
+      slot ^= 1;
     }
-    // All-gather: this rank's elements to its column on every node, then the columns inside the node.
-    pack_segments(segs, c, buf, es, true, rank);
-    ZT_MPI_CHECK(MPI_Allgatherv(MPI_IN_PLACE, 0, dt, buf + size_t(col_at) * es, piece.data(), piece_at.data(), dt, cross_comm),
-                 ctx);
-    ZT_MPI_CHECK(MPI_Allgatherv(MPI_IN_PLACE, 0, dt, buf, c.len.data(), c.start.data(), dt, node_comm), ctx);
-    pack_segments(segs, c, buf, es, false, -1, rank);
+    land(flight[slot]);  // the older of the last two first
+    land(flight[slot ^ 1]);
+  }
+
+  // All-gather: this rank's elements of list k+1 cross to its column on every node while the node's
+  // ranks exchange list k's columns.
+  void all_gather_lists(const Work& w, const std::vector<const std::vector<Segment>*>& lists, char* packs, size_t total,
+                        const std::string& ctx) {
+    const size_t es = dtype_size(w.dtype);
+    const MPI_Datatype dt = mpi_type(w.dtype);
+    ListInFlight flight[2];
+    auto cross = [&](size_t k) {
+      ListInFlight& f = flight[k % 2];
+      begin_list(f, *lists[k], packs + (k % 2) * total * es);
+      pack_segments(*f.segs, f.c, f.buf, es, true, rank);
+      ZT_MPI_CHECK(MPI_Iallgatherv(MPI_IN_PLACE, 0, dt, f.buf + size_t(f.c.start[size_t(local)]) * es, f.piece.data(),
+                                   f.piece_at.data(), dt, cross_comm, &f.req),
+                   ctx);
+    };
+    if (!lists.empty()) cross(0);
+    for (size_t k = 0; k < lists.size(); ++k) {
+      if (k + 1 < lists.size()) cross(k + 1);  // its slot's last list was unpacked
+      ListInFlight& f = flight[k % 2];
+      ZT_MPI_CHECK(MPI_Wait(&f.req, MPI_STATUS_IGNORE), ctx);
+      ZT_MPI_CHECK(MPI_Allgatherv(MPI_IN_PLACE, 0, dt, f.buf, f.c.len.data(), f.c.start.data(), dt, node_comm), ctx);
+      pack_segments(*f.segs, f.c, f.buf, es, false, -1, rank);
+      f.active = false;
+    }
   }
 
   // Broadcast over several nodes: the root sends to the first rank of every other node, then each
@@ -770,6 +852,10 @@ struct MpiCommunicator::Impl {
   }
 
   void run_segments(const Work& w, const std::string& ctx) {
+    if (w.op != CommOp::AllReduce && layout.two_level()) {
+      run_segments_two_level(w, ctx);
+      return;
+    }
     const size_t es = dtype_size(w.dtype);
     const size_t total = w.op == CommOp::AllReduce ? chunk_elems(es) : std::max<size_t>(1, chunk / es);
     // A reduce-scatter receives world·(its own elements) into scratch: each owner's part of a list
@@ -804,10 +890,6 @@ struct MpiCommunicator::Impl {
   // One list that fits the buffers: packed by owner, moved, reduced or gathered, unpacked.
   void run_segment_list(const Work& w, const std::vector<Segment>& segs, size_t count, const std::string& ctx) {
     const size_t es = dtype_size(w.dtype);
-    if (w.op != CommOp::AllReduce && layout.two_level()) {
-      run_segment_list_two_level(w, segs, count, ctx);
-      return;
-    }
     if (w.op == CommOp::AllReduce) {  // pack, all-reduce in place, unpack
       char* buf = pack_bytes(count * es);
       size_t off = 0;
