@@ -1,5 +1,6 @@
-// MpiCommunicator: collectives on host buffers over MPI. One communication thread owns every MPI
-// call on a private duplicate of COMM_WORLD; callers enqueue work and get handles (issue order).
+// MpiCommunicator: collectives on host buffers over MPI, on a private duplicate of COMM_WORLD.
+// Callers enqueue work and get handles; the calls run one at a time in issue order, on the
+// communication thread, or on a blocking caller's own thread when nothing runs before it.
 #pragma once
 
 #include <memory>
