@@ -286,39 +286,45 @@ CommHandlePtr HostStagedCommunicator::all_reduce_async(const void* send, void* r
 }
 
 // Reduce-scatter and all-gather cut every rank's shard the same way: inner call k carries run k of
-// each shard, the runs of all ranks back to back in the slot.
+// each shard (elements [a, a + n) of every shard), the runs of all ranks back to back in the slot.
+// `one(a, n, pieces)` stages one call, `pieces` saying where run k of each shard lies in `full`.
+namespace {
+template <typename StageOne>
+CommHandlePtr by_shard_runs(size_t count, size_t w, size_t es, size_t chunk_bytes, const void* full, StageOne one) {
+  const size_t shard = count / w, per = run_elements(chunk_bytes, w, es);
+  std::vector<std::shared_ptr<StagedChunk>> chunks;
+  for (size_t a = 0; a < shard; a += per) {
+    const size_t n = std::min(per, shard - a), run = n * es;
+    std::vector<Piece> pieces;
+    for (size_t r = 0; r < w; ++r) add_piece(pieces, {at(full, (r * shard + a) * es), r * run, run});
+    chunks.push_back(one(a, n, std::move(pieces)));
+  }
+  return std::make_shared<StagedHandle>(std::move(chunks));
+}
+}  // namespace
+
 CommHandlePtr HostStagedCommunicator::reduce_scatter_async(const void* send, void* recv, size_t count, DType t,
                                                            ReduceOp op) {
   check_even_split(CommOp::ReduceScatter, count, world_size());
   check_reduction(CommOp::ReduceScatter, t, op);
   if (count == 0) return inner_->reduce_scatter_async(send, recv, 0, t, op);
-  const size_t w = size_t(world_size()), me = size_t(rank()), es = dtype_size(t), shard = count / w;
-  const size_t per = run_elements(staging_->chunk_bytes(), w, es);
-  std::vector<std::shared_ptr<StagedChunk>> chunks;
-  for (size_t a = 0; a < shard; a += per) {
-    const size_t n = std::min(per, shard - a), run = n * es;
-    std::vector<Piece> in;
-    for (size_t r = 0; r < w; ++r) add_piece(in, {at(send, (r * shard + a) * es), r * run, run});
-    chunks.push_back(stage(staging_, backend_, w * run, in, {{at(recv, a * es), me * run, run}},
-                           [&](char* h) { return inner_->reduce_scatter_async(h, h + me * run, w * n, t, op); }));
-  }
-  return std::make_shared<StagedHandle>(std::move(chunks));
+  const size_t w = size_t(world_size()), me = size_t(rank()), es = dtype_size(t);
+  return by_shard_runs(count, w, es, staging_->chunk_bytes(), send, [&](size_t a, size_t n, std::vector<Piece> in) {
+    const size_t run = n * es;
+    return stage(staging_, backend_, w * run, std::move(in), {{at(recv, a * es), me * run, run}},
+                 [&](char* h) { return inner_->reduce_scatter_async(h, h + me * run, w * n, t, op); });
+  });
 }
 
 CommHandlePtr HostStagedCommunicator::all_gather_async(const void* send, void* recv, size_t count, DType t) {
   check_even_split(CommOp::AllGather, count, world_size());
   if (count == 0) return inner_->all_gather_async(send, recv, 0, t);
-  const size_t w = size_t(world_size()), me = size_t(rank()), es = dtype_size(t), shard = count / w;
-  const size_t per = run_elements(staging_->chunk_bytes(), w, es);
-  std::vector<std::shared_ptr<StagedChunk>> chunks;
-  for (size_t a = 0; a < shard; a += per) {
-    const size_t n = std::min(per, shard - a), run = n * es;
-    std::vector<Piece> back;
-    for (size_t r = 0; r < w; ++r) add_piece(back, {at(recv, (r * shard + a) * es), r * run, run});
-    chunks.push_back(stage(staging_, backend_, w * run, {{at(send, a * es), me * run, run}}, std::move(back),
-                           [&](char* h) { return inner_->all_gather_async(h + me * run, h, w * n, t); }));
-  }
-  return std::make_shared<StagedHandle>(std::move(chunks));
+  const size_t w = size_t(world_size()), me = size_t(rank()), es = dtype_size(t);
+  return by_shard_runs(count, w, es, staging_->chunk_bytes(), recv, [&](size_t a, size_t n, std::vector<Piece> back) {
+    const size_t run = n * es;
+    return stage(staging_, backend_, w * run, {{at(send, a * es), me * run, run}}, std::move(back),
+                 [&](char* h) { return inner_->all_gather_async(h + me * run, h, w * n, t); });
+  });
 }
 
 CommHandlePtr HostStagedCommunicator::all_to_all_async(const void* send, void* recv, size_t count, DType t) {

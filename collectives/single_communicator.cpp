@@ -22,24 +22,6 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 
 }  // namespace
 
-CommHandlePtr SingleCommunicator::all_reduce_async(const void* send, void* recv, size_t count, DType t,
-                                                   ReduceOp op) {
-  check_reduction(CommOp::AllReduce, t, op);
-  auto t0 = std::chrono::steady_clock::now();
-  reduce_rank_order(send, count, 1, t, op, recv);
-  stats_.add(CommOp::AllReduce, comm_algorithm_bytes(CommOp::AllReduce, count, t), seconds_since(t0));
-  return std::make_shared<DoneHandle>();
-}
-
-CommHandlePtr SingleCommunicator::reduce_scatter_async(const void* send, void* recv, size_t count, DType t,
-                                                       ReduceOp op) {
-  check_reduction(CommOp::ReduceScatter, t, op);
-  auto t0 = std::chrono::steady_clock::now();
-  reduce_rank_order(send, count, 1, t, op, recv);
-  stats_.add(CommOp::ReduceScatter, comm_algorithm_bytes(CommOp::ReduceScatter, count, t), seconds_since(t0));
-  return std::make_shared<DoneHandle>();
-}
-
 CommHandlePtr SingleCommunicator::all_gather_async(const void* send, void* recv, size_t count, DType t) {
   auto t0 = std::chrono::steady_clock::now();
   if (send != recv && count) std::memmove(recv, send, count * dtype_size(t));
@@ -62,26 +44,14 @@ CommHandlePtr SingleCommunicator::broadcast_async(void* buf, size_t count, DType
   return std::make_shared<DoneHandle>();
 }
 
-// World size 1: every segment's owner is this rank and its sum is its own value (rounded as the
-// plain reduction rounds a single contribution), whether the op is a reduce-scatter or an all-reduce.
-CommHandlePtr SingleCommunicator::fold_segments(CommOp op_kind, const std::vector<Segment>& segments, DType t,
-                                                ReduceOp op) {
-  check_reduction(op_kind, t, op);
-  const size_t total = check_segments(op_kind, segments, 1);
+CommHandlePtr SingleCommunicator::fold(CommOp kind, const std::vector<Segment>& segments, void* recv, DType t,
+                                       ReduceOp op) {
+  check_reduction(kind, t, op);
+  const size_t total = recv ? segments[0].count : check_segments(kind, segments, 1);
   auto t0 = std::chrono::steady_clock::now();
-  for (const Segment& s : segments) reduce_rank_order(s.data, s.count, 1, t, op, s.data);
-  stats_.add(op_kind, comm_algorithm_bytes(op_kind, total, t), seconds_since(t0));
+  for (const Segment& s : segments) reduce_rank_order(s.data, s.count, 1, t, op, recv ? recv : s.data);
+  stats_.add(kind, comm_algorithm_bytes(kind, total, t), seconds_since(t0));
   return std::make_shared<DoneHandle>();
-}
-
-CommHandlePtr SingleCommunicator::reduce_scatter_segments_async(const std::vector<Segment>& segments, DType t,
-                                                                ReduceOp op) {
-  return fold_segments(CommOp::ReduceScatter, segments, t, op);
-}
-
-CommHandlePtr SingleCommunicator::all_reduce_segments_async(const std::vector<Segment>& segments, DType t,
-                                                            ReduceOp op) {
-  return fold_segments(CommOp::AllReduce, segments, t, op);
 }
 
 CommHandlePtr SingleCommunicator::all_gather_segments_async(const std::vector<Segment>& segments, DType t) {

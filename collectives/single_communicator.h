@@ -13,14 +13,24 @@ class SingleCommunicator final : public Communicator {
   int world_size() const override { return 1; }
   std::string name() const override { return "single"; }
 
-  CommHandlePtr all_reduce_async(const void* send, void* recv, size_t count, DType t, ReduceOp op) override;
-  CommHandlePtr reduce_scatter_async(const void* send, void* recv, size_t count, DType t, ReduceOp op) override;
+  // The reductions: each element's sum over one rank is its own value, rounded as the MPI path
+  // rounds a single contribution; a reduce-scatter and an all-reduce are the same fold here.
+  CommHandlePtr all_reduce_async(const void* send, void* recv, size_t count, DType t, ReduceOp op) override {
+    return fold(CommOp::AllReduce, {{const_cast<void*>(send), count, 0}}, recv, t, op);
+  }
+  CommHandlePtr reduce_scatter_async(const void* send, void* recv, size_t count, DType t, ReduceOp op) override {
+    return fold(CommOp::ReduceScatter, {{const_cast<void*>(send), count, 0}}, recv, t, op);
+  }
+  CommHandlePtr reduce_scatter_segments_async(const std::vector<Segment>& segments, DType t, ReduceOp op) override {
+    return fold(CommOp::ReduceScatter, segments, nullptr, t, op);
+  }
+  CommHandlePtr all_reduce_segments_async(const std::vector<Segment>& segments, DType t, ReduceOp op) override {
+    return fold(CommOp::AllReduce, segments, nullptr, t, op);
+  }
   CommHandlePtr all_gather_async(const void* send, void* recv, size_t count, DType t) override;
   CommHandlePtr broadcast_async(void* buf, size_t count, DType t, int root) override;
   CommHandlePtr all_to_all_async(const void* send, void* recv, size_t count, DType t) override;
   CommHandlePtr barrier_async() override;
-  CommHandlePtr reduce_scatter_segments_async(const std::vector<Segment>& segments, DType t, ReduceOp op) override;
-  CommHandlePtr all_reduce_segments_async(const std::vector<Segment>& segments, DType t, ReduceOp op) override;
   CommHandlePtr all_gather_segments_async(const std::vector<Segment>& segments, DType t) override;
 
   // A world of one splits into a world of one.
@@ -29,7 +39,8 @@ class SingleCommunicator final : public Communicator {
   void reset_stats() override { stats_.reset(); }
 
  private:
-  CommHandlePtr fold_segments(CommOp op_kind, const std::vector<Segment>& segments, DType t, ReduceOp op);
+  // Folds each segment into itself, or (recv set: a plain call) the one segment into recv.
+  CommHandlePtr fold(CommOp kind, const std::vector<Segment>& segments, void* recv, DType t, ReduceOp op);
   CommStatsTable stats_;
 };
 
