@@ -81,17 +81,9 @@ ZT_SIMD_INLINE void online_softmax_tile_body(float* s, int tk, int nr, int nc, i
       for (int c = 0; c < nc; ++c) si[c] = 0.f;
       continue;
     }
-    float mx = m[i];
-#pragma omp simd reduction(max : mx)
-    for (int c = 0; c < lim; ++c) mx = si[c] > mx ? si[c] : mx;
+    const float mx = vm::max_of(si, lim, m[i]);
     const float alpha = std::exp(m[i] - mx);  // 0 on the first visited block (m = -inf)
-    float sum = 0.f;
-#pragma omp simd reduction(+ : sum)
-    for (int c = 0; c < lim; ++c) {
-      const float e = vm::exp(si[c] - mx);
-      si[c] = e;
-      sum += e;
-    }
+    const float sum = vm::exp_shifted_sum(si, lim, mx, si);
     for (int c = lim; c < nc; ++c) si[c] = 0.f;
     l[i] = alpha * l[i] + sum;
     m[i] = mx;

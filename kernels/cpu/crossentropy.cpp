@@ -18,16 +18,8 @@ ZT_SIMD_INLINE void ce_row_body(float* loss, float* d, const float* x, int targe
     return;
   }
   const float xt = x[target];  // read before an in-place d overwrites it
-  float mx = -INFINITY;
-#pragma omp simd reduction(max : mx)
-  for (int v = 0; v < V; ++v) mx = x[v] > mx ? x[v] : mx;
-  float sum = 0.f;
-#pragma omp simd reduction(+ : sum)
-  for (int v = 0; v < V; ++v) {
-    const float e = vm::exp(x[v] - mx);
-    d[v] = e;
-    sum += e;
-  }
+  const float mx = vm::max_of(x, V, -INFINITY);
+  const float sum = vm::exp_shifted_sum(x, V, mx, d);
   *loss = std::log(sum) + mx - xt;
   const float scale = g / sum;
 #pragma omp simd

@@ -45,4 +45,23 @@ ZT_SIMD_INLINE float gelu_grad(float x) {
   return s + 2.0f * x * s * (1.0f - s) * (kGeluK * (1.0f + 3.0f * kGeluC * x * x));
 }
 
+// A softmax's two passes over a row of n values: the largest (from `init`), then e[i] = e^(x[i] - mx)
+// with their sum (e may be x). Each inlines into the caller's SIMD body.
+ZT_SIMD_INLINE float max_of(const float* x, int n, float init) {
+  float mx = init;
+#pragma omp simd reduction(max : mx)
+  for (int i = 0; i < n; ++i) mx = x[i] > mx ? x[i] : mx;
+  return mx;
+}
+ZT_SIMD_INLINE float exp_shifted_sum(const float* x, int n, float mx, float* e) {
+  float sum = 0.f;
+#pragma omp simd reduction(+ : sum)
+  for (int i = 0; i < n; ++i) {
+    const float v = vm::exp(x[i] - mx);
+    e[i] = v;
+    sum += v;
+  }
+  return sum;
+}
+
 }  // namespace zt::cpu::vm
