@@ -560,6 +560,16 @@ def main():
     if a.link_delay:
         sys.exit("sweep: --link-delay is not built (this kernel has no netem and the user-space delay line is not "
                  "written); measure at --link-rates alone")
+    # Flags every run gets from the sweep itself: given again after `--`, zerotrain would refuse the
+    # second one in words about itself ("At Most 1 required but received 2").
+    owned = {"--config": "--config", "--model": "--model", "--steps": "--steps", "--eval-every": None,
+             "--eval-batches": None, "--metrics": None, "--trace": None}
+    for f in extra:
+        name = f.split("=", 1)[0]
+        if name in owned:
+            instead = f"use the sweep's own {owned[name]}" if owned[name] else "drop it"
+            sys.exit(f"sweep: '{f}' after '--': the sweep passes {name} to every run itself (--config, --model, "
+                     f"--steps, --eval-every 0, --eval-batches 1, --metrics, --trace are its own); {instead}")
     rpn = a.ranks_per_node or a.world_size
     if rpn < 1 or a.world_size % rpn:
         sys.exit(f"sweep: --ranks-per-node {rpn} must divide --world-size {a.world_size}")

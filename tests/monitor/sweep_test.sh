@@ -93,4 +93,12 @@ assert 0 < float(qgz["qgz_max_rel_err"]) <= float(qgz["qgz_bound_rel_err"]), qgz
 print("sweep_test: qgZ row ok")
 PY
 [ $status = 0 ] && echo "sweep_test: ok"
+# A flag the sweep passes to every run, given again after `--`: refused before any run, naming it.
+/usr/bin/python3 "$sweep" --config "$config" --model small --world-size 2 --steps 3 --out "$work/owned" \
+  --zerotrain "$zt" --mpirun "$mpirun" -- --eval-batches=2 > "$work/owned.log" 2>&1
+rc=$?
+if [ $rc = 0 ] || ! grep -q "'--eval-batches=2' after '--': the sweep passes --eval-batches to every run itself" \
+  "$work/owned.log" || [ -e "$work/owned/runs" ]; then
+  cat "$work/owned.log"; echo "FAIL: a sweep-owned flag after -- was not refused up front (rc $rc)"; status=1
+fi
 exit $status
