@@ -3,12 +3,16 @@
 # UTS namespace), joined by veth links to a bridge in a "switch" namespace of their own, so that a
 # real Open MPI job runs across them: shared memory between the ranks of one node, TCP over the veth
 # between nodes, every inter-node byte on the nodes' interface counters. A rate (tc tbf on each
-# node's egress) shapes the links; added latency is not built (this kernel has no netem, and the
-# user-space delay line it would need is not written yet). Needs root (CAP_SYS_ADMIN, CAP_NET_ADMIN).
+# node's egress) shapes the links, and a delay line adds latency: this kernel has no netem, so each
+# node's outgoing packets go through an iptables NFQUEUE rule to scripts/delay_line.cpp, which holds
+# each one the given time (built on first use; its own floor of some tens of microseconds shows in
+# the ping that `shape` prints). Needs root (CAP_SYS_ADMIN, CAP_NET_ADMIN).
 #
 #   cluster.sh check                  can this machine make the cluster? (exit 0; else one line, exit 77)
 #   cluster.sh up N                   N nodes (ends a previous cluster of this name first: recovers a crash)
-#   cluster.sh shape RATE             each node's link at RATE (tc units: 1gbit, 100mbit); `shape off`
+#   cluster.sh shape RATE [DELAY]     each node's link at RATE (tc units: 1gbit, 100mbit), every packet
+#                                     held DELAY more on its way out (us, ms: 500us, 2ms; a round trip
+#                                     gains twice it); prints the ping between nodes 1 and 2; `shape off`
 #   cluster.sh run [-n RANKS_PER_NODE] [-x VAR]... [--mca K V]... [--map-by POLICY] -- CMD ARGS...
 #                                     mpirun inside node 1 across every node (ranks node by node
 #                                     unless --map-by says otherwise);
@@ -160,14 +164,78 @@ rate_bytes() {
   esac
 }
 
+# Microseconds from a delay with a unit (us, ms, s).
+delay_us() {
+  local d=$1 num unit
+  num=$(echo "$d" | sed -n 's/^\([0-9.]*\).*$/\1/p'); unit=$(echo "$d" | sed -n 's/^[0-9.]*\(.*\)$/\1/p')
+  [ -n "$num" ] || die "shape: delay '$d' is not a number with a unit (e.g. 500us, 2ms)"
+  case "$unit" in
+    us) awk "BEGIN{print $num}" ;;
+    ms) awk "BEGIN{print $num*1000}" ;;
+    s) awk "BEGIN{print $num*1000000}" ;;
+    *) die "shape: delay '$d' needs a unit: us, ms, s (e.g. 500us, 2ms)" ;;
+  esac
+}
+
+# The delay line off: each node's rule removed first (new packets pass straight), then its daemon
+# ended by pid (it lets the packets it holds go before it exits).
+delay_off() {
+  local n i pid
+  n=$(nodes)
+  for ((i = 1; i <= n; i++)); do
+    [ -f "$STATE/delay.$i" ] || continue
+    nsenter -t "$(holder "$i")" -n iptables-legacy -w -F OUTPUT 2>/dev/null || true
+    pid=$(cat "$STATE/delay.$i")
+    kill -TERM "$pid" 2>/dev/null || true
+    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.02; done
+    rm -f "$STATE/delay.$i" "$STATE/delay.$i.ready"
+  done
+}
+
+# Every packet a node sends on its link held $1 microseconds by a delay line in that node.
+delay_on() {
+  local us=$1 n i
+  command -v iptables-legacy >/dev/null || die "shape: a delay needs iptables-legacy (the package iptables: run scripts/setup.sh)"
+  command -v ping >/dev/null || die "shape: a delay needs ping (the package iputils-ping: run scripts/setup.sh)"
+  if [ ! -x "$STATE/delay_line" ] || [ "$here/delay_line.cpp" -nt "$STATE/delay_line" ]; then
+    local flags err
+    flags=$(pkg-config --cflags --libs libnetfilter_queue 2>/dev/null) ||
+      die "shape: a delay needs libnetfilter-queue-dev to build scripts/delay_line.cpp (run scripts/setup.sh)"
+    err=$(g++ -O2 -std=c++17 -Wall -o "$STATE/delay_line" "$here/delay_line.cpp" $flags 2>&1) ||
+      die "shape: scripts/delay_line.cpp does not build: $(echo "$err" | grep -m1 error)"
+  fi
+  n=$(nodes)
+  for ((i = 1; i <= n; i++)); do
+    nsenter -t "$(holder "$i")" -n "$STATE/delay_line" --queue 0 --delay-us "$us" --ready "$STATE/delay.$i.ready" \
+      </dev/null >/dev/null 2>"$STATE/delay.$i.log" &
+    echo $! > "$STATE/delay.$i"
+  done
+  for ((i = 1; i <= n; i++)); do
+    for _ in $(seq 100); do [ -f "$STATE/delay.$i.ready" ] && break; sleep 0.02; done
+    [ -f "$STATE/delay.$i.ready" ] || { delay_off; die "shape: the delay line of node $i did not start: $(cat "$STATE/delay.$i.log")"; }
+    # --queue-bypass: packets pass undelayed if the daemon is gone, rather than being dropped.
+    nsenter -t "$(holder "$i")" -n iptables-legacy -w -A OUTPUT -o eth0 -j NFQUEUE --queue-num 0 --queue-bypass ||
+      { delay_off; die "shape: cannot add the NFQUEUE rule in node $i (iptables-legacy; does the kernel have NFQUEUE?)"; }
+  done
+}
+
+# The mean round trip between nodes 1 and 2 in microseconds (ping, 20 echoes).
+rtt_us() {
+  nsenter -t "$(holder 1)" -n ping -c 20 -i 0.005 -q "$NET.2" 2>/dev/null |
+    awk -F'/' '/^rtt/ {print int($5 * 1000)}'
+}
+
 cmd_shape() {
   need_up
-  local rate=${1:-} n i ns
-  [ -n "$rate" ] || die "shape needs RATE (e.g. shape 1gbit) or 'off'"
-  [ $# -le 1 ] || die "shape: a delay ('$2') is not built: this kernel has no netem and the user-space delay line is not written yet; shape the rate alone"
+  local rate=${1:-} delay=${2:-} n i ns us=""
+  [ -n "$rate" ] || die "shape needs RATE [DELAY] (e.g. shape 1gbit, shape 100mbit 2ms) or 'off'"
+  [ $# -le 2 ] || die "shape takes RATE [DELAY], got $# words: $*"
+  [ "$rate" = off ] && [ -n "$delay" ] && die "shape off takes no delay (it removes the rate and the delay)"
   n=$(nodes)
   local bps burst
   [ "$rate" = off ] || bps=$(rate_bytes "$rate")
+  [ -n "$delay" ] && us=$(delay_us "$delay")
+  delay_off
   for ((i = 1; i <= n; i++)); do
     ns=$(node_ns "$i")
     tc -n "$ns" qdisc del dev eth0 root 2>/dev/null || true
@@ -177,9 +245,13 @@ cmd_shape() {
     tc -n "$ns" qdisc add dev eth0 root tbf rate "$rate" burst "$burst" latency 200ms
   done
   rm -f "$STATE/shape"
-  [ "$rate" = off ] && { echo "cluster: links unshaped"; return; }
-  echo "$rate" > "$STATE/shape"
-  echo "cluster: each node sends at $rate"
+  [ "$rate" = off ] && { echo "cluster: links unshaped, no delay"; return; }
+  [ -n "$us" ] && awk "BEGIN{exit !($us > 0)}" && delay_on "$us"
+  echo "$rate${us:+ $delay}" > "$STATE/shape"
+  local said="cluster: each node sends at $rate"
+  [ -n "$us" ] && said+=", every packet held $delay more on its way out"
+  (( n >= 2 )) && said+=" (ping node 1 -> 2: round trip $(rtt_us) us)"
+  echo "$said"
 }
 
 cmd_run() {
@@ -257,7 +329,7 @@ cmd_status() {
   local n i
   n=$(nodes)
   if [ "${1:-}" = --json ]; then counters_json; return; fi
-  echo "cluster '$NAME': $n node(s), subnet $NET.0/24, shaping: $(cat "$STATE/shape" 2>/dev/null || echo none)"
+  echo "cluster '$NAME': $n node(s), subnet $NET.0/24, shaping (rate [delay]): $(cat "$STATE/shape" 2>/dev/null || echo none)"
   for ((i = 1; i <= n; i++)); do
     local ns pids procs
     ns=$(node_ns "$i")
@@ -287,7 +359,7 @@ cmd_kill() {
   pids=$(ip netns pids "$ns" 2>/dev/null || true)
   for p in $pids; do
     [ "$p" = "$(holder "$1")" ] && continue
-    case "$(cat /proc/$p/comm 2>/dev/null)" in orted|mpirun|sleep|nsenter|sh) continue ;; esac
+    case "$(cat /proc/$p/comm 2>/dev/null)" in orted|mpirun|sleep|nsenter|sh|delay_line) continue ;; esac
     kill -KILL "$p" 2>/dev/null && killed+="$p "
   done
   echo "cluster: killed on $(node_host "$1"): ${killed:-nothing}"

@@ -7,6 +7,7 @@ packages=(cmake g++ make ninja-build pkg-config
           clang libclang-rt-14-dev libomp-dev  # the config fuzzer: clang's libFuzzer and OpenMP runtimes
           libpcre2-dev  # the BPE pre-tokenizer's Unicode regex
           iproute2 util-linux  # scripts/cluster.sh: network namespaces, veth, tc; nsenter, unshare
+          iptables libnetfilter-queue-dev iputils-ping  # its delay line (an NFQUEUE rule, scripts/delay_line.cpp), ping
           jq)  # scripts/mutation_check.sh: the CTest names of a mutation's test executables
 missing=()
 for p in "${packages[@]}"; do

@@ -4,6 +4,8 @@
 # (scripts/cluster_link.py), then each op of ours beside the MPI library's own and beside the time
 # the link needs for the op's inter-node bytes at that rate.
 #   bench/collectives/cluster_bench.sh [RATE=1gbit] [RANKS_PER_NODE=2] [bench_collectives flags...]
+# ZT_LINK_DELAY (e.g. 1ms) adds that latency each way (cluster.sh shape RATE DELAY); the ping between
+# the nodes is printed beside the rate.
 # ZT_BUILD_DIR picks the build (default build/); the cluster is this script's own and is removed after.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -17,7 +19,7 @@ cluster="$root/scripts/cluster.sh"
 "$cluster" check
 trap '"$cluster" down >/dev/null' EXIT
 "$cluster" up 2
-"$cluster" shape "$rate"
+"$cluster" shape "$rate" ${ZT_LINK_DELAY:+"$ZT_LINK_DELAY"}
 measured=$(cd "$root/scripts" && python3 -c "
 import os, cluster_link
 print(int(cluster_link.measure_rate('$cluster', dict(os.environ), rate_hint_bps=cluster_link.rate_bits('$rate'), both_ways=True)))")

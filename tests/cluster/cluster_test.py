@@ -10,7 +10,9 @@
   own traffic, which differs a little between runs, below);
 - a checkpoint saved on the cluster and loaded on it continues to the uninterrupted run's parameters;
 - a node whose link dies mid-run: the job ends within ZT_COMM_TIMEOUT_S + 30 s, non-zero, with one
-  watchdog message naming the lost host; a node whose ranks are killed while the job saves: the job
+  watchdog message naming the lost host; latency on the links (the delay line) shows in ping, gives
+  the same bits, and a dead delay line leaves the link up; a node whose ranks are killed while the
+  job saves: the job
   ends, the stop line at most once, the last complete checkpoint verifies and a resume on the
   cluster reaches the uninterrupted run's parameters; ranks placed round-robin are refused once;
   nothing of the cluster is left afterwards.
@@ -131,6 +133,42 @@ try:
     said = [l for l in r.stdout.splitlines() if "round-robin" in l]
     check(r.returncode != 0 and len(said) == 1 and "--map-by slot" in said[0],
           "round-robin placement: refused once, naming --map-by slot (rc %d, %d line(s))" % (r.returncode, len(said)))
+
+    # 1c. Latency on the links (the delay line: an NFQUEUE rule and scripts/delay_line.cpp per node):
+    # a ping cannot come back before both ways' hold; training through it gives the same bits; a
+    # delay line that dies leaves the link up (--queue-bypass); `shape off` ends every delay line.
+    def rtt_us():
+        p = cluster("exec", "1", "ping", "-c", "5", "-i", "0.01", "-q", "%s.2" % ENV["ZT_CLUSTER_NET"])
+        m = re.search(r"= [\d.]+/([\d.]+)/", p.stdout)
+        return float(m.group(1)) * 1000 if m else float("inf")
+
+    def delay_lines():
+        return [l for l in cluster("status").stdout.splitlines() if "delay_line(" in l]
+
+    cfg = config("delayed", stage=2)
+    plain = os.path.join(ROOT, "plain.jsonl")
+    delayed = os.path.join(ROOT, "delayed.jsonl")
+    on_cluster(TINY + ["--steps", "3", "--config", cfg, "--metrics", plain])
+    sh = cluster("shape", "1gbit", "2ms")
+    held = rtt_us()
+    check(sh.returncode == 0 and "round trip" in sh.stdout and held >= 4000 and len(delay_lines()) == 2,
+          "shape 1gbit 2ms: a delay line in each node, ping's round trip %.0f us >= 4000 (%s)" % (held, sh.stdout.strip()))
+    r = on_cluster(TINY + ["--steps", "3", "--config", cfg, "--metrics", delayed])
+    a, b = records(plain)[2].get("param_checksum"), records(delayed)[2].get("param_checksum")
+    check(r.returncode == 0 and a is not None and a == b,
+          "training through the delayed links: the undelayed run's parameters (%s, %s)" % (a, b))
+    pids = re.findall(r"delay_line\((\d+)\)", delay_lines()[0]) if delay_lines() else []
+    for pid in pids:
+        os.kill(int(pid), signal.SIGKILL)
+    time.sleep(0.2)
+    gone = rtt_us()
+    check(pids and 2000 <= gone < 4000,
+          "node 1's delay line killed: packets pass it undelayed (round trip %.0f us, node 2's hold alone)" % gone)
+    off = cluster("shape", "off")
+    check(off.returncode == 0 and not delay_lines() and rtt_us() < 2000,
+          "shape off: no delay line left, round trip %.0f us" % rtt_us())
+    bad = cluster("shape", "1gbit", "2")
+    check(bad.returncode != 0 and "needs a unit" in bad.stdout, "shape 1gbit 2: refused, naming the units (%s)" % bad.stdout.strip())
 
     # 2. The wire against the records: bytes sent per step, from a 12- and a 4-step run, at 2 nodes of
     # 2 and of 4 (MiCS inside a node, and its two-level gather over shard groups spanning both).
