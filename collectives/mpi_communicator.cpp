@@ -458,12 +458,13 @@ struct MpiCommunicator::Impl {
   // cross group (each node's partial folded in node order), and the parts are gathered inside each
   // node. Pipelined: while piece k is reduced inside the node, piece k-1's partials cross and piece
   // k-2's are gathered back across, so the link is not idle while the node works. Each element is
-  // folded as in one call. Scratch: n rows of a part, and two pieces' crossing rows.
+  // folded as in one call. Scratch: n rows of a part, and two pieces' crossing rows. A piece is an
+  // eighth of the call, at least 1 MiB (fewer pieces, fewer latencies waited; see piece_elems).
   void all_reduce_two_level(void* buf, size_t count, DType t, ReduceOp rop, const std::string& ctx) {
     const size_t es = dtype_size(t);
     const MPI_Datatype dt = mpi_type(t);
     const int N = layout.nodes, n = layout.per_node;
-    const size_t piece = std::min(std::max<size_t>(1, chunk / es / 4), std::max((count + 7) / 8, (size_t(64) << 10) / es));
+    const size_t piece = std::min(std::max<size_t>(1, chunk / es / 4), std::max((count + 7) / 8, (size_t(1) << 20) / es));
     const size_t part_max = piece / size_t(n) + 1, cross_max = part_max / size_t(N) + 1;
     char* const rows_at = scratch_bytes((part_max * size_t(n) + 2 * cross_max * size_t(N)) * es);
     char* const cross_rows[2] = {rows_at + part_max * size_t(n) * es,
@@ -546,11 +547,14 @@ struct MpiCommunicator::Impl {
   }
 
   // Elements of every rank's shard one piece of a two-level call carries: about an eighth of the
-  // shard (so the pieces can flow through both levels at once, see below), at least 32 KiB a rank,
-  // and two pieces' rows in each working buffer.
+  // shard (so the pieces can flow through both levels at once, see below), at least 256 KiB a rank,
+  // and two pieces' rows in each working buffer. With two pieces in flight a call waits about one
+  // link latency per two pieces: at 32 KiB, small calls (stage 3's gathers of small units) were cut
+  // into up to 8 and a 2 ms link took `small`'s stage 3 step from 132 to 200 ms, while pieces of
+  // 256 KiB and more keep a 1 Gbit/s link as busy (bench/RESULTS.md, "Latency on the link").
   size_t piece_elems(size_t shard, size_t es) const {
     const size_t fit = std::max<size_t>(1, chunk / es / (2 * size_t(world)));
-    const size_t want = std::max((shard + 7) / 8, (size_t(32) << 10) / es);
+    const size_t want = std::max((shard + 7) / 8, (size_t(256) << 10) / es);
     return std::min(fit, want);
   }
 

@@ -3,15 +3,17 @@
 # UTS namespace), joined by veth links to a bridge in a "switch" namespace of their own, so that a
 # real Open MPI job runs across them: shared memory between the ranks of one node, TCP over the veth
 # between nodes, every inter-node byte on the nodes' interface counters. A rate (tc tbf on each
-# node's egress) shapes the links, and a delay line adds latency: this kernel has no netem, so each
-# node's outgoing packets go through an iptables NFQUEUE rule to scripts/delay_line.cpp, which holds
-# each one the given time (built on first use; its own floor of some tens of microseconds shows in
-# the ping that `shape` prints). Needs root (CAP_SYS_ADMIN, CAP_NET_ADMIN).
+# node's egress) shapes the links, and a delay line adds latency: this kernel has no netem, so the
+# packets each node receives on its link go through an iptables NFQUEUE rule to scripts/delay_line.cpp,
+# which holds each one the given time (built on first use; its own floor of some tens of
+# microseconds shows in the ping that `shape` prints). Held on arrival, not on the way out: a packet
+# held in its sender still counts against the socket's TCP small-queue budget, which capped a
+# 1 Gbit/s link with 2 ms added at 63 MB/s. Needs root (CAP_SYS_ADMIN, CAP_NET_ADMIN).
 #
 #   cluster.sh check                  can this machine make the cluster? (exit 0; else one line, exit 77)
 #   cluster.sh up N                   N nodes (ends a previous cluster of this name first: recovers a crash)
 #   cluster.sh shape RATE [DELAY]     each node's link at RATE (tc units: 1gbit, 100mbit), every packet
-#                                     held DELAY more on its way out (us, ms: 500us, 2ms; a round trip
+#                                     held DELAY more on its way in (us, ms: 500us, 2ms; a round trip
 #                                     gains twice it); prints the ping between nodes 1 and 2; `shape off`
 #   cluster.sh run [-n RANKS_PER_NODE] [-x VAR]... [--mca K V]... [--map-by POLICY] -- CMD ARGS...
 #                                     mpirun inside node 1 across every node (ranks node by node
@@ -184,7 +186,7 @@ delay_off() {
   n=$(nodes)
   for ((i = 1; i <= n; i++)); do
     [ -f "$STATE/delay.$i" ] || continue
-    nsenter -t "$(holder "$i")" -n iptables-legacy -w -F OUTPUT 2>/dev/null || true
+    nsenter -t "$(holder "$i")" -n iptables-legacy -w -F INPUT 2>/dev/null || true
     pid=$(cat "$STATE/delay.$i")
     kill -TERM "$pid" 2>/dev/null || true
     for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.02; done
@@ -192,7 +194,7 @@ delay_off() {
   done
 }
 
-# Every packet a node sends on its link held $1 microseconds by a delay line in that node.
+# Every packet a node receives on its link held $1 microseconds by a delay line in that node.
 delay_on() {
   local us=$1 n i
   command -v iptables-legacy >/dev/null || die "shape: a delay needs iptables-legacy (the package iptables: run scripts/setup.sh)"
@@ -214,14 +216,15 @@ delay_on() {
     for _ in $(seq 100); do [ -f "$STATE/delay.$i.ready" ] && break; sleep 0.02; done
     [ -f "$STATE/delay.$i.ready" ] || { delay_off; die "shape: the delay line of node $i did not start: $(cat "$STATE/delay.$i.log")"; }
     # --queue-bypass: packets pass undelayed if the daemon is gone, rather than being dropped.
-    nsenter -t "$(holder "$i")" -n iptables-legacy -w -A OUTPUT -o eth0 -j NFQUEUE --queue-num 0 --queue-bypass ||
+    nsenter -t "$(holder "$i")" -n iptables-legacy -w -A INPUT -i eth0 -j NFQUEUE --queue-num 0 --queue-bypass ||
       { delay_off; die "shape: cannot add the NFQUEUE rule in node $i (iptables-legacy; does the kernel have NFQUEUE?)"; }
   done
 }
 
-# The mean round trip between nodes 1 and 2 in microseconds (ping, 20 echoes).
+# The mean round trip between nodes 1 and 2 in microseconds (ping, 20 echoes; -U: from user space
+# to user space, since ping's default stamps a reply when it reaches the node, before the delay line).
 rtt_us() {
-  nsenter -t "$(holder 1)" -n ping -c 20 -i 0.005 -q "$NET.2" 2>/dev/null |
+  nsenter -t "$(holder 1)" -n ping -U -c 20 -i 0.005 -q "$NET.2" 2>/dev/null |
     awk -F'/' '/^rtt/ {print int($5 * 1000)}'
 }
 
@@ -249,7 +252,7 @@ cmd_shape() {
   [ -n "$us" ] && awk "BEGIN{exit !($us > 0)}" && delay_on "$us"
   echo "$rate${us:+ $delay}" > "$STATE/shape"
   local said="cluster: each node sends at $rate"
-  [ -n "$us" ] && said+=", every packet held $delay more on its way out"
+  [ -n "$us" ] && said+=", every packet held $delay more on its way in"
   (( n >= 2 )) && said+=" (ping node 1 -> 2: round trip $(rtt_us) us)"
   echo "$said"
 }

@@ -90,9 +90,36 @@ def measure_rate(cluster_sh, env, seconds_at_rate=1.0, rate_hint_bps=None, port=
     return min(rates)
 
 
-def modelled_step_ms(compute_ms, inter_bytes, nodes, rate):
-    """The step at `rate` (bytes/s): the compute term plus the inter-node bytes' time on each link."""
-    return compute_ms + link_ms(inter_bytes, nodes, rate)
+def delay_ok(delay):
+    """Whether `delay` is a number with a unit cluster.sh takes (us, ms, s)."""
+    for unit in ("us", "ms", "s"):
+        if delay.endswith(unit):
+            return delay[:-len(unit)].replace(".", "", 1).isdigit()
+    return False
+
+
+def measure_rtt_us(cluster_sh, env, count=20):
+    """The mean round trip between nodes 1 and 2 in microseconds (ping, `count` echoes 5 ms apart)."""
+    host = subprocess.run([cluster_sh, "exec", "2", "hostname"], env=env, stdout=subprocess.PIPE, text=True,
+                          check=True).stdout.strip()
+    # -U: user space to user space (by default ping stamps a reply on arrival, before the delay line)
+    out = subprocess.run([cluster_sh, "exec", "1", "ping", "-U", "-c", str(count), "-i", "0.005", "-q", host], env=env,
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True).stdout
+    for line in out.splitlines():
+        if line.startswith("rtt") or line.startswith("round-trip"):
+            return 1000 * float(line.split("=")[1].split("/")[1])
+    raise RuntimeError("cluster_link: ping from node 1 to node 2 failed: " + out.strip()[-200:])
+
+
+def modelled_step_ms(base_ms, inter_bytes, nodes, rate, crossing_calls=0, one_way_us=0.0):
+    """The step at `rate` (bytes/s): the base term, plus the inter-node bytes' time on each link,
+    plus one one-way latency for each call that crosses nodes."""
+    return base_ms + link_ms(inter_bytes, nodes, rate) + latency_ms(crossing_calls, one_way_us)
+
+
+def latency_ms(crossing_calls, one_way_us):
+    """Milliseconds a step's crossing calls wait on the link's latency: one one-way trip each."""
+    return crossing_calls * one_way_us / 1e3
 
 
 def link_ms(inter_bytes, nodes, rate):

@@ -122,11 +122,9 @@ def group_spans(start, n):
             "replica": (n // s, nodes > 1), "cross": (max(1, s // rpn), True), "node": (min(rpn, s), False)}
 
 
-def modelled_comm_s(step, n, start, link):
-    """Seconds one step's collectives take on the modelled links, per link class as the binary's MPI
-    collectives send them (the records' comm_bytes_inter / comm_bytes_intra, the whole job's): each
-    node's bytes leave on its own link in parallel, so a class takes its bytes / nodes / beta, plus
-    alpha per call on it (inter-node: the calls of every group that spans nodes)."""
+def call_counts(step, n, start):
+    """(calls, crossing): the step's collective calls, and those of them that cross nodes (every call
+    of a group that spans nodes, and every world call when there are several nodes)."""
     nodes = max(1, start["nodes"])
     groups = step.get("comm_groups")
     if groups is None:  # a record without comm_groups: hpZ's secondary group alone
@@ -139,6 +137,16 @@ def modelled_comm_s(step, n, start, link):
         world_calls -= c
         crossing += c if spans.get(role, (n, nodes > 1))[1] else 0
     crossing += world_calls if nodes > 1 else 0
+    return calls, crossing
+
+
+def modelled_comm_s(step, n, start, link):
+    """Seconds one step's collectives take on the modelled links, per link class as the binary's MPI
+    collectives send them (the records' comm_bytes_inter / comm_bytes_intra, the whole job's): each
+    node's bytes leave on its own link in parallel, so a class takes its bytes / nodes / beta, plus
+    alpha per call on it (inter-node: the calls of every group that spans nodes)."""
+    nodes = max(1, start["nodes"])
+    calls, crossing = call_counts(step, n, start)
     inter, intra = step.get("comm_bytes_inter", 0), step.get("comm_bytes_intra", 0)
     return (inter / nodes / link["inter_beta"] + link["inter_alpha"] * crossing +
             intra / nodes / link["intra_beta"] + link["intra_alpha"] * calls)
@@ -376,22 +384,34 @@ def write_markdown(path, rows, title, n):
         for r in measured:
             for c in r["_cluster"]:
                 first.setdefault(c["rate"], c["step_ms"])
+        delay = measured[0]["_cluster"][0]["delay"]
+        repeats = len(measured[0]["_cluster"][0]["steps_ms"])
         out += ["", f"## Measured on the emulated cluster ({rows[0]['nodes']} nodes of {rows[0]['ranks_per_node']}, "
-                "scripts/cluster.sh): the step at each link rate beside the model", "",
-                "| run | link | TCP rate each way (MB/s) | inter-node MiB/step | link time (ms/step) | compute (ms) "
-                "| step measured (ms) | step modelled (ms) | measured / modelled | vs the first row |",
-                "|---|---|---|---|---|---|---|---|---|---|"]
+                f"scripts/cluster.sh{', ' + delay + ' added each way' if delay else ''}): the step at each link rate "
+                "beside the model", "",
+                "| run | link | TCP rate each way (MB/s) | one-way (us) | inter-node MiB/step | crossing calls/step "
+                "| compute (ms) | link time (ms) | latency (ms) | step modelled (ms) | step measured (ms) "
+                "| measured / modelled | vs the first row |",
+                "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for r in measured:
             for c in r["_cluster"]:
                 flag = " **FLAG: off by more than 20%**" if c["flag"] else ""
-                out.append(f"| {r['name']} | {c['rate']} | {c['measured_rate'] / 1e6:.1f} | {fmt_mib(c['inter_bytes'])} | "
-                           f"{c['link_ms']:.1f} | {r['compute_ms']:.1f} | {c['step_ms']:.1f} | {c['modelled_step_ms']:.1f} | "
-                           f"{c['ratio']:.3f}{flag} | {c['step_ms'] / first[c['rate']]:.3f}x |")
-        out += ["", "Model (scripts/cluster_link.py): compute (the row's run on the unshaped link: its step less "
-                "the time it waited for collectives) plus the step's inter-node bytes per node at the rate measured "
-                "with both nodes sending; no overlap with compute assumed, so a row that hides collectives behind "
-                "compute lands below it. Steps: medians after the first. vs the first row: this row's measured step "
-                "over the first row's at the same rate.", ""]
+                spread = "" if len(c["steps_ms"]) < 2 else f" ({min(c['steps_ms']):.1f}-{max(c['steps_ms']):.1f})"
+                out.append(f"| {r['name']} | {c['rate']}{' + ' + c['delay'] if c['delay'] else ''} | "
+                           f"{c['measured_rate'] / 1e6:.1f} | {c['one_way_us']:.0f} | {fmt_mib(c['inter_bytes'])} | "
+                           f"{c['crossing_calls']:g} | {c['compute_ms']:.1f} ({min(c['computes_ms']):.0f}-{max(c['computes_ms']):.0f}) | "
+                           f"{c['link_ms']:.1f} | {c['latency_ms']:.1f} | "
+                           f"{c['modelled_step_ms']:.1f} | {c['step_ms']:.1f}{spread} | {c['ratio']:.3f}{flag} | "
+                           f"{c['step_ms'] / first[c['rate']]:.3f}x |")
+        out += ["", "Model (scripts/cluster_link.py): compute (each run's step less the time it waited for "
+                "collectives; the median over every run of the row, unshaped and shaped, since the math is the same "
+                "at every rate: range in brackets), plus the step's inter-node bytes per node at the rate measured "
+                "with both nodes sending, plus one "
+                "one-way trip (ping's round trip / 2) per call that crosses nodes; no overlap with compute assumed, "
+                "so a row that hides collectives behind compute lands below it. Steps: medians after the first"
+                + (f", then the median of {repeats} runs in turns with the unshaped run (range in brackets)"
+                   if repeats > 1 else "") + ". vs the first row: this row's measured step over the first row's at the "
+                "same rate.", ""]
     out += ["", "## Time, throughput, memory, overlap", "",
             "| run | step (ms) | tokens/s | ledger peak (MiB) | peak RSS - baseline (MiB) | comm busy (ms/step) | "
             "hidden behind compute | final loss |",
@@ -555,11 +575,17 @@ def main():
                    help="run every row on the emulated cluster (scripts/cluster.sh, root): world / ranks-per-node "
                         "nodes, once on the unshaped link and once per --link-rates, measured step beside the model")
     p.add_argument("--link-rates", default="1gbit", help="with --cluster: comma list of tc rates (1gbit,100mbit)")
-    p.add_argument("--link-delay", help="with --cluster: added latency (not built: the kernel here has no netem)")
+    p.add_argument("--link-delay", help="with --cluster: latency added each way at every rate (500us, 2ms: "
+                                        "cluster.sh shape RATE DELAY); the model adds one one-way trip per crossing call")
+    p.add_argument("--repeats", type=int, default=1, help="with --cluster: each row's unshaped and shaped runs this "
+                                                          "many times, in turns; medians (default 1)")
     a = p.parse_args(argv)
-    if a.link_delay:
-        sys.exit("sweep: --link-delay is not built (this kernel has no netem and the user-space delay line is not "
-                 "written); measure at --link-rates alone")
+    if a.link_delay and not a.cluster:
+        sys.exit("sweep: --link-delay needs --cluster (one host has no link to delay)")
+    if a.link_delay and not cluster_link.delay_ok(a.link_delay):
+        sys.exit(f"sweep: --link-delay '{a.link_delay}' needs a unit: us, ms or s (e.g. 500us, 2ms)")
+    if a.repeats < 1:
+        sys.exit(f"sweep: --repeats {a.repeats}: needs 1 or more")
     # Flags every run gets from the sweep itself: given again after `--`, zerotrain would refuse the
     # second one in words about itself ("At Most 1 required but received 2").
     owned = {"--config": "--config", "--model": "--model", "--steps": "--steps", "--eval-every": None,
@@ -591,7 +617,7 @@ def main():
         varies.append((k, [parse_value(v) for v in vs.split(",")]))
     os.makedirs(a.out, exist_ok=True)
     mpi = [a.mpirun, "--oversubscribe", "--bind-to", "none"] + (["--allow-run-as-root"] if os.geteuid() == 0 else [])
-    cluster = Cluster(a.world_size // rpn, rpn, a.link_rates.split(",")) if a.cluster else None
+    cluster = Cluster(a.world_size // rpn, rpn, a.link_rates.split(","), a.link_delay) if a.cluster else None
     try:
         rows = run_rows(a, zt, flags, base, varies, mpi, rpn, link, cluster)
     finally:
@@ -604,11 +630,11 @@ class Cluster:
     """The emulated cluster the rows run on: its own name, up for the sweep, down after it; the link's
     measured TCP rate, unshaped and at each rate."""
 
-    def __init__(self, nodes, per_node, rates):
+    def __init__(self, nodes, per_node, rates, delay=None):
         self.sh = os.path.join(ROOT, "scripts", "cluster.sh")
         self.env = dict(os.environ, ZT_CLUSTER="ztsweep%d" % os.getpid(),
                         ZT_CLUSTER_NET="10.%d.%d" % (178 + os.getpid() % 70, os.getpid() % 250))
-        self.nodes, self.per_node, self.rates, self.measured = nodes, per_node, rates, {}
+        self.nodes, self.per_node, self.rates, self.delay, self.measured, self.rtt_us = nodes, per_node, rates, delay, {}, {}
         if nodes < 2:
             sys.exit("sweep: --cluster needs at least 2 nodes (--world-size / --ranks-per-node)")
         check = subprocess.run([self.sh, "check"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -629,11 +655,14 @@ class Cluster:
         return r.stdout
 
     def shape(self, rate):
-        """Shapes every node's link (`off`: unshaped, not measured) and measures its TCP rate once per rate."""
-        self.sh_run("shape", rate)
+        """Shapes every node's link (`off`: unshaped and undelayed, not measured; otherwise at the rate
+        with the sweep's delay) and measures its TCP rate and ping's round trip once per rate."""
+        self.sh_run("shape", rate, *([self.delay] if self.delay and rate != "off" else []))
         if rate != "off" and rate not in self.measured:
             self.measured[rate] = cluster_link.measure_rate(self.sh, self.env, rate_hint_bps=cluster_link.rate_bits(rate), both_ways=True)
-            print(f"sweep: the link at {rate}: {self.measured[rate] / 1e6:.1f} MB/s of TCP payload each way", flush=True)
+            self.rtt_us[rate] = cluster_link.measure_rtt_us(self.sh, self.env)
+            print(f"sweep: the link at {rate}{' + ' + self.delay if self.delay else ''}: {self.measured[rate] / 1e6:.1f} MB/s "
+                  f"of TCP payload each way, round trip {self.rtt_us[rate]:.0f} us", flush=True)
         return self.measured.get(rate)
 
     def launcher(self):
@@ -699,29 +728,67 @@ def run_rows(a, zt, flags, base, varies, mpi, rpn, link, cluster):
         row = summarize({"name": name, "offload": off, **{k: v for (k, _), v in zip(varies, values)}},
                         m.start, m.of("step"), m.end, a.world_size, link)
         if cluster:
-            row["_cluster"] = measure_on_cluster(cluster, row, args, run_dir, name)
+            row["_cluster"] = measure_on_cluster(cluster, row, args, run_dir, name, a.repeats)
         rows.append(row)
     return rows
 
 
-def measure_on_cluster(cluster, row, args, run_dir, name):
-    """The row's run again at each link rate: its median step beside the model's (cluster_link)."""
+def step_terms(metrics):
+    """(step, compute, inter-node bytes, crossing calls) of one run's records: medians over the steps
+    after the first; compute is the step less the time it waited for collectives."""
+    m = zt_metrics.read_metrics(metrics, missing_ok=False)
+    steps = m.of("step")
+    later = steps[1:] if len(steps) > 1 else steps
+    step_ms = statistics.median(s["step_ms"] for s in later)
+    hidden = (m.end or {}).get("comm_hidden_share") or 0.0
+    waited = (1 - hidden) * 1e3 * statistics.median(s["comm_busy_s"] for s in later)
+    return (step_ms, max(0.0, step_ms - waited), statistics.median(s["comm_bytes_inter"] for s in later),
+            statistics.median(call_counts(s, m.start["world_size"], m.start)[1] for s in later))
+
+
+def measure_on_cluster(cluster, row, args, run_dir, name, repeats):
+    """The row's run again at each link rate, `repeats` times in turns with the unshaped run (the first
+    unshaped run is the row's own), so drift on a shared machine falls on every rate alike: medians of
+    each rate's steps beside the model's (cluster_link) over the unshaped runs' median base."""
+    def run_at(rate, k):
+        tag = f"{rate}" + (f"_r{k + 1}" if k else "")
+        shaped = list(args)
+        shaped[shaped.index("--metrics") + 1] = os.path.join(run_dir, f"metrics_{tag}.jsonl")
+        shaped[shaped.index("--trace") + 1] = os.path.join(run_dir, f"trace_{tag}.json")
+        run_one(cluster.launcher() + shaped, os.path.join(run_dir, f"run_{tag}.log"),
+                f"{name} at {rate}" + (f" (repeat {k + 1})" if k else ""), cluster.env)
+        return step_terms(shaped[shaped.index("--metrics") + 1])
+
+    unshaped = [step_terms(args[args.index("--metrics") + 1])]
+    at = {rate: [] for rate in cluster.rates}
+    for k in range(repeats):
+        if k:
+            cluster.shape("off")
+            unshaped.append(run_at("off", k))
+        for rate in cluster.rates:
+            cluster.shape(rate)
+            at[rate].append(run_at(rate, k))
+    cluster.shape("off")
+    # The compute term: the same math at every rate, so the median over every run of the row (on two
+    # shared cores one run's compute strays by a third; an unshaped run's whole step strays by 2x, its
+    # unbounded TCP taking cores from the ranks).
+    every = unshaped + [t for rate in cluster.rates for t in at[rate]]
+    compute = statistics.median(t[1] for t in every)
+    unshaped_ms = statistics.median(u[0] for u in unshaped)
     out = []
     for rate in cluster.rates:
-        measured_rate = cluster.shape(rate)
-        metrics = os.path.join(run_dir, f"metrics_{rate}.jsonl")
-        shaped = [x if x != args[args.index("--metrics") + 1] else metrics for x in args]
-        shaped[shaped.index("--trace") + 1] = os.path.join(run_dir, f"trace_{rate}.json")
-        run_one(cluster.launcher() + shaped, os.path.join(run_dir, f"run_{rate}.log"), f"{name} at {rate}", cluster.env)
-        steps = zt_metrics.read_metrics(metrics, missing_ok=False).of("step")
-        later = steps[1:] if len(steps) > 1 else steps
-        step_ms = statistics.median(s["step_ms"] for s in later)
-        inter = statistics.median(s["comm_bytes_inter"] for s in later)
-        model = cluster_link.modelled_step_ms(row["compute_ms"], inter, row["nodes"], measured_rate)
-        out.append({"rate": rate, "measured_rate": measured_rate, "inter_bytes": inter, "step_ms": step_ms,
-                    "link_ms": cluster_link.link_ms(inter, row["nodes"], measured_rate), "modelled_step_ms": model,
+        measured_rate, one_way = cluster.measured[rate], cluster.rtt_us[rate] / 2
+        step_ms = statistics.median(t[0] for t in at[rate])
+        inter = statistics.median(t[2] for t in at[rate])
+        crossing = statistics.median(t[3] for t in at[rate])
+        model = cluster_link.modelled_step_ms(compute, inter, row["nodes"], measured_rate, crossing, one_way)
+        out.append({"rate": rate, "delay": cluster.delay or "", "measured_rate": measured_rate, "one_way_us": one_way,
+                    "inter_bytes": inter, "crossing_calls": crossing, "step_ms": step_ms,
+                    "steps_ms": [t[0] for t in at[rate]], "unshaped_ms": unshaped_ms, "compute_ms": compute,
+                    "computes_ms": [t[1] for t in every],
+                    "link_ms": cluster_link.link_ms(inter, row["nodes"], measured_rate),
+                    "latency_ms": cluster_link.latency_ms(crossing, one_way), "modelled_step_ms": model,
                     "ratio": step_ms / model, "flag": abs(step_ms / model - 1) > 0.20})
-    cluster.shape("off")
     return out
 
 

@@ -93,9 +93,12 @@ int main(int argc, char** argv) {
   size_t min_bytes = 4 << 10, max_bytes = size_t(256) << 20;
   int rounds = 5, step = 4;
   bool no_nccl = false;
-  double link_rate = 0;
+  double link_rate = 0, link_latency_us = 0;
   app.add_option("--link-rate", link_rate, "the inter-node link's measured rate, bytes/s (each direction): adds the "
                                            "time the link needs for each op's inter-node bytes");
+  app.add_option("--link-latency-us", link_latency_us, "the inter-node link's one-way latency, us: the link's time "
+                                                       "for an op gains one trip")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--min-bytes", min_bytes, "smallest buffer (bytes, full un-sharded size)");
   app.add_option("--max-bytes", max_bytes, "largest buffer (bytes); default 256 MiB");
   app.add_option("--step", step, "size multiplier between rows")->check(CLI::Range(2, 16));
@@ -127,7 +130,7 @@ int main(int argc, char** argv) {
     // Seconds each node's link needs for a call's inter-node bytes (the job's, spread over the nodes).
     auto link_s = [&](zt::CommOp op, size_t bytes) {
       if (!layered || link_rate <= 0) return 0.0;
-      return double(links.split(op, bytes).inter) / double(nodes) / link_rate;
+      return double(links.split(op, bytes).inter) / double(nodes) / link_rate + link_latency_us * 1e-6;
     };
     MPI_Comm peer;
     ZT_MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &peer));
@@ -214,7 +217,9 @@ int main(int argc, char** argv) {
               "interleaved rounds of the slowest rank\n",
               rounds);
   std::printf("# vs MPI: the library's op time over ours (>= 1: ours is as fast); vs link: our time over the time the\n"
-              "# inter-node link needs for the op's bytes across it at --link-rate (each node's share)\n");
+              "# inter-node link needs for the op's bytes across it at --link-rate (each node's share), plus one\n"
+              "# one-way trip of %.0f us (--link-latency-us)\n",
+              link_latency_us);
   std::printf("%-25s %-15s %12s %11s %11s %10s %10s %8s %12s %8s\n", "impl", "op", "size(B)", "count", "time(us)",
               "algbw", "busbw", "vs MPI", "link(us)", "vs link");
   auto op_of = [](const Row& r) {

@@ -23,5 +23,8 @@ trap '"$cluster" down >/dev/null' EXIT
 measured=$(cd "$root/scripts" && python3 -c "
 import os, cluster_link
 print(int(cluster_link.measure_rate('$cluster', dict(os.environ), rate_hint_bps=cluster_link.rate_bits('$rate'), both_ways=True)))")
-echo "# the link at $rate: $(awk "BEGIN{printf \"%.1f\", $measured / 1e6}") MB/s of TCP payload each way, both nodes sending at once"
-"$cluster" run -n "$per_node" -- "$bench" --link-rate "$measured" "$@"
+one_way=$(cd "$root/scripts" && python3 -c "
+import os, cluster_link
+print(cluster_link.measure_rtt_us('$cluster', dict(os.environ)) / 2)")
+echo "# the link at $rate${ZT_LINK_DELAY:+ + $ZT_LINK_DELAY each way}: $(awk "BEGIN{printf \"%.1f\", $measured / 1e6}") MB/s of TCP payload each way, both nodes sending at once; one-way $(printf %.0f "$one_way") us (ping's round trip / 2)"
+"$cluster" run -n "$per_node" -- "$bench" --link-rate "$measured" --link-latency-us "$one_way" "$@"

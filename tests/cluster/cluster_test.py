@@ -138,7 +138,7 @@ try:
     # a ping cannot come back before both ways' hold; training through it gives the same bits; a
     # delay line that dies leaves the link up (--queue-bypass); `shape off` ends every delay line.
     def rtt_us():
-        p = cluster("exec", "1", "ping", "-c", "5", "-i", "0.01", "-q", "%s.2" % ENV["ZT_CLUSTER_NET"])
+        p = cluster("exec", "1", "ping", "-U", "-c", "5", "-i", "0.01", "-q", "%s.2" % ENV["ZT_CLUSTER_NET"])
         m = re.search(r"= [\d.]+/([\d.]+)/", p.stdout)
         return float(m.group(1)) * 1000 if m else float("inf")
 
