@@ -5,13 +5,14 @@ measure_rate(cluster_sh, env) runs a receiver in node 2 and a sender in node 1 (
 exec) and times a transfer of about one second at the shaped rate, after a first 64 KiB that opens
 the connection and TCP's window; bytes per second of payload.
 
-modelled_step_ms(...) is the sweep's cluster-mode model, α–β with the α left out (the shaper adds
-no latency; a call's few-µs veth round trip is noise beside these steps): the compute measured on
-the unshaped link (the step less the time it waited for collectives), plus the step's inter-node
-bytes (the whole job's comm_bytes_inter, split evenly over the nodes' own links, which send in
-parallel) at the link's rate measured with both nodes sending, as an exchange does. Intra-node
-bytes go through shared memory inside the compute term's noise. No overlap with compute is
-assumed, so a run that hides its collectives behind compute lands below the model."""
+step_bounds_ms(...) is the sweep's cluster-mode model, α–β: the compute (the step less the time it
+waited for collectives), the step's inter-node bytes (the whole job's comm_bytes_inter, split evenly
+over the nodes' own links, which send in parallel) at the link's rate measured with both nodes
+sending, as an exchange does, and one one-way trip (ping's round trip / 2) per call that crosses
+nodes. Intra-node bytes go through shared memory inside the compute term's noise. Two bounds: no
+overlap (compute + link + latency: a step whose collectives all wait) and full overlap (the larger
+of compute and link + latency: every collective beside compute); judge() flags a measured step more
+than 20% outside them and says how much of the overlappable time the run hid."""
 import subprocess
 
 RECEIVER = r"""
@@ -111,10 +112,20 @@ def measure_rtt_us(cluster_sh, env, count=20):
     raise RuntimeError("cluster_link: ping from node 1 to node 2 failed: " + out.strip()[-200:])
 
 
-def modelled_step_ms(base_ms, inter_bytes, nodes, rate, crossing_calls=0, one_way_us=0.0):
-    """The step at `rate` (bytes/s): the base term, plus the inter-node bytes' time on each link,
-    plus one one-way latency for each call that crosses nodes."""
-    return base_ms + link_ms(inter_bytes, nodes, rate) + latency_ms(crossing_calls, one_way_us)
+def step_bounds_ms(compute_ms, inter_bytes, nodes, rate, crossing_calls=0, one_way_us=0.0):
+    """(full overlap, no overlap): the step at `rate` (bytes/s) with every collective beside compute,
+    and with every collective waited for."""
+    comm = link_ms(inter_bytes, nodes, rate) + latency_ms(crossing_calls, one_way_us)
+    return max(compute_ms, comm), compute_ms + comm
+
+
+def judge(step_ms, bounds, slack=0.20):
+    """(flagged, hidden): whether `step_ms` lies more than `slack` outside the bounds, and the share of
+    the overlappable time (no overlap less full overlap) the step hid, clamped to [0, 1]."""
+    low, high = bounds
+    flagged = step_ms > high * (1 + slack) or step_ms < low / (1 + slack)
+    hidden = 1.0 if high <= low else min(1.0, max(0.0, (high - step_ms) / (high - low)))
+    return flagged, hidden
 
 
 def latency_ms(crossing_calls, one_way_us):
