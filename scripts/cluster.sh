@@ -151,33 +151,24 @@ AGENT
   echo "cluster: $n node(s) up: $(for ((i = 1; i <= n; i++)); do printf '%s=%s.%d ' "$(node_host "$i")" "$NET" "$i"; done)"
 }
 
-# Bytes per second from a tc rate (tbf's own units: bit, kbit, mbit, gbit; bps = bytes/s).
-rate_bytes() {
-  local r=$1 num unit
-  num=$(echo "$r" | sed -n 's/^\([0-9.]*\).*$/\1/p'); unit=$(echo "$r" | sed -n 's/^[0-9.]*\(.*\)$/\1/p')
-  [ -n "$num" ] || die "shape: rate '$r' is not a number with a tc unit (e.g. 1gbit, 100mbit)"
-  case "$unit" in
-    bit) awk "BEGIN{print int($num/8)}" ;;
-    kbit) awk "BEGIN{print int($num*1000/8)}" ;;
-    mbit) awk "BEGIN{print int($num*1000000/8)}" ;;
-    gbit) awk "BEGIN{print int($num*1000000000/8)}" ;;
-    bps) awk "BEGIN{print int($num)}" ;;
-    *) die "shape: rate '$r' needs a unit: bit, kbit, mbit, gbit (e.g. 1gbit)" ;;
-  esac
+# A number with a unit, scaled to an integer: scaled WHAT VALUE EXAMPLES UNIT=FACTOR...; dies naming
+# WHAT, the value and the units otherwise.
+scaled() {
+  local what=$1 v=$2 eg=$3 num uf
+  shift 3
+  num=$(echo "$v" | sed -n 's/^\([0-9][0-9.]*\).*$/\1/p')
+  [ -n "$num" ] || die "shape: $what '$v' is not a number with a unit (e.g. $eg)"
+  for uf in "$@"; do
+    [ "${v#"$num"}" = "${uf%%=*}" ] && { awk "BEGIN{print int($num*${uf#*=})}"; return; }
+  done
+  die "shape: $what '$v' needs a unit: ${*%%=*} (e.g. $eg)"
 }
 
-# Microseconds from a delay with a unit (us, ms, s).
-delay_us() {
-  local d=$1 num unit
-  num=$(echo "$d" | sed -n 's/^\([0-9.]*\).*$/\1/p'); unit=$(echo "$d" | sed -n 's/^[0-9.]*\(.*\)$/\1/p')
-  [ -n "$num" ] || die "shape: delay '$d' is not a number with a unit (e.g. 500us, 2ms)"
-  case "$unit" in
-    us) awk "BEGIN{print $num}" ;;
-    ms) awk "BEGIN{print $num*1000}" ;;
-    s) awk "BEGIN{print $num*1000000}" ;;
-    *) die "shape: delay '$d' needs a unit: us, ms, s (e.g. 500us, 2ms)" ;;
-  esac
-}
+# Bytes per second from a tc rate (tbf's own units: bit, kbit, mbit, gbit; bps = bytes/s).
+rate_bytes() { scaled rate "$1" "1gbit, 100mbit" bit=0.125 kbit=125 mbit=125000 gbit=125000000 bps=1; }
+
+# Microseconds from a delay (us, ms, s).
+delay_us() { scaled delay "$1" "500us, 2ms" us=1 ms=1000 s=1000000; }
 
 # The delay line off: each node's rule removed first (new packets pass straight), then its daemon
 # ended by pid (it lets the packets it holds go before it exits).
