@@ -9,7 +9,8 @@ step_bounds_ms(...) is the sweep's cluster-mode model, α–β: the compute (the
 waited for collectives), the step's inter-node bytes (the whole job's comm_bytes_inter, split evenly
 over the nodes' own links, which send in parallel) at the link's rate measured with both nodes
 sending, as an exchange does, and one one-way trip (ping's round trip / 2) per call that crosses
-nodes. Intra-node bytes go through shared memory inside the compute term's noise. Two bounds: no
+nodes, or the collectives' own CPU time where that is longer (what they waited for on the unshaped
+link: on shared cores, eight ranks' folding and copying outlast a 1 Gbit/s link). Two bounds: no
 overlap (compute + link + latency: a step whose collectives all wait) and full overlap (the larger
 of compute and link + latency: every collective beside compute); judge() flags a measured step more
 than 20% outside them and says how much of the overlappable time the run hid."""
@@ -112,10 +113,12 @@ def measure_rtt_us(cluster_sh, env, count=20):
     raise RuntimeError("cluster_link: ping from node 1 to node 2 failed: " + out.strip()[-200:])
 
 
-def step_bounds_ms(compute_ms, inter_bytes, nodes, rate, crossing_calls=0, one_way_us=0.0):
+def step_bounds_ms(compute_ms, inter_bytes, nodes, rate, crossing_calls=0, one_way_us=0.0, cpu_ms=0.0):
     """(full overlap, no overlap): the step at `rate` (bytes/s) with every collective beside compute,
-    and with every collective waited for."""
-    comm = link_ms(inter_bytes, nodes, rate) + latency_ms(crossing_calls, one_way_us)
+    and with every collective waited for. The collectives take the longer of the link's time (bytes
+    and latency) and their own CPU time `cpu_ms` (packing, folding, the shared-memory level, the
+    TCP stack: what they waited for on the unshaped link), since the levels overlap the two."""
+    comm = max(link_ms(inter_bytes, nodes, rate) + latency_ms(crossing_calls, one_way_us), cpu_ms)
     return max(compute_ms, comm), compute_ms + comm
 
 

@@ -21,10 +21,10 @@ PNG plots that put what each run measured beside what the ZeRO paper predicts at
   With --cluster (root): every row runs on the emulated cluster (scripts/cluster.sh, world /
   ranks-per-node nodes), once on the unshaped link and once per --link-rates (with --link-delay
   added each way; --repeats N times in turns), the link's TCP rate and round trip measured at each;
-  sweep.md puts each measured step beside the model (scripts/cluster_link.py: the compute, the
-  inter-node bytes per node at the measured rate and one one-way trip per crossing call, with the
-  collectives beside compute and without) and flags a row more than 20% outside it (--check fails
-  on a flag).
+  sweep.md puts each measured step beside the model (scripts/cluster_link.py: the compute, then the
+  inter-node bytes per node at the measured rate and one one-way trip per crossing call, or the
+  collectives' CPU time if longer, beside compute and after it) and flags a row more than 20%
+  outside it (--check fails on a flag).
 
 Usage: python3 scripts/sweep.py --config configs/stage2.json --model small --world-size 4 --out out/sweep
        [--stages 0,1,2,3] [--offload none,cpu] [--vary zero_optimization.stage3_prefetch_bucket_size=0,1e6]
@@ -392,9 +392,9 @@ def write_markdown(path, rows, title, n):
                 f"scripts/cluster.sh{', ' + delay + ' added each way' if delay else ''}): the step at each link rate "
                 "beside the model", "",
                 "| run | link | TCP rate each way (MB/s) | one-way (us) | inter-node MiB/step | crossing calls/step "
-                "| compute (ms) | link time (ms) | latency (ms) | step modelled (ms): full overlap - none "
-                "| step measured (ms) | measured / no overlap | overlappable time hidden | vs the first row |",
-                "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+                "| compute (ms) | link time (ms) | latency (ms) | collectives' CPU (ms) | step modelled (ms): full "
+                "overlap - none | step measured (ms) | measured / no overlap | overlappable time hidden | vs the first row |",
+                "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for r in measured:
             for c in r["_cluster"]:
                 flag = " **FLAG: more than 20% outside the model**" if c["flag"] else ""
@@ -402,16 +402,18 @@ def write_markdown(path, rows, title, n):
                 out.append(f"| {r['name']} | {c['rate']}{' + ' + c['delay'] if c['delay'] else ''} | "
                            f"{c['measured_rate'] / 1e6:.1f} | {c['one_way_us']:.0f} | {fmt_mib(c['inter_bytes'])} | "
                            f"{c['crossing_calls']:g} | {c['compute_ms']:.1f} ({min(c['computes_ms']):.0f}-{max(c['computes_ms']):.0f}) | "
-                           f"{c['link_ms']:.1f} | {c['latency_ms']:.1f} | "
+                           f"{c['link_ms']:.1f} | {c['latency_ms']:.1f} | {c['comm_cpu_ms']:.1f} | "
                            f"{c['overlapped_ms']:.1f} - {c['modelled_step_ms']:.1f} | {c['step_ms']:.1f}{spread} | "
                            f"{c['ratio']:.3f}{flag} | {100 * c['hidden']:.0f}% | {c['step_ms'] / first[c['rate']]:.3f}x |")
         out += ["", "Model (scripts/cluster_link.py): compute (each run's step less the time it waited for "
                 "collectives; the median over every run of the row, unshaped and shaped, since the math is the same "
                 "at every rate: range in brackets), plus the step's inter-node bytes per node at the rate measured "
                 "with both nodes sending, plus one "
-                "one-way trip (ping's round trip / 2) per call that crosses nodes. Two bounds: no overlap (compute + "
-                "link + latency, every collective waited for) and full overlap (the larger of compute and link + "
-                "latency); a row more than 20% outside them is flagged, and 'hidden' is where the step fell between "
+                "one-way trip (ping's round trip / 2) per call that crosses nodes, or the collectives' own CPU time "
+                "where that is longer (what the unshaped runs waited for them: the two levels overlap the node's work "
+                "with the link). Two bounds: no overlap (compute + collectives, every collective waited for) and full "
+                "overlap (the larger of the two); a row more than 20% outside them is flagged, and 'hidden' is where "
+                "the step fell between "
                 "them (100%: every collective beside compute). Steps: medians after the first"
                 + (f", then the median of {repeats} runs in turns with the unshaped run (range in brackets)"
                    if repeats > 1 else "") + ". vs the first row: this row's measured step over the first row's at the "
@@ -779,18 +781,20 @@ def measure_on_cluster(cluster, row, args, run_dir, name, repeats):
     every = unshaped + [t for rate in cluster.rates for t in at[rate]]
     compute = statistics.median(t[1] for t in every)
     unshaped_ms = statistics.median(u[0] for u in unshaped)
+    # The collectives' own CPU time: what the unshaped runs waited for them (the link then takes ~0).
+    cpu_ms = statistics.median(u[0] - u[1] for u in unshaped)
     out = []
     for rate in cluster.rates:
         measured_rate, one_way = cluster.measured[rate], cluster.rtt_us[rate] / 2
         step_ms = statistics.median(t[0] for t in at[rate])
         inter = statistics.median(t[2] for t in at[rate])
         crossing = statistics.median(t[3] for t in at[rate])
-        bounds = cluster_link.step_bounds_ms(compute, inter, row["nodes"], measured_rate, crossing, one_way)
+        bounds = cluster_link.step_bounds_ms(compute, inter, row["nodes"], measured_rate, crossing, one_way, cpu_ms)
         flagged, hidden = cluster_link.judge(step_ms, bounds)
         out.append({"rate": rate, "delay": cluster.delay or "", "measured_rate": measured_rate, "one_way_us": one_way,
                     "inter_bytes": inter, "crossing_calls": crossing, "step_ms": step_ms,
                     "steps_ms": [t[0] for t in at[rate]], "unshaped_ms": unshaped_ms, "compute_ms": compute,
-                    "computes_ms": [t[1] for t in every],
+                    "computes_ms": [t[1] for t in every], "comm_cpu_ms": cpu_ms,
                     "link_ms": cluster_link.link_ms(inter, row["nodes"], measured_rate),
                     "latency_ms": cluster_link.latency_ms(crossing, one_way), "overlapped_ms": bounds[0],
                     "modelled_step_ms": bounds[1], "ratio": step_ms / bounds[1], "hidden": hidden, "flag": flagged})

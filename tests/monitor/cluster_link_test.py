@@ -28,6 +28,11 @@ low, high = cl.step_bounds_ms(50.0, 10e6, 2, 100e6, 10, 1000.0)  # link 50 ms, l
 check(near(low, 60.0) and near(high, 110.0), "bounds: max(compute, comm) = 60, compute + comm = 110 (%s, %s)" % (low, high))
 low, high = cl.step_bounds_ms(80.0, 2e6, 2, 100e6)  # link 10 ms, compute dominates when overlapped
 check(near(low, 80.0) and near(high, 90.0), "bounds with compute above the link: 80 and 90 (%s, %s)" % (low, high))
+low, high = cl.step_bounds_ms(50.0, 10e6, 2, 100e6, 10, 1000.0, cpu_ms=90.0)  # CPU outlasts link + latency (60)
+check(near(low, 90.0) and near(high, 140.0), "bounds with the collectives' CPU time above the link's: 90 and 140 (%s, %s)"
+      % (low, high))
+check(cl.step_bounds_ms(50.0, 10e6, 2, 100e6, 10, 1000.0, cpu_ms=40.0) == (60.0, 110.0),
+      "the collectives' CPU time below the link's changes nothing")
 check(cl.judge(85.0, (60.0, 110.0)) == (False, 0.5), "a step halfway between the bounds: not flagged, half hidden")
 check(cl.judge(110.0 * 1.2, (60.0, 110.0))[0] is False and cl.judge(110.0 * 1.21, (60.0, 110.0))[0] is True,
       "flagged above 1.2x the no-overlap bound, not at it")
