@@ -550,7 +550,7 @@ struct MpiCommunicator::Impl {
   // shard (so the pieces can flow through both levels at once, see below), at least 256 KiB a rank,
   // and two pieces' rows in each working buffer. With two pieces in flight a call waits about one
   // link latency per two pieces: at 32 KiB, small calls (stage 3's gathers of small units) were cut
-  // into up to 8 and a 2 ms link took `small`'s stage 3 step from 132 to 200 ms, while pieces of
+  // into up to 8 and with 2 ms of latency `small`'s stage 3 step took 203 ms (132 now), while pieces of
   // 256 KiB and more keep a 1 Gbit/s link as busy (bench/RESULTS.md, "Latency on the link").
   size_t piece_elems(size_t shard, size_t es) const {
     const size_t fit = std::max<size_t>(1, chunk / es / (2 * size_t(world)));
